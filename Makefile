@@ -1,0 +1,37 @@
+# The operator's entry point. `make setup` is idempotent; everything else builds on it.
+SHELL := /bin/bash
+ENV := eval "$$(toolchain/env.sh)"
+
+.PHONY: setup env check test lint demo bench sandbox-up sandbox-down sandbox-status
+
+setup:
+	@toolchain/setup.sh
+
+# Prints the exports; use as: eval "$(make -s env)"
+env:
+	@toolchain/env.sh
+
+check:
+	@toolchain/check.sh
+
+lint: setup
+	@$(ENV) && ruff check . && ruff format --check . && mypy .
+
+# The tests run on the sandbox, as the demo does; it is brought up first if needed.
+test: setup
+	@$(ENV) && ruff check . && ruff format --check . && mypy . && python -m sandbox up && pytest
+
+sandbox-up: setup
+	@$(ENV) && python -m sandbox up
+
+sandbox-down:
+	@$(ENV) && python -m sandbox down
+
+sandbox-status:
+	@$(ENV) && python -m sandbox status
+
+demo: setup
+	@$(ENV) && toolchain/demo.sh
+
+bench: setup
+	@$(ENV) && toolchain/benchmark.sh

@@ -1,0 +1,78 @@
+"""`python -m sandbox up|down|status|env` (make sandbox-up, sandbox-down, sandbox-status, env)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from sandbox.layout import SandboxLayout
+from sandbox.supervisor import SandboxError, Supervisor
+
+
+def up(layout: SandboxLayout) -> int:
+    started_at = time.monotonic()
+    supervisor = Supervisor(layout.root)
+    started = []
+    for service in layout.services():
+        if supervisor.start(service):
+            started.append(service.name)
+            print(f"[sandbox] started {service.name} (pid {supervisor.pid(service.name)})")
+        if service.name == "kube-controller-manager" and started:
+            layout.seed_kubernetes()
+            print("[sandbox] seeded nodes, namespaces, CRDs and the LDAP bind Secret")
+    took = time.monotonic() - started_at
+    if started:
+        print(f'[sandbox] up in {took:.1f}s; eval "$(make -s env)" to use it')
+    else:
+        print(f"[sandbox] already up; nothing to do ({took:.1f}s)")
+    return 0
+
+
+def down(layout: SandboxLayout) -> int:
+    supervisor = Supervisor(layout.root)
+    for service in reversed(layout.services()):
+        if supervisor.stop(service):
+            print(f"[sandbox] stopped {service.name}")
+    print("[sandbox] down; state kept in", layout.root)
+    return 0
+
+
+def status(layout: SandboxLayout) -> int:
+    supervisor = Supervisor(layout.root)
+    healthy = True
+    for service in layout.services():
+        state = supervisor.status(service)
+        if state.ready:
+            word = "ready"
+        elif state.pid is not None:
+            word = "running, not answering"
+        else:
+            word = "stopped"
+        healthy &= state.ready
+        pid = f"pid {state.pid}" if state.pid else ""
+        print(f"{service.name:26} {word:24} {pid}")
+    return 0 if healthy else 1
+
+
+def env(layout: SandboxLayout) -> int:
+    for key, value in layout.environment().items():
+        print(f"export {key}='{value}'")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
+    parser.add_argument("command", choices=["up", "down", "status", "env"])
+    args = parser.parse_args(argv)
+    layout = SandboxLayout.from_environment()
+    try:
+        result: int = {"up": up, "down": down, "status": status, "env": env}[args.command](layout)
+    except (SandboxError, FileNotFoundError) as err:
+        print(f"[sandbox] ERROR: {err}", file=sys.stderr)
+        return 1
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

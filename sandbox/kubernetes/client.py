@@ -1,0 +1,98 @@
+"""A small Kubernetes API client over httpx, for the sandbox's seeding and its stand-in operator."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+JSON = dict[str, Any]
+FIELD_MANAGER = "gpu-tenants-sandbox"
+
+
+def tls_context(ca: Path, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
+    """Trusts only the sandbox CA and, given a client certificate, presents it."""
+    context = ssl.create_default_context(cafile=str(ca))
+    if cert is not None:
+        context.load_cert_chain(str(cert), str(key) if key else None)
+    return context
+
+
+class KubeError(RuntimeError):
+    def __init__(self, method: str, path: str, status: int, message: str) -> None:
+        super().__init__(f"{method} {path} answered {status}: {message}")
+        self.status = status
+
+
+class KubeClient:
+    def __init__(
+        self, *, server: str, ca: Path, cert: Path, key: Path, timeout: float = 10
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=server, verify=tls_context(ca, cert, key), timeout=timeout
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(
+        self, method: str, path: str, *, body: JSON | None = None, content_type: str | None = None
+    ) -> JSON:
+        headers = {"Content-Type": content_type} if content_type else {}
+        response = self._http.request(
+            method,
+            path,
+            content=json.dumps(body) if body is not None else None,
+            headers=headers,
+        )
+        if response.status_code >= 400:
+            try:
+                message = response.json().get("message", response.text)
+            except ValueError:
+                message = response.text
+            raise KubeError(method, path, response.status_code, message)
+        result: JSON = response.json()
+        return result
+
+    def get(self, path: str) -> JSON:
+        return self.request("GET", path)
+
+    def merge_patch(self, path: str, patch: JSON) -> JSON:
+        return self.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
+
+    def json_patch(self, path: str, operations: list[JSON]) -> JSON:
+        # A JSON patch with a "test" op makes the write conditional on what was read.
+        body: Any = operations
+        return self.request("PATCH", path, body=body, content_type="application/json-patch+json")
+
+    def apply(self, path: str, manifest: JSON, *, force: bool = True) -> JSON:
+        """Server-side apply: idempotent, and leaves fields other managers own alone."""
+        query = f"?fieldManager={FIELD_MANAGER}&force={'true' if force else 'false'}"
+        return self.request(
+            "PATCH", path + query, body=manifest, content_type="application/apply-patch+yaml"
+        )
+
+
+def resource_path(manifest: JSON) -> str:
+    """The REST path of a manifest's object, for the kinds the sandbox seeds."""
+    api_version: str = manifest["apiVersion"]
+    kind: str = manifest["kind"]
+    name: str = manifest["metadata"]["name"]
+    namespace: str | None = manifest["metadata"].get("namespace")
+    prefix = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    plural = {
+        "Namespace": "namespaces",
+        "Node": "nodes",
+        "Secret": "secrets",
+        "ServiceAccount": "serviceaccounts",
+        "ClusterRole": "clusterroles",
+        "ClusterRoleBinding": "clusterrolebindings",
+        "CustomResourceDefinition": "customresourcedefinitions",
+        "StorageClass": "storageclasses",
+        "Reservation": "reservations",
+    }[kind]
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{prefix}{scope}/{plural}/{name}"

@@ -1,0 +1,149 @@
+"""The Kubernetes control plane as sandbox services: etcd, kube-apiserver, kube-controller-manager
+and the stand-in reservation operator, all on 127.0.0.1."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import sys
+from pathlib import Path
+
+import httpx
+
+from sandbox.kubernetes.client import tls_context
+from sandbox.kubernetes.pki import Pki, kubeconfig
+from sandbox.service import Service
+
+ETCD_CLIENT_PORT = 23790
+ETCD_PEER_PORT = 23800
+APISERVER_PORT = 26443
+CONTROLLER_MANAGER_PORT = 26257
+SERVER = f"https://127.0.0.1:{APISERVER_PORT}"
+SERVICE_CIDR = "10.43.0.0/16"
+
+
+def _binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise FileNotFoundError(
+            f'{name} is not on PATH: run `make setup` and `eval "$(make -s env)"`'
+        )
+    return path
+
+
+def _answers(url: str, verify: ssl.SSLContext | bool) -> bool:
+    try:
+        response = httpx.get(url, verify=verify, timeout=2)
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200
+
+
+class KubernetesSandbox:
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir
+        self.pki = Pki(state_dir / "pki")
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.dir / "admin.kubeconfig"
+
+    def _write_kubeconfigs(self) -> None:
+        self.pki.ensure()
+        for client in ("admin", "controller-manager"):
+            path = self.dir / f"{client}.kubeconfig"
+            path.write_text(kubeconfig(self.pki, client, SERVER))
+            path.chmod(0o600)
+
+    def apiserver_ready(self) -> bool:
+        admin = tls_context(self.pki.ca_cert, self.pki.cert("admin"), self.pki.key("admin"))
+        return _answers(f"{SERVER}/readyz", admin)
+
+    def services(self) -> list[Service]:
+        pki = self.pki
+        etcd = Service(
+            name="etcd",
+            argv=[
+                _binary("etcd"),
+                "--name=sandbox",
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                f"--advertise-client-urls=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                f"--listen-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
+                f"--initial-cluster=sandbox=http://127.0.0.1:{ETCD_PEER_PORT}",
+                "--quota-backend-bytes=2147483648",
+                "--log-level=warn",
+            ],
+            ports=(ETCD_CLIENT_PORT, ETCD_PEER_PORT),
+            ready=lambda: _answers(f"http://127.0.0.1:{ETCD_CLIENT_PORT}/health", False),
+        )
+        apiserver = Service(
+            name="kube-apiserver",
+            argv=[
+                _binary("kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={APISERVER_PORT}",
+                # One apiserver on loopback: there is no endpoint for the kubernetes Service.
+                "--endpoint-reconciler-type=none",
+                f"--tls-cert-file={pki.cert('apiserver')}",
+                f"--tls-private-key-file={pki.key('apiserver')}",
+                f"--client-ca-file={pki.ca_cert}",
+                f"--service-account-key-file={pki.service_account_pub}",
+                f"--service-account-signing-key-file={pki.service_account_key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=Node,RBAC",
+                # Privileged pods are allowed, so PodSecurity labels are what refuses them.
+                "--allow-privileged=true",
+                "--enable-admission-plugins=NodeRestriction",
+                "--profiling=false",
+            ],
+            ports=(APISERVER_PORT,),
+            prepare=self._write_kubeconfigs,
+            ready=self.apiserver_ready,
+            ready_timeout=90,
+        )
+        controller_manager_kubeconfig = str(self.dir / "controller-manager.kubeconfig")
+        controller_manager = Service(
+            name="kube-controller-manager",
+            argv=[
+                _binary("kube-controller-manager"),
+                f"--kubeconfig={controller_manager_kubeconfig}",
+                f"--authentication-kubeconfig={controller_manager_kubeconfig}",
+                f"--authorization-kubeconfig={controller_manager_kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={CONTROLLER_MANAGER_PORT}",
+                f"--tls-cert-file={pki.cert('controller-manager-serving')}",
+                f"--tls-private-key-file={pki.key('controller-manager-serving')}",
+                f"--service-account-private-key-file={pki.service_account_key}",
+                f"--root-ca-file={pki.ca_cert}",
+                f"--cluster-signing-cert-file={pki.ca_cert}",
+                f"--cluster-signing-key-file={pki.ca_key}",
+                "--use-service-account-credentials=true",
+                "--leader-elect=false",
+                # No kubelet posts heartbeats here: node lifecycle would mark every node
+                # unreachable and taint it. The sandbox owns node status instead.
+                "--controllers=*,-node-lifecycle-controller",
+            ],
+            ports=(CONTROLLER_MANAGER_PORT,),
+            ready=lambda: _answers(
+                f"https://127.0.0.1:{CONTROLLER_MANAGER_PORT}/healthz", tls_context(pki.ca_cert)
+            ),
+        )
+        operator = Service(
+            name="reservation-operator",
+            argv=[
+                sys.executable,
+                "-m",
+                "sandbox.kubernetes.reservation_operator",
+                f"--server={SERVER}",
+                f"--pki-dir={pki.dir}",
+            ],
+            cwd=Path(__file__).resolve().parents[2],
+            # The supervisor fails a process that exits; alive with a reachable API is ready.
+            ready=self.apiserver_ready,
+        )
+        return [etcd, apiserver, controller_manager, operator]

@@ -1,0 +1,145 @@
+"""Renders slurm.conf, slurmdbd.conf, gres.conf and MariaDB's my.cnf from `SlurmSettings`."""
+
+from __future__ import annotations
+
+import os
+
+from sandbox.slurm.settings import (
+    ACCOUNTING_DB,
+    ACCOUNTING_DB_USER,
+    MARIADB_PORT,
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    SLURMDBD_PORT,
+    SlurmSettings,
+)
+
+# The platform's own partition: every node, so that sinfo and fleet-wide smoke tests see the
+# whole cluster, but only the root account may use it, because tenants' capacity is sold
+# through their own partitions (runbook step 4d), which the Slurm provider writes to
+# partitions.conf. A partition may not be named "default".
+PLATFORM_PARTITION = "platform"
+
+
+def _lines(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def slurm_conf(s: SlurmSettings) -> str:
+    auth = f"socket={s.munge_socket}"
+    return _lines(
+        "# Rendered by sandbox/slurm on every start; edits are lost. Partitions: see Include.",
+        f"ClusterName={s.cluster_name}",
+        f"SlurmctldHost={s.hostname}(127.0.0.1)",
+        f"SlurmctldPort={SLURMCTLD_PORT}",
+        f"SlurmdPort={SLURMD_PORT}",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        f"AuthInfo={auth}",
+        "CredType=cred/munge",
+        f"StateSaveLocation={s.ctld_state_dir}",
+        f"SlurmdSpoolDir={s.slurmd_spool_dir}",
+        f"SlurmctldPidFile={s.run_dir / 'slurmctld.pid'}",
+        f"SlurmdPidFile={s.run_dir / 'slurmd.pid'}",
+        f"SlurmctldLogFile={s.log_dir / 'slurmctld.log'}",
+        "SlurmctldDebug=info",
+        "MailProg=/bin/true",
+        "MpiDefault=none",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "ReturnToService=2",
+        "SchedulerType=sched/backfill",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core_Memory",
+        "GresTypes=gpu",
+        "PriorityType=priority/multifactor",
+        # GrpTRESMins budgets in the runbook decay with this half-life.
+        "PriorityDecayHalfLife=7-0",
+        "PriorityWeightFairshare=10000",
+        "PriorityWeightQOS=10000",
+        "PriorityWeightAge=1000",
+        "PreemptType=preempt/qos",
+        # preempt/qos refuses PreemptMode=OFF cluster-wide; partitions and QoS may still say OFF.
+        "PreemptMode=REQUEUE",
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "AccountingStorageHost=127.0.0.1",
+        f"AccountingStoragePort={SLURMDBD_PORT}",
+        # Clients authenticate to slurmdbd with this socket, not with AuthInfo's.
+        f"AccountingStoragePass={s.munge_socket}",
+        "AccountingStorageEnforce=associations,limits,qos,safe",
+        "AccountingStorageTRES=gres/gpu",
+        "JobAcctGatherType=jobacct_gather/none",
+        "JobCompType=jobcomp/none",
+        # No slurmd ever runs for these nodes. With power saving on, CLOUD nodes stay powered
+        # down (idle~), so slurmctld never pings them (it would block resolving gpu-NN, which has
+        # no address, on every reconfigure); PrivateData=cloud shows powered-down CLOUD nodes
+        # in sinfo and scontrol (FUTURE nodes would stay hidden).
+        "SuspendProgram=/bin/true",
+        "ResumeProgram=/bin/true",
+        "SuspendTime=600",
+        "SuspendTimeout=30",
+        "ResumeTimeout=300",
+        "PrivateData=cloud",
+        f"NodeName={s.node_names} CPUs={s.cpus_per_node} Boards=1"
+        f" SocketsPerBoard={s.sockets_per_node} CoresPerSocket={s.cores_per_socket}"
+        f" ThreadsPerCore={s.threads_per_core} RealMemory={s.real_memory_mb}"
+        f" Gres=gpu:{s.gpus_per_node} Feature=h100 State=CLOUD",
+        f"PartitionName={PLATFORM_PARTITION} Nodes=ALL Default=YES State=UP AllowAccounts=root"
+        " MaxTime=01:00:00 DefaultTime=00:10:00",
+        # One literal path: 22.05 has no globs in Include. The Slurm provider rewrites this file
+        # and runs `scontrol reconfigure`; the sandbox only creates it empty.
+        f"Include {s.partitions_conf}",
+    )
+
+
+def gres_conf(s: SlurmSettings) -> str:
+    # No device files exist for these GPUs; a count is all slurmctld needs to schedule them.
+    return _lines(f"NodeName={s.node_names} Name=gpu Count={s.gpus_per_node}")
+
+
+def slurmdbd_conf(s: SlurmSettings, db_password: str) -> str:
+    return _lines(
+        "# Rendered by sandbox/slurm on every start; edits are lost. Mode 0600 (holds a password).",
+        f"DbdHost={s.hostname}",
+        "DbdAddr=127.0.0.1",
+        f"DbdPort={SLURMDBD_PORT}",
+        "SlurmUser=root",
+        "AuthType=auth/munge",
+        f"AuthInfo=socket={s.munge_socket}",
+        f"PidFile={s.run_dir / 'slurmdbd.pid'}",
+        f"LogFile={s.log_dir / 'slurmdbd.log'}",
+        "DebugLevel=info",
+        f"ArchiveDir={s.archive_dir}",
+        "StorageType=accounting_storage/mysql",
+        "StorageHost=127.0.0.1",
+        f"StoragePort={MARIADB_PORT}",
+        f"StorageUser={ACCOUNTING_DB_USER}",
+        f"StoragePass={db_password}",
+        f"StorageLoc={ACCOUNTING_DB}",
+    )
+
+
+def mariadb_cnf(s: SlurmSettings) -> str:
+    # mariadbd refuses to run as root unless told to; as another user it must not be told.
+    user = ["user=root"] if os.geteuid() == 0 else []
+    return _lines(
+        "# Rendered by sandbox/slurm on every start; edits are lost.",
+        "[client]",
+        f"socket={s.mariadb_socket}",
+        f"port={MARIADB_PORT}",
+        "[mariadbd]",
+        *user,
+        f"datadir={s.mariadb_datadir}",
+        f"socket={s.mariadb_socket}",
+        f"pid-file={s.run_dir / 'mariadbd.pid'}",
+        f"port={MARIADB_PORT}",
+        "bind-address=127.0.0.1",
+        "skip-name-resolve",
+        # slurmdbd logs an error below this; InnoDB only touches the pages it uses.
+        "innodb_buffer_pool_size=1024M",
+        "innodb_log_file_size=32M",
+        "performance_schema=OFF",
+        # slurmdbd warns below 900 s: its schema conversions take long locks.
+        "innodb_lock_wait_timeout=900",
+    )

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the local Slurm sandbox runs (munge, MariaDB, slurmdbd, slurmctld and
+# the Slurm clients). Idempotent: does nothing when every binary is already there. Starts nothing:
+# the sandbox runs the daemons itself as plain processes, so the packages' own services must not run.
+set -euo pipefail
+
+PACKAGES=(slurmdbd slurmctld slurm-client munge mariadb-server mariadb-client coreutils)
+# The binaries the sandbox calls; a missing one means a package is missing.
+BINARIES=(munged mungekey munge unmunge mariadbd mariadb-install-db mariadb mariadb-admin
+  slurmdbd slurmctld sacctmgr scontrol sinfo timeout)
+# Packages' daemons that postinst scripts could start; checked before and after installing.
+DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld)
+
+missing=()
+for bin in "${BINARIES[@]}"; do
+  # Daemons live in /usr/sbin, which a non-login root shell may not have on PATH.
+  if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$bin" >/dev/null 2>&1; then
+    missing+=("$bin")
+  fi
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "slurm sandbox: all binaries present (${BINARIES[*]}); nothing to install"
+  exit 0
+fi
+echo "slurm sandbox: missing ${missing[*]}; installing ${PACKAGES[*]}"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "slurm sandbox: installing needs root (apt-get); run this script as root" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "slurm sandbox: apt-get not found; this script supports Debian bookworm only" >&2
+  exit 1
+fi
+
+# Read from /proc rather than with pgrep, which may itself be missing on a minimal system.
+daemon_pids() {
+  local dir comm name
+  for dir in /proc/[0-9]*; do
+    comm="$(cat "$dir/comm" 2>/dev/null)" || continue
+    for name in "${DAEMONS[@]}"; do
+      if [ "$comm" = "$name" ]; then echo "${dir#/proc/}"; fi
+    done
+  done | sort
+}
+before="$(daemon_pids)"
+
+# policy-rc.d answering 101 forbids invoke-rc.d from starting services during postinst. Keep an
+# existing one (e.g. a container's) and put it back afterwards.
+policy=/usr/sbin/policy-rc.d
+backup=""
+if [ -e "$policy" ]; then
+  backup="$(mktemp /usr/sbin/policy-rc.d.sandbox-backup.XXXXXX)"
+  cp -p "$policy" "$backup"
+fi
+restore_policy() {
+  if [ -n "$backup" ]; then mv -f "$backup" "$policy"; else rm -f "$policy"; fi
+}
+trap restore_policy EXIT
+# Make an interrupted install still put the original policy back (EXIT traps run on exit only).
+trap 'exit 130' INT TERM
+printf '#!/bin/sh\n# Written by sandbox/slurm/install.sh while it installs packages.\nexit 101\n' >"$policy"
+chmod 755 "$policy"
+
+export DEBIAN_FRONTEND=noninteractive
+# Other work on this machine may hold the dpkg lock for a while; wait for it instead of failing.
+apt_opts=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+if ! apt-get "${apt_opts[@]}" update; then
+  echo "slurm sandbox: 'apt-get update' failed; check the network and /etc/apt/sources.list.d" >&2
+  exit 1
+fi
+if ! apt-get "${apt_opts[@]}" install -y --no-install-recommends "${PACKAGES[@]}"; then
+  echo "slurm sandbox: 'apt-get install ${PACKAGES[*]}' failed (see above); fix apt and rerun" >&2
+  exit 1
+fi
+
+still_missing=()
+for bin in "${BINARIES[@]}"; do
+  if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$bin" >/dev/null 2>&1; then
+    still_missing+=("$bin")
+  fi
+done
+if [ "${#still_missing[@]}" -gt 0 ]; then
+  echo "slurm sandbox: installed ${PACKAGES[*]} but ${still_missing[*]} still missing" >&2
+  exit 1
+fi
+
+# Belt and braces: a postinst that bypasses invoke-rc.d would leave a daemon holding the package's
+# default ports and files. Stop only those that appeared during this install.
+after="$(daemon_pids)"
+started="$(comm -13 <(echo "$before") <(echo "$after") | grep -v '^$' || true)"
+if [ -n "$started" ]; then
+  echo "slurm sandbox: stopping daemons started by package scripts: $(echo "$started" | tr '\n' ' ')"
+  # shellcheck disable=SC2086 # one pid per word
+  kill $started 2>/dev/null || true
+fi
+echo "slurm sandbox: installed ${PACKAGES[*]}"

@@ -1,0 +1,144 @@
+"""Starts, stops and reports sandbox processes, each recorded by pid under one run directory.
+
+A pid file holds the pid and the process's start time from /proc, so a pid that the kernel has
+since given to another process is never taken for ours (and never signalled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.service import Service
+
+
+class SandboxError(RuntimeError):
+    """A sandbox process could not be started or stopped; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Status:
+    name: str
+    pid: int | None
+    ready: bool
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22 (starttime), counted after the command name, which may itself hold spaces.
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":
+        return None
+    return fields[19]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Supervisor:
+    def __init__(self, root: Path) -> None:
+        self.run_dir = root / "run"
+        self.log_dir = root / "logs"
+
+    def log_path(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
+    def _pid_file(self, name: str) -> Path:
+        return self.run_dir / f"{name}.pid"
+
+    def pid(self, name: str) -> int | None:
+        """The pid of the running process recorded for `name`, or None."""
+        try:
+            pid_text, started = self._pid_file(name).read_text().split()
+        except (OSError, ValueError):
+            return None
+        pid = int(pid_text)
+        return pid if _start_time(pid) == started else None
+
+    def status(self, service: Service) -> Status:
+        pid = self.pid(service.name)
+        return Status(service.name, pid, pid is not None and service.ready())
+
+    def start(self, service: Service) -> bool:
+        """Starts `service` unless it already runs and answers. Returns True if it started it."""
+        if self.status(service).ready:
+            return False
+        if self.pid(service.name) is not None:
+            # Running but not answering: a half-dead process; replace it.
+            self.stop(service)
+        busy = [p for p in service.ports if port_in_use(p)]
+        if busy:
+            raise SandboxError(
+                f"cannot start {service.name}: port(s) {busy} on 127.0.0.1 are taken by a process "
+                "the sandbox did not start; stop it (ss -ltnp shows which) and retry"
+            )
+        if service.prepare is not None:
+            service.prepare()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_path(service.name).open("ab") as log:
+            proc = subprocess.Popen(
+                list(service.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **service.env},
+                cwd=service.cwd,
+                start_new_session=True,
+            )
+        started = _start_time(proc.pid)
+        self._pid_file(service.name).write_text(f"{proc.pid} {started}\n")
+        deadline = time.monotonic() + service.ready_timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise SandboxError(
+                    f"{service.name} exited with code {proc.returncode} while starting; "
+                    f"last lines of {self.log_path(service.name)}:\n{self._tail(service.name)}"
+                )
+            if service.ready():
+                return True
+            time.sleep(0.2)
+        self.stop(service)
+        raise SandboxError(
+            f"{service.name} did not become ready within {service.ready_timeout:.0f}s; "
+            f"last lines of {self.log_path(service.name)}:\n{self._tail(service.name)}"
+        )
+
+    def stop(self, service: Service, timeout: float = 15.0) -> bool:
+        """Stops `service` (its whole process group). Returns True if it was running."""
+        pid = self.pid(service.name)
+        self._pid_file(service.name).unlink(missing_ok=True)
+        if pid is None:
+            return False
+        started = _start_time(pid)
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _start_time(pid) == started:
+            time.sleep(0.1)
+        if _start_time(pid) == started:
+            os.killpg(pid, signal.SIGKILL)
+        # Reap it if it is our child (only in tests that start and stop in one process).
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(port_in_use(p) for p in service.ports):
+            time.sleep(0.1)
+        return True
+
+    def _tail(self, name: str, lines: int = 20) -> str:
+        try:
+            text = self.log_path(name).read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,29 @@
+"""Shared fixtures. Tests run in the environment that `make -s env` prints (make test sets it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def pulumi_backend(tmp_path: Path) -> dict[str, str]:
+    """Environment for a throwaway file backend, so tests never touch the operator's stacks."""
+    if shutil.which("pulumi") is None:
+        pytest.fail(
+            'pulumi is not on PATH: run `make setup` and `eval "$(make -s env)"`, or `make test`'
+        )
+    backend = tmp_path / "backend"
+    backend.mkdir()
+    return {
+        "PULUMI_BACKEND_URL": backend.as_uri(),
+        "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
+        "PULUMI_HOME": os.environ["PULUMI_HOME"],
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    }

@@ -1,0 +1,52 @@
+"""The real engine, language host and a dynamic provider, driven through the Automation API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pulumi import automation as auto
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.e2e
+
+SMOKE = ROOT / "toolchain" / "smoke"
+
+
+def test_up_preview_refresh_destroy(tmp_path: Path, pulumi_backend: dict[str, str]) -> None:
+    marker = tmp_path / "marker.txt"
+    stack = auto.create_stack(
+        "smoke",
+        work_dir=str(SMOKE),
+        opts=auto.LocalWorkspaceOptions(env_vars=pulumi_backend),
+    )
+    stack.set_config("path", auto.ConfigValue(str(marker)))
+    stack.set_config("content", auto.ConfigValue("first"))
+
+    up = stack.up()
+    assert up.summary.result == "succeeded"
+    assert up.outputs["path"].value == str(marker)
+    assert up.outputs["content"].value == "first"
+    assert marker.read_text() == "first"
+
+    # Nothing changed, so the engine must plan nothing: the run fails otherwise.
+    preview = stack.preview(expect_no_changes=True)
+    assert preview.change_summary == {"same": 2}
+
+    # A change made behind Pulumi's back is what refresh exists to find.
+    marker.write_text("edited by hand")
+    refresh = stack.refresh()
+    assert refresh.summary.result == "succeeded"
+    assert refresh.summary.resource_changes == {"same": 1, "update": 1}
+    assert stack.outputs()["content"].value == "edited by hand"
+
+    # up puts the file back to what the program says.
+    stack.up()
+    assert marker.read_text() == "first"
+
+    destroy = stack.destroy()
+    assert destroy.summary.result == "succeeded"
+    assert not marker.exists()
+    deployment = stack.export_stack().deployment or {}
+    assert deployment.get("resources", []) == []

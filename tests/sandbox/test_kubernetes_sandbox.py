@@ -1,0 +1,167 @@
+"""The sandbox's Kubernetes: the real apiserver and controller-manager, the seeded cluster, and the
+stand-in reservation operator, checked with kubectl as an operator would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.sandbox
+
+
+def kubectl(
+    *args: str, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["kubectl", *args], input=stdin, capture_output=True, text=True, timeout=60, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+def kubectl_json(*args: str) -> Any:
+    return json.loads(kubectl(*args, "-o", "json").stdout)
+
+
+def wait_for(what: str, probe: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if probe():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def test_nodes_are_seeded_as_the_runbooks_assume() -> None:
+    nodes = {n["metadata"]["name"]: n for n in kubectl_json("get", "nodes")["items"]}
+    assert sorted(nodes) == [f"gpu-{i:02d}" for i in range(1, 19)]
+    for node in nodes.values():
+        labels = node["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "h100-8x"
+        assert labels["hardware-pool"] == "gpu-h100-rack-a"
+        assert node["status"]["capacity"]["nvidia.com/gpu"] == "8"
+
+    def ready(name: str) -> str:
+        conditions = nodes[name]["status"]["conditions"]
+        status: str = next(c["status"] for c in conditions if c["type"] == "Ready")
+        return status
+
+    assert ready("gpu-01") == "True"
+    assert ready("gpu-17") == "False"
+    assert nodes["gpu-18"]["spec"].get("unschedulable") is True
+    table = kubectl("get", "nodes").stdout
+    assert "gpu-17   NotReady" in table
+    assert "Ready,SchedulingDisabled" in table
+
+
+def test_shared_namespaces_and_ldap_bind_secret_exist() -> None:
+    for namespace in ("auth", "slurm-control", "reservation-operator"):
+        kubectl("get", "namespace", namespace)
+    secret = kubectl_json("-n", "auth", "get", "secret", "ldap-bind-creds")
+    assert set(secret["data"]) == {"password"}
+
+
+PRIVILEGED_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: escape, namespace: NAMESPACE}
+spec:
+  containers:
+    - name: shell
+      image: busybox
+      securityContext: {privileged: true}
+"""
+
+
+def test_restricted_namespace_refuses_a_privileged_pod_and_deletes_cleanly() -> None:
+    namespace = f"psa-{uuid.uuid4().hex[:6]}"
+    kubectl("create", "namespace", namespace)
+    kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    try:
+        refused = kubectl(
+            "apply", "-f", "-", stdin=PRIVILEGED_POD.replace("NAMESPACE", namespace), check=False
+        )
+        assert refused.returncode != 0
+        assert 'violates PodSecurity "restricted:latest"' in refused.stderr
+        assert "privileged" in refused.stderr
+    finally:
+        kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=60s")
+    gone = kubectl("get", "namespace", namespace, check=False)
+    assert "NotFound" in gone.stderr
+
+
+def reservation(name: str, tenant: str, nodes: list[str]) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "scheduling.example.io/v1alpha1",
+            "kind": "Reservation",
+            "metadata": {"name": name},
+            "spec": {
+                "tenant": tenant,
+                "nodeSelector": {"matchLabels": {"hardware-pool": "gpu-h100-rack-a"}},
+                "reservedNodes": nodes,
+                "applyTaint": True,
+                "taintEffect": "NoSchedule",
+                "evictOnRelease": False,
+            },
+        }
+    )
+
+
+def ready_condition(name: str) -> dict[str, Any] | None:
+    status = kubectl_json("get", "reservation", name).get("status") or {}
+    return next((c for c in status.get("conditions", []) if c["type"] == "Ready"), None)
+
+
+@pytest.fixture
+def reservations() -> Iterator[list[str]]:
+    names: list[str] = []
+    yield names
+    for name in names:
+        kubectl("delete", "reservation", name, "--ignore-not-found", "--wait=true", "--timeout=60s")
+
+
+def test_reservation_labels_taints_refuses_conflicts_and_releases(reservations: list[str]) -> None:
+    first, second = "sbx-a-reservation", "sbx-b-reservation"
+    reservations.extend([second, first])
+    kubectl("apply", "-f", "-", stdin=reservation(first, "sbx-a", ["gpu-15", "gpu-16"]))
+    wait_for(f"{first} Ready", lambda: (ready_condition(first) or {}).get("status") == "True")
+    for name in ("gpu-15", "gpu-16"):
+        node = kubectl_json("get", "node", name)
+        assert node["metadata"]["labels"]["reserved.tenant"] == "sbx-a"
+        assert {"key": "reserved.tenant", "value": "sbx-a", "effect": "NoSchedule"} in node["spec"][
+            "taints"
+        ]
+    labelled = kubectl("get", "nodes", "-l", "reserved.tenant=sbx-a", "-o", "name").stdout.split()
+    assert labelled == ["node/gpu-15", "node/gpu-16"]
+
+    kubectl("apply", "-f", "-", stdin=reservation(second, "sbx-b", ["gpu-16"]))
+    wait_for(f"{second} to report its conflict", lambda: ready_condition(second) is not None)
+    condition = ready_condition(second)
+    assert condition is not None
+    assert condition["status"] == "False"
+    assert condition["reason"] == "HeldByOtherReservation"
+    assert "gpu-16 is already reserved by tenant sbx-a" in condition["message"]
+    assert kubectl_json("get", "node", "gpu-16")["metadata"]["labels"]["reserved.tenant"] == "sbx-a"
+
+    kubectl("delete", "reservation", second, first, "--wait=true", "--timeout=60s")
+    for name in ("gpu-15", "gpu-16"):
+        node = kubectl_json("get", "node", name)
+        assert "reserved.tenant" not in node["metadata"]["labels"]
+        assert not [t for t in node["spec"].get("taints") or [] if t["key"] == "reserved.tenant"]
+
+
+def test_reservation_schema_refuses_an_unknown_taint_effect() -> None:
+    bad = json.loads(reservation("sbx-bad-reservation", "sbx-bad", ["gpu-01"]))
+    bad["spec"]["taintEffect"] = "Sometimes"
+    refused = kubectl("apply", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert refused.returncode != 0
+    assert "spec.taintEffect" in refused.stderr
+    assert "Unsupported value" in refused.stderr

@@ -1,0 +1,246 @@
+"""The Slurm sandbox against the real daemons, read back with the real Slurm clients."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from sandbox.layout import SandboxLayout
+from sandbox.service import Service
+from sandbox.slurm import (
+    MARIADB_PORT,
+    SLURMCTLD_PORT,
+    SLURMDBD_PORT,
+    SlurmSettings,
+    client_env,
+    slurm_services,
+)
+from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
+from sandbox.supervisor import Supervisor, port_in_use
+
+pytestmark = pytest.mark.sandbox
+
+PORTS = (MARIADB_PORT, SLURMDBD_PORT, SLURMCTLD_PORT)
+
+# The sandbox is shared with tenant stacks: tests add their partition after what the file holds.
+TEST_PARTITION = (
+    "PartitionName=sbx-part Nodes=gpu-[01-08] AllowAccounts=sbx-part Default=NO State=UP"
+    " MaxTime=24:00:00 DefaultTime=01:00:00 PreemptMode=OFF OverSubscribe=EXCLUSIVE\n"
+)
+
+
+@dataclass
+class Sandbox:
+    supervisor: Supervisor
+    services: list[Service]
+    settings: SlurmSettings
+    env: dict[str, str]
+
+    def service(self, name: str) -> Service:
+        return next(s for s in self.services if s.name == name)
+
+    def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            list(argv),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if check:
+            assert result.returncode == 0, (
+                f"{argv} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+            )
+        return result
+
+    def lines(self, *argv: str) -> list[str]:
+        return self.run(*argv).stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def slurm(sandbox: SandboxLayout) -> Sandbox:
+    state_dir = sandbox.root / "slurm"
+    return Sandbox(
+        Supervisor(sandbox.root),
+        slurm_services(state_dir),
+        SlurmSettings(state_dir),
+        {**os.environ, **client_env(state_dir)},
+    )
+
+
+def test_cluster_is_registered_by_slurmctld(slurm: Sandbox) -> None:
+    clusters = slurm.lines(
+        "sacctmgr", "-P", "-n", "show", "cluster", "format=Cluster,ControlHost,ControlPort"
+    )
+    assert clusters == [f"production|127.0.0.1|{SLURMCTLD_PORT}"]
+
+
+def test_gpu_is_an_accounting_tres(slurm: Sandbox) -> None:
+    tres = slurm.lines("sacctmgr", "-P", "-n", "show", "tres", "format=Type,Name")
+    assert "gres|gpu" in tres
+    assert "cpu|" in tres
+
+
+def test_platform_partition_holds_every_node(slurm: Sandbox) -> None:
+    out = slurm.run("scontrol", "show", "partition").stdout
+    assert "PartitionName=platform" in out
+    assert "Nodes=gpu-[01-16]" in out
+    assert "AllowAccounts=root" in out
+    assert "gres/gpu=128" in out
+
+
+def test_sinfo_lists_sixteen_cloud_nodes(slurm: Sandbox) -> None:
+    rows = slurm.lines("sinfo", "-N", "-h", "-p", "platform", "-o", "%N|%G|%c|%m|%T")
+    assert [r.split("|")[0] for r in rows] == [f"gpu-{i:02d}" for i in range(1, 17)]
+    # Powered-down CLOUD nodes: visible, never pinged, never DOWN.
+    assert {r.split("|", 1)[1] for r in rows} == {"gpu:8|224|2000000|idle~"}
+    node = slurm.run("scontrol", "show", "node", "gpu-16").stdout
+    assert "CLOUD" in node
+    assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in node
+
+
+def test_config_files_have_safe_modes(slurm: Sandbox) -> None:
+    s = slurm.settings
+    assert s.slurmdbd_conf.stat().st_mode & 0o777 == 0o600
+    assert s.munge_key.stat().st_mode & 0o777 == 0o600
+    assert s.munge_dir.stat().st_mode & 0o777 == 0o755
+    assert s.archive_dir.is_dir()
+    assert f"Include {s.partitions_conf}" in s.slurm_conf.read_text()
+
+
+def test_account_and_qos_round_trip(slurm: Sandbox) -> None:
+    sacctmgr = ("sacctmgr", "-i")
+    slurm.run(
+        *sacctmgr, "add", "qos", "normal-sbx-rt", "Priority=100", "GrpTRES=gres/gpu=64",
+        "MaxWall=24:00:00", "Flags=DenyOnLimit",
+    )  # fmt: skip
+    slurm.run(
+        *sacctmgr, "add", "account", "sbx-rt", "Description=Tenant RT",
+        "Organization=sbx-rt", "Cluster=production", "Fairshare=300", "GrpTRES=gres/gpu=64",
+        "GrpJobs=200",
+    )  # fmt: skip
+    slurm.run(
+        *sacctmgr, "modify", "account", "sbx-rt", "set", "qos=normal-sbx-rt",
+        "DefaultQOS=normal-sbx-rt",
+    )  # fmt: skip
+    try:
+        qos = slurm.lines(
+            "sacctmgr", "-P", "-n", "show", "qos", "normal-sbx-rt",
+            "format=Name,Priority,GrpTRES,MaxWall,Flags",
+        )  # fmt: skip
+        assert qos == ["normal-sbx-rt|100|gres/gpu=64|1-00:00:00|DenyOnLimit"]
+        assoc = slurm.lines(
+            "sacctmgr", "-P", "-n", "show", "assoc", "account=sbx-rt",
+            "format=Cluster,Account,User,ParentName,Fairshare,GrpTRES,GrpJobs,QOS,DefaultQOS",
+        )  # fmt: skip
+        assert assoc == ["production|sbx-rt||root|300|gres/gpu=64|200|normal-sbx-rt|normal-sbx-rt"]
+        account = slurm.lines(
+            "sacctmgr", "-P", "-n", "show", "account", "sbx-rt",
+            "format=Account,Description,Organization",
+        )  # fmt: skip
+        # slurmdbd lowercases Description and Organization.
+        assert account == ["sbx-rt|tenant rt|sbx-rt"]
+        again = slurm.run(*sacctmgr, "add", "account", "sbx-rt", check=False)
+        assert again.returncode == 1
+        assert "Nothing new added" in again.stdout + again.stderr
+    finally:
+        slurm.run(*sacctmgr, "delete", "account", "sbx-rt")
+        slurm.run(*sacctmgr, "delete", "qos", "normal-sbx-rt")
+    assert slurm.lines("sacctmgr", "-P", "-n", "show", "account", "sbx-rt") == []
+    assert slurm.lines("sacctmgr", "-P", "-n", "show", "qos", "normal-sbx-rt") == []
+    gone = slurm.run(*sacctmgr, "delete", "qos", "normal-sbx-rt", check=False)
+    assert gone.returncode == 1
+    assert "Nothing deleted" in gone.stdout + gone.stderr
+
+
+def test_partitions_file_is_applied_on_reconfigure(slurm: Sandbox) -> None:
+    partitions = slurm.settings.partitions_conf
+    before = partitions.read_text()
+    assert before.startswith(PARTITIONS_PLACEHOLDER)
+    partitions.write_text(before + TEST_PARTITION)
+    try:
+        slurm.run("scontrol", "reconfigure")
+        out = slurm.run("scontrol", "show", "partition", "sbx-part").stdout
+        assert "PartitionName=sbx-part" in out
+        assert "Nodes=gpu-[01-08]" in out
+        assert "AllowAccounts=sbx-part" in out
+        assert "OverSubscribe=EXCLUSIVE" in out
+        assert "PreemptMode=OFF" in out
+        assert "gres/gpu=64" in out
+        assert slurm.lines("sinfo", "-h", "-p", "sbx-part", "-o", "%D|%N") == ["8|gpu-[01-08]"]
+    finally:
+        partitions.write_text(before)
+        slurm.run("scontrol", "reconfigure")
+    missing = slurm.run("scontrol", "show", "partition", "sbx-part", check=False)
+    assert "not found" in missing.stdout + missing.stderr
+
+
+def _wait_dead(supervisor: Supervisor, name: str, pid: int) -> None:
+    # The daemon is this process's child: reap it so that it does not linger as a zombie.
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    deadline = time.monotonic() + 10
+    while supervisor.pid(name) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert supervisor.pid(name) is None
+
+
+def test_slurmctld_survives_sigkill(slurm: Sandbox) -> None:
+    slurm.run("sacctmgr", "-i", "add", "account", "sbx-kill", "GrpTRES=gres/gpu=16")
+    try:
+        ctld = slurm.service("slurmctld")
+        pid = slurm.supervisor.pid("slurmctld")
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        _wait_dead(slurm.supervisor, "slurmctld", pid)
+        down = slurm.run("timeout", "20", "scontrol", "ping", check=False)
+        assert "DOWN" in down.stdout
+
+        assert slurm.supervisor.start(ctld) is True
+        assert "is UP" in slurm.run("scontrol", "ping").stdout
+        # The restarted controller reloaded the account from slurmdbd, limits included.
+        assoc = slurm.run(
+            "scontrol", "show", "assoc_mgr", "accounts=sbx-kill", "flags=assoc"
+        ).stdout
+        assert "Account=sbx-kill" in assoc
+        assert "gres/gpu=16" in assoc
+        assert len(slurm.lines("sinfo", "-N", "-h", "-p", "platform", "-o", "%N")) == 16
+    finally:
+        slurm.run("sacctmgr", "-i", "delete", "account", "sbx-kill")
+
+
+def test_full_restart_keeps_state(slurm: Sandbox) -> None:
+    s = slurm.settings
+    # Starting what runs and answers is a no-op.
+    assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 4
+    slurm.run("sacctmgr", "-i", "add", "account", "sbx-keep", "GrpTRES=gres/gpu=32")
+    before = s.partitions_conf.read_text()
+    s.partitions_conf.write_text(before + TEST_PARTITION)
+    key = s.munge_key.read_bytes()
+    password = s.db_password_file.read_text()
+    try:
+        for service in reversed(slurm.services):
+            assert slurm.supervisor.stop(service) is True
+        assert not [p for p in PORTS if port_in_use(p)]
+        for service in slurm.services:
+            assert slurm.supervisor.start(service) is True
+
+        assert s.munge_key.read_bytes() == key
+        assert s.db_password_file.read_text() == password
+        assert s.partitions_conf.read_text() == before + TEST_PARTITION
+        assoc = slurm.lines(
+            "sacctmgr", "-P", "-n", "show", "assoc", "account=sbx-keep", "format=Account,GrpTRES"
+        )
+        assert assoc == ["sbx-keep|gres/gpu=32"]
+        assert "PartitionName=sbx-part" in slurm.run("scontrol", "show", "partition").stdout
+    finally:
+        s.partitions_conf.write_text(before)
+        slurm.run("scontrol", "reconfigure")
+        slurm.run("sacctmgr", "-i", "delete", "account", "sbx-keep")

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Prints the version of every toolchain part through the same environment `make -s env` gives a
+# person, and fails naming the first part that is missing or of the wrong version.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+eval "$("$here/env.sh")"
+# shellcheck source=toolchain/paths.sh
+source "$here/paths.sh"
+
+fail() { printf '[check] ERROR: %s\n' "$*" >&2; exit 1; }
+
+got=$(pulumi version) || fail "pulumi is not on PATH; run make setup"
+[[ $got == "v$PULUMI_VERSION" ]] || fail "pulumi is $got, want v$PULUMI_VERSION"
+echo "[check] pulumi $got ($(command -v pulumi))"
+command -v pulumi-language-python >/dev/null || fail "pulumi-language-python is not beside pulumi"
+
+plugins=$(pulumi plugin ls)
+grep -Eq "^kubernetes +resource +$KUBERNETES_PROVIDER_VERSION " <<<"$plugins" ||
+  fail "plugin resource kubernetes $KUBERNETES_PROVIDER_VERSION is not installed in $PULUMI_HOME"
+echo "[check] plugin resource kubernetes $KUBERNETES_PROVIDER_VERSION"
+
+got=$(kube-apiserver --version) || fail "kube-apiserver is missing; run make setup"
+[[ $got == "Kubernetes v$KUBERNETES_VERSION" ]] || fail "kube-apiserver reports '$got', want v$KUBERNETES_VERSION"
+echo "[check] kube-apiserver: $got"
+got=$(kube-controller-manager --version) || fail "kube-controller-manager is missing; run make setup"
+echo "[check] kube-controller-manager: $got"
+got=$(kubectl version --client | head -n1) || fail "kubectl is missing; run make setup"
+[[ $got == "Client Version: v$KUBERNETES_VERSION" ]] || fail "kubectl is '$got', want v$KUBERNETES_VERSION first on PATH"
+echo "[check] kubectl: $got"
+got=$(etcd --version | head -n1) || fail "etcd is missing; run make setup"
+[[ $got == "etcd Version: $ETCD_VERSION" ]] || fail "etcd reports '$got', want $ETCD_VERSION"
+echo "[check] $got"

@@ -1,0 +1,13 @@
+# Where the toolchain lives; sourced by setup.sh, env.sh and check.sh. Everything built is cached
+# outside the work tree, keyed by version, so clones and CI runs on one machine share it.
+_toolchain_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=toolchain/versions.sh
+source "$_toolchain_dir/versions.sh"
+
+GPU_TENANTS_CACHE=${GPU_TENANTS_CACHE:-$HOME/.cache/gpu-tenants}
+GPU_TENANTS_STATE=${GPU_TENANTS_STATE:-$HOME/.local/state/gpu-tenants}
+PULUMI_TOOLCHAIN_DIR=$GPU_TENANTS_CACHE/pulumi-v$PULUMI_VERSION
+KUBERNETES_PROVIDER_DIR=$GPU_TENANTS_CACHE/pulumi-resource-kubernetes-v$KUBERNETES_PROVIDER_VERSION
+KUBERNETES_DIR=$GPU_TENANTS_CACHE/kubernetes-v$KUBERNETES_VERSION-etcd-v$ETCD_VERSION
+PULUMI_HOME=${PULUMI_HOME:-$GPU_TENANTS_CACHE/pulumi-home}
+ORIGINAL_PATH=${GPU_TENANTS_ORIGINAL_PATH:-$PATH}

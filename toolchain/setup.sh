@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# `make setup`: the project's virtualenv, the Pulumi engine with its Python language host, the
+# Kubernetes provider plugin, and the Kubernetes control-plane binaries. Idempotent: what is already
+# built (cached outside the work tree, keyed by version) is not built again.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+# shellcheck source=toolchain/paths.sh
+source "$here/paths.sh"
+
+started=$SECONDS
+say() { printf '[setup %4ss] %s\n' "$((SECONDS - started))" "$*"; }
+die() {
+  printf '[setup] ERROR: %s\n' "$1" >&2
+  shift
+  for line in "$@"; do printf '[setup]   %s\n' "$line" >&2; done
+  exit 1
+}
+
+# Runs a long command with its output in a log, printing how long it has been going every 30s.
+run_logged() {
+  local what=$1 log=$2
+  shift 2
+  mkdir -p "$(dirname "$log")"
+  local t0=$SECONDS
+  "$@" >"$log" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 30); do
+      sleep 1
+      kill -0 "$pid" 2>/dev/null || break
+    done
+    kill -0 "$pid" 2>/dev/null && say "  still building $what: $((SECONDS - t0))s so far (log: $log)"
+  done
+  if ! wait "$pid"; then
+    tail -n 25 "$log" | sed 's/^/    | /' >&2
+    die "building $what failed after $((SECONDS - t0))s" "full log: $log" \
+      "a module the Go proxy refuses shows above as '403 Forbidden'; a compile error names the Go file"
+  fi
+  printf '%s\t%s\t%s\n' "$what" "$((SECONDS - t0))" "$(date -u +%FT%TZ)" >>"$GPU_TENANTS_CACHE/build-times.tsv"
+  say "  built $what in $((SECONDS - t0))s"
+}
+
+venv() {
+  local stamp="$root/venv/.requirements.sha256" want
+  want=$(sha256sum "$root/requirements.txt" | cut -d' ' -f1)
+  if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
+    say "virtualenv up to date"
+    return
+  fi
+  say "creating virtualenv venv/ from requirements.txt"
+  [[ -x $root/venv/bin/python ]] || python3 -m venv "$root/venv" || die "python3 -m venv failed" \
+    "install Python 3.11+ with its venv module (Debian: apt-get install python3-venv)"
+  "$root/venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements.txt" \
+    || die "pip install -r requirements.txt failed (see the pip error above)"
+  echo "$want" >"$stamp"
+}
+
+check_go() {
+  command -v go >/dev/null || die "Go is not installed, and the Pulumi engine must be built from source here" \
+    "install Go $GO_MIN_VERSION or newer, or put an official pulumi v$PULUMI_VERSION on PATH"
+  local have
+  have=$(go env GOVERSION | sed 's/^go//')
+  if [[ $(printf '%s\n%s\n' "$GO_MIN_VERSION" "$have" | sort -V | head -n1) != "$GO_MIN_VERSION" ]]; then
+    die "Go $have is too old to build the pinned binaries" "install Go $GO_MIN_VERSION or newer"
+  fi
+}
+
+# Builds into a scratch directory and renames it into place, so an interrupted build never leaves
+# a directory that a later run would take as finished.
+finish_install() {
+  local scratch=$1 final=$2
+  rm -rf "$final"
+  mv "$scratch" "$final"
+}
+
+official_pulumi_on_path() {
+  local p
+  p=$(PATH=$ORIGINAL_PATH command -v pulumi 2>/dev/null) || return 1
+  [[ $p != "$PULUMI_TOOLCHAIN_DIR"/* ]] || return 1
+  [[ $("$p" version 2>/dev/null) == "v$PULUMI_VERSION" ]]
+}
+
+pulumi_engine() {
+  if official_pulumi_on_path; then
+    say "using the official pulumi v$PULUMI_VERSION already on PATH; building no engine"
+    return
+  fi
+  if [[ -x $PULUMI_TOOLCHAIN_DIR/bin/pulumi && -x $PULUMI_TOOLCHAIN_DIR/bin/pulumi-language-python ]]; then
+    say "pulumi v$PULUMI_VERSION: cached in $PULUMI_TOOLCHAIN_DIR"
+    return
+  fi
+  check_go
+  local scratch="$PULUMI_TOOLCHAIN_DIR.partial"
+  rm -rf "$scratch" && mkdir -p "$scratch/bin"
+  say "building pulumi v$PULUMI_VERSION (first time: about 4 minutes on 2 cores)"
+  (cd "$here/go/pulumi" && run_logged "pulumi v$PULUMI_VERSION" "$GPU_TENANTS_CACHE/logs/pulumi.log" \
+    env CGO_ENABLED=0 go build -trimpath -tags osusergo,grpcnotrace \
+    -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" \
+    -o "$scratch/bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+
+  # The exec script and the dynamic-provider launcher are upstream's own, from the sdk/v3 module.
+  local sdk
+  sdk=$(cd "$here/go/pulumi" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
+  install -m 755 "$sdk/python/cmd/pulumi-language-python-exec" "$scratch/bin/"
+  install -m 755 "$sdk/python/dist/pulumi-resource-pulumi-python" "$scratch/bin/"
+
+  say "installing the Python language host (toolchain/langhost) with its own virtualenv"
+  python3 -m venv "$scratch/langhost-venv"
+  "$scratch/langhost-venv/bin/pip" install -q --disable-pip-version-check -c "$root/requirements.txt" "pulumi==$PULUMI_VERSION" \
+    || die "pip install pulumi==$PULUMI_VERSION for the language host failed (see above)"
+  install -m 644 "$here/langhost/pulumi_language_python.py" "$scratch/bin/"
+  cat >"$scratch/bin/pulumi-language-python" <<EOF
+#!/bin/sh
+exec "$PULUMI_TOOLCHAIN_DIR/langhost-venv/bin/python" "$PULUMI_TOOLCHAIN_DIR/bin/pulumi_language_python.py" "\$@"
+EOF
+  chmod 755 "$scratch/bin/pulumi-language-python"
+  # Only the venv's console scripts record its path, and the launcher does not use them.
+  finish_install "$scratch" "$PULUMI_TOOLCHAIN_DIR"
+}
+
+# Copies a module pinned by toolchain/go/kubernetes-provider/go.sum to a writable directory.
+module_dir() {
+  local module=$1 dest=$2 src
+  src=$(cd "$here/go/kubernetes-provider" && go mod download -json "$module" |
+    sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [[ -d $src ]] || die "the Go module proxy did not serve $module" "go mod download $module says why"
+  cp -r "$src" "$dest" && chmod -R u+w "$dest"
+}
+
+kubernetes_provider_binary() {
+  local bin="$KUBERNETES_PROVIDER_DIR/pulumi-resource-kubernetes"
+  if [[ -x $bin ]]; then
+    say "pulumi-resource-kubernetes v$KUBERNETES_PROVIDER_VERSION: cached"
+    return
+  fi
+  check_go
+  local scratch="$KUBERNETES_PROVIDER_DIR.partial"
+  rm -rf "$scratch" && mkdir -p "$scratch"
+  # go.sum of the wrapper module pins the provider's source; the build runs in a writable copy
+  # because the provider embeds files that `go generate` writes beside its main package.
+  # provider/go.mod replaces sdk/v4 with ../sdk, so both sit side by side as in upstream's repo.
+  module_dir "$KUBERNETES_PROVIDER_MODULE@$KUBERNETES_PROVIDER_MODULE_VERSION" "$scratch/provider"
+  module_dir "github.com/pulumi/pulumi-kubernetes/sdk/v4@v$KUBERNETES_PROVIDER_VERSION" "$scratch/sdk"
+  say "building pulumi-resource-kubernetes v$KUBERNETES_PROVIDER_VERSION (first time: about 6 minutes)"
+  (cd "$scratch/provider/cmd/pulumi-resource-kubernetes" &&
+    run_logged "pulumi-resource-kubernetes v$KUBERNETES_PROVIDER_VERSION" \
+      "$GPU_TENANTS_CACHE/logs/pulumi-resource-kubernetes.log" \
+      bash -c "VERSION=$KUBERNETES_PROVIDER_VERSION go generate . && CGO_ENABLED=0 go build -trimpath \
+        -ldflags '-X $KUBERNETES_PROVIDER_MODULE/pkg/version.Version=$KUBERNETES_PROVIDER_VERSION' \
+        -o '$scratch/pulumi-resource-kubernetes' .")
+  rm -rf "$scratch/provider" "$scratch/sdk"
+  finish_install "$scratch" "$KUBERNETES_PROVIDER_DIR"
+}
+
+kubernetes_plugin() {
+  if pulumi plugin ls --json 2>/dev/null | grep -q "\"name\": \"kubernetes\",.*\"version\": \"$KUBERNETES_PROVIDER_VERSION\"" ||
+    pulumi plugin ls 2>/dev/null | grep -Eq "^kubernetes +resource +$KUBERNETES_PROVIDER_VERSION "; then
+    say "plugin resource kubernetes $KUBERNETES_PROVIDER_VERSION: installed in $PULUMI_HOME"
+    return
+  fi
+  kubernetes_provider_binary
+  pulumi plugin install resource kubernetes "$KUBERNETES_PROVIDER_VERSION" \
+    --file "$KUBERNETES_PROVIDER_DIR/pulumi-resource-kubernetes" >/dev/null
+  say "installed plugin resource kubernetes $KUBERNETES_PROVIDER_VERSION into $PULUMI_HOME"
+}
+
+kubernetes_control_plane() {
+  if [[ -x $KUBERNETES_DIR/bin/etcd ]]; then
+    say "kube-apiserver, kube-controller-manager, kubectl v$KUBERNETES_VERSION, etcd v$ETCD_VERSION: cached"
+    return
+  fi
+  check_go
+  local scratch="$KUBERNETES_DIR.partial" v="v$KUBERNETES_VERSION" minor
+  minor=$(cut -d. -f2 <<<"$KUBERNETES_VERSION")
+  rm -rf "$scratch" && mkdir -p "$scratch/bin"
+  # Without these stamps the server reports v0.0.0 and pulumi-kubernetes refuses the cluster.
+  local ldflags="" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
+  say "building kube-apiserver, kube-controller-manager and kubectl $v (first time: about 12 minutes)"
+  (cd "$here/go/kubernetes" && run_logged "kube-apiserver+kube-controller-manager+kubectl $v" \
+    "$GPU_TENANTS_CACHE/logs/kubernetes.log" env CGO_ENABLED=0 go build -trimpath -tags providerless \
+    -ldflags "$ldflags" -o "$scratch/bin/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kubectl)
+  say "building etcd v$ETCD_VERSION (first time: about 2 minutes)"
+  (cd "$here/go/etcd" && run_logged "etcd v$ETCD_VERSION" "$GPU_TENANTS_CACHE/logs/etcd.log" \
+    env CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-X go.etcd.io/etcd/api/v3/version.Version=$ETCD_VERSION" \
+    -o "$scratch/bin/etcd" go.etcd.io/etcd/server/v3)
+  finish_install "$scratch" "$KUBERNETES_DIR"
+}
+
+# Slurm, munge and MariaDB from Debian, for the sandbox.
+sandbox_packages() {
+  "$root/sandbox/slurm/install.sh" | sed 's/^/[setup] /'
+}
+
+main() {
+  mkdir -p "$GPU_TENANTS_CACHE/logs" "$PULUMI_HOME" "$GPU_TENANTS_STATE"
+  # toolchain/benchmark.sh runs single build steps by name.
+  if (($#)); then
+    for step in "$@"; do "$step"; done
+    return
+  fi
+  venv
+  pulumi_engine
+  eval "$("$here/env.sh")"
+  kubernetes_plugin
+  kubernetes_control_plane
+  sandbox_packages
+  "$here/check.sh"
+  say "done in $((SECONDS - started))s; run: eval \"\$(make -s env)\""
+}
+
+main "$@"

@@ -1,0 +1,16 @@
+# Pinned versions of every binary the bootstrap builds. requirements.txt pins the matching Python
+# SDKs; tests/unit/test_toolchain_pins.py keeps the two in step.
+PULUMI_VERSION=3.259.0
+
+# The Go module proxy serves the pulumi-kubernetes provider module at this commit only; it was
+# built on 2026-01-15, the day before the 4.25.0 wheels, so it is stamped and pinned as 4.25.0.
+KUBERNETES_PROVIDER_VERSION=4.25.0
+KUBERNETES_PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
+KUBERNETES_PROVIDER_MODULE_VERSION=v4.0.0-20260115033456-f47bc2d6f199
+
+# RKE2 v1.30 in the runbooks; the etcd minor that Kubernetes 1.30 is tested with.
+KUBERNETES_VERSION=1.30.14
+ETCD_VERSION=3.5.21
+
+# The oldest Go that compiles every wrapper module (toolchain/go/pulumi/go.mod needs 1.25.11).
+GO_MIN_VERSION=1.25.11
