@@ -31,7 +31,7 @@ sandbox-status:
 	@$(ENV) && python -m sandbox status
 
 demo: setup
-	@$(ENV) && toolchain/demo.sh
+	@$(ENV) && python -m sandbox up && toolchain/demo.sh
 
 bench: setup
 	@$(ENV) && toolchain/benchmark.sh

@@ -7,11 +7,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.authentik.service import authentik_service, authentik_url, token_file
 from sandbox.kubernetes.client import KubeClient
 from sandbox.kubernetes.seed import seed
 from sandbox.kubernetes.services import SERVER, KubernetesSandbox
+from sandbox.pki import Pki
 from sandbox.service import Service
 from sandbox.slurm import client_env, slurm_services
+from sandbox.weka.service import admin_password_file, weka_service, weka_url
 
 KUBERNETES_VERSION_FILE = Path(__file__).resolve().parents[1] / "toolchain" / "versions.sh"
 
@@ -35,15 +38,24 @@ class SandboxLayout:
         return cls(Path(state) / "sandbox")
 
     @property
+    def pki(self) -> Pki:
+        return Pki(self.root / "pki")
+
+    @property
     def kubernetes(self) -> KubernetesSandbox:
-        return KubernetesSandbox(self.root / "kubernetes")
+        return KubernetesSandbox(self.root / "kubernetes", self.pki)
 
     def services(self) -> list[Service]:
         """Every sandbox process, in start order (stopped in the reverse)."""
-        return [*self.kubernetes.services(), *slurm_services(self.root / "slurm")]
+        return [
+            *self.kubernetes.services(),
+            *slurm_services(self.root / "slurm"),
+            weka_service(self.root / "weka", self.pki),
+            authentik_service(self.root / "authentik"),
+        ]
 
     def seed_kubernetes(self) -> None:
-        pki = self.kubernetes.pki
+        pki = self.pki
         client = KubeClient(
             server=SERVER, ca=pki.ca_cert, cert=pki.cert("admin"), key=pki.key("admin")
         )
@@ -57,4 +69,10 @@ class SandboxLayout:
         return {
             "KUBECONFIG": str(self.kubernetes.admin_kubeconfig),
             **client_env(self.root / "slurm"),
+            "SANDBOX_CA_FILE": str(self.pki.ca_cert),
+            "WEKA_URL": weka_url(),
+            "WEKA_USERNAME": "admin",
+            "WEKA_PASSWORD_FILE": str(admin_password_file(self.root / "weka")),
+            "AUTHENTIK_URL": authentik_url(),
+            "AUTHENTIK_TOKEN_FILE": str(token_file(self.root / "authentik")),
         }

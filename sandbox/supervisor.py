@@ -77,7 +77,13 @@ class Supervisor:
         if self.pid(service.name) is not None:
             # Running but not answering: a half-dead process; replace it.
             self.stop(service)
-        busy = [p for p in service.ports if port_in_use(p)]
+        # A killed multi-threaded process shows as a zombie before its last thread lets go of
+        # its sockets: give its ports a moment to free up before blaming someone else.
+        deadline = time.monotonic() + 10
+        while (
+            busy := [p for p in service.ports if port_in_use(p)]
+        ) and time.monotonic() < deadline:
+            time.sleep(0.1)
         if busy:
             raise SandboxError(
                 f"cannot start {service.name}: port(s) {busy} on 127.0.0.1 are taken by a process "

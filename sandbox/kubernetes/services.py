@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from sandbox.kubernetes.client import tls_context
-from sandbox.kubernetes.pki import Pki, kubeconfig
+from sandbox.pki import Pki, kubeconfig
 from sandbox.service import Service
 
 ETCD_CLIENT_PORT = 23790
@@ -40,9 +40,9 @@ def _answers(url: str, verify: ssl.SSLContext | bool) -> bool:
 
 
 class KubernetesSandbox:
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, pki: Pki) -> None:
         self.dir = state_dir
-        self.pki = Pki(state_dir / "pki")
+        self.pki = pki
 
     @property
     def admin_kubeconfig(self) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pulumi import automation as auto
@@ -12,6 +13,13 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.e2e
 
 SMOKE = ROOT / "toolchain" / "smoke"
+
+
+def marker_outputs(stack: auto.Stack) -> dict[str, Any]:
+    deployment = stack.export_stack().deployment or {}
+    resource = next(r for r in deployment["resources"] if r["urn"].endswith("::marker"))
+    outputs: dict[str, Any] = resource["outputs"]
+    return outputs
 
 
 def test_up_preview_refresh_destroy(tmp_path: Path, pulumi_backend: dict[str, str]) -> None:
@@ -39,11 +47,15 @@ def test_up_preview_refresh_destroy(tmp_path: Path, pulumi_backend: dict[str, st
     refresh = stack.refresh()
     assert refresh.summary.result == "succeeded"
     assert refresh.summary.resource_changes == {"same": 1, "update": 1}
-    assert stack.outputs()["content"].value == "edited by hand"
+    assert marker_outputs(stack)["content"] == "edited by hand"
+    # The state now differs from the program, so a no-change preview must fail.
+    with pytest.raises(auto.errors.CommandError, match="no changes were expected"):
+        stack.preview(expect_no_changes=True)
 
     # up puts the file back to what the program says.
     stack.up()
     assert marker.read_text() == "first"
+    assert marker_outputs(stack)["content"] == "first"
 
     destroy = stack.destroy()
     assert destroy.summary.result == "succeeded"

@@ -1,4 +1,5 @@
-"""The sandbox cluster's certificates, made once with the openssl CLI and kept across restarts."""
+"""The sandbox CA and the certificates it issues (Kubernetes, Weka), made once with the openssl
+CLI and kept across restarts."""
 
 from __future__ import annotations
 
@@ -73,11 +74,8 @@ class Pki:
                 "-out", str(self.service_account_pub),
             )  # fmt: skip
         self._issue("apiserver", "/CN=kube-apiserver", f"IP:127.0.0.1,{_SERVER_NAMES}")
-        self._issue(
-            "controller-manager-serving",
-            "/CN=kube-controller-manager",
-            "IP:127.0.0.1,DNS:localhost",
-        )
+        for server in ("controller-manager-serving", "weka", "authentik"):
+            self._issue(server, f"/CN={server}", "IP:127.0.0.1,DNS:localhost")
         for client in CLIENTS:
             subject = f"/CN={client.user}" + (f"/O={client.group}" if client.group else "")
             self._issue(client.name, subject, None)

@@ -1,0 +1,8 @@
+"""An emulator of the Weka 4.3 REST API v2, for tests and the local sandbox.
+
+Weka is proprietary and cannot run here, so this serves the subset of `/api/v2` that the project
+and the csi-wekafs driver use (login, organizations, users, filesystems, directory quotas,
+snapshots), with the real envelope, field names and error codes, plus a few test-only calls under
+`/api/v2/_emulator/` to stand in for what only a mount can do (create directories, write data,
+hold a filesystem mounted). Run it with `python -m sandbox.weka --help`.
+"""

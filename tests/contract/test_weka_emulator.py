@@ -1,0 +1,759 @@
+"""Contract tests of the Weka REST API v2 emulator (sandbox.weka), run as a real process.
+
+The module's emulator serves HTTPS with a throwaway self-signed certificate; the restart test runs
+its own plain-HTTP one. Every test makes its own organizations and names, so the tests do not
+depend on one another.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ADMIN_PASSWORD = "Emulat0r-Admin"
+TENANT_PASSWORD = "Tenant-Passw0rd"
+TB = 10**12
+
+
+@dataclass
+class Emulator:
+    base_url: str
+    verify: ssl.SSLContext | bool
+    state_dir: Path
+    password_file: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_emulator(
+    workdir: Path, tls: tuple[Path, Path] | None = None, port: int | None = None
+) -> Emulator:
+    port = port or _free_port()
+    state_dir, password_file = workdir / "state", workdir / "admin-password"
+    log = workdir / "emulator.log"
+    argv = [
+        sys.executable,
+        "-m",
+        "sandbox.weka",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--state-dir",
+        str(state_dir),
+        "--admin-password-file",
+        str(password_file),
+    ]
+    verify: ssl.SSLContext | bool = False
+    scheme = "http"
+    if tls is not None:
+        argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
+        verify, scheme = ssl.create_default_context(cafile=str(tls[0])), "https"
+    with log.open("ab") as sink:
+        process = subprocess.Popen(argv, cwd=ROOT, stdout=sink, stderr=sink)
+    emulator = Emulator(
+        f"{scheme}://127.0.0.1:{port}/api/v2", verify, state_dir, password_file, log, process
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"emulator exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            reply = httpx.get(f"{emulator.base_url}/healthcheck", verify=verify, timeout=1)
+            if reply.status_code == 200:
+                return emulator
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    pytest.fail(f"emulator did not answer within 20 s:\n{log.read_text()}")
+
+
+def stop_emulator(emulator: Emulator) -> None:
+    emulator.process.terminate()
+    try:
+        emulator.process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        emulator.process.kill()
+        emulator.process.wait()
+
+
+class Api:
+    """A tiny client: `ok` expects 200 and returns `data`, `fails` expects an error message."""
+
+    def __init__(self, emulator: Emulator, token: str | None = None) -> None:
+        self.http = httpx.Client(base_url=emulator.base_url, verify=emulator.verify, timeout=10)
+        self.token = token
+
+    @classmethod
+    def login(cls, emulator: Emulator, username: str, password: str, org: str = "Root") -> Api:
+        api = cls(emulator)
+        body = {"username": username, "password": password, "org": org}
+        api.token = api.ok("POST", "/login", json=body)["access_token"]
+        return api
+
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return self.http.request(method, path.lstrip("/"), headers=headers, **kwargs)
+
+    def ok(self, method: str, path: str, **kwargs: Any) -> Any:
+        reply = self.call(method, path, **kwargs)
+        assert reply.status_code == 200, f"{method} {path}: {reply.status_code} {reply.text}"
+        body = reply.json()
+        assert set(body) == {"data"}
+        return body["data"]
+
+    def fails(self, method: str, path: str, status: int, **kwargs: Any) -> str:
+        reply = self.call(method, path, **kwargs)
+        assert reply.status_code == status, f"{method} {path}: {reply.status_code} {reply.text}"
+        body = reply.json()
+        assert set(body) == {"message"}
+        assert isinstance(body["message"], str)
+        assert body["message"]
+        return str(body["message"])
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    workdir = tmp_path_factory.mktemp("tls")
+    cert, key = workdir / "cert.pem", workdir / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.fixture(scope="module")
+def emulator(
+    tmp_path_factory: pytest.TempPathFactory, tls_cert: tuple[Path, Path]
+) -> Iterator[Emulator]:
+    workdir = tmp_path_factory.mktemp("weka")
+    (workdir / "admin-password").write_text(ADMIN_PASSWORD + "\n")
+    running = start_emulator(workdir, tls=tls_cert)
+    yield running
+    stop_emulator(running)
+
+
+@pytest.fixture
+def admin(emulator: Emulator) -> Api:
+    return Api.login(emulator, "admin", ADMIN_PASSWORD)
+
+
+Tenant = Callable[..., tuple[dict[str, Any], Api]]
+
+
+@pytest.fixture
+def tenant(emulator: Emulator, admin: Api) -> Tenant:
+    """Make an organization; returns it and a client logged in as its org admin."""
+
+    def make(total_quota: int = 0, ssd_quota: int = 0) -> tuple[dict[str, Any], Api]:
+        name = unique("tenant")
+        body = {
+            "name": name,
+            "username": "orgadmin",
+            "password": TENANT_PASSWORD,
+            "ssd_quota": ssd_quota,
+            "total_quota": total_quota,
+        }
+        org = admin.ok("POST", "/organizations", json=body)
+        return org, Api.login(emulator, "orgadmin", TENANT_PASSWORD, org=name)
+
+    return make
+
+
+def make_fs(api: Api, name: str | None = None, capacity: int | str = TB) -> dict[str, Any]:
+    body = {"name": name or unique("fs"), "group_name": "default", "total_capacity": capacity}
+    return dict(api.ok("POST", "/fileSystems", json=body))
+
+
+def mkdir(admin: Api, fs_uid: str, path: str) -> str:
+    made = admin.ok("POST", f"/_emulator/fileSystems/{fs_uid}/directories", json={"path": path})
+    return str(made["inode_id"])
+
+
+# --- health, login, tokens -------------------------------------------------------------------
+
+
+def test_healthcheck_answers_without_a_token(emulator: Emulator) -> None:
+    assert Api(emulator).ok("GET", "/healthcheck") == "OK"
+
+
+def test_login_returns_bearer_tokens_and_whoami_describes_the_user(emulator: Emulator) -> None:
+    api = Api(emulator)
+    tokens = api.ok("POST", "/login", json={"username": "admin", "password": ADMIN_PASSWORD})
+    assert set(tokens) == {"access_token", "token_type", "expires_in", "refresh_token"}
+    assert tokens["token_type"] == "Bearer"
+    assert tokens["expires_in"] == 300
+    assert tokens["access_token"] != tokens["refresh_token"]
+    api.token = tokens["access_token"]
+    me = api.ok("GET", "/users/whoami")
+    assert me["username"] == "admin"
+    assert me["role"] == "ClusterAdmin"
+    assert (me["org_id"], me["org_name"]) == (0, "Root")
+    expiry = api.ok("GET", "/security/defaultTokensExpiry")
+    assert expiry["access_token_expiry"] == 300
+    assert expiry["refresh_token_expiry"] >= 24 * 3600
+
+
+def test_wrong_credentials_are_401(emulator: Emulator) -> None:
+    api = Api(emulator)
+    wrong = {"username": "admin", "password": "Not-the-Passw0rd"}
+    assert "Invalid username or password" in api.fails("POST", "/login", 401, json=wrong)
+    nobody = {"username": "nobody", "password": ADMIN_PASSWORD}
+    api.fails("POST", "/login", 401, json=nobody)
+    other_org = {"username": "admin", "password": ADMIN_PASSWORD, "org": "no-such-org"}
+    api.fails("POST", "/login", 401, json=other_org)
+    assert "password" in api.fails("POST", "/login", 400, json={"username": "admin"})
+
+
+def test_missing_or_unknown_access_token_is_401(emulator: Emulator) -> None:
+    assert "missing" in Api(emulator).fails("GET", "/fileSystems", 401)
+    assert "invalid" in Api(emulator, token="forged").fails("GET", "/fileSystems", 401)
+
+
+def test_expired_access_token_is_401_and_refresh_gives_a_working_one(
+    emulator: Emulator, admin: Api
+) -> None:
+    api = Api(emulator)
+    tokens = api.ok("POST", "/login", json={"username": "admin", "password": ADMIN_PASSWORD})
+    api.token = tokens["access_token"]
+    api.ok("GET", "/users/whoami")
+    admin.ok("POST", "/_emulator/expire-tokens")
+    assert "expired" in api.fails("GET", "/users/whoami", 401)
+    refreshed = api.ok("POST", "/login/refresh", json={"refresh_token": tokens["refresh_token"]})
+    assert refreshed["token_type"] == "Bearer"
+    assert refreshed["expires_in"] == 300
+    assert refreshed["access_token"] != tokens["access_token"]
+    api.token = refreshed["access_token"]
+    assert api.ok("GET", "/users/whoami")["username"] == "admin"
+    bogus = {"refresh_token": "bogus"}
+    assert "refresh token" in Api(emulator).fails("POST", "/login/refresh", 401, json=bogus)
+    # An access token is not a refresh token.
+    wrong_kind = {"refresh_token": refreshed["access_token"]}
+    Api(emulator).fails("POST", "/login/refresh", 401, json=wrong_kind)
+
+
+def test_emulator_controls_need_a_root_cluster_admin(emulator: Emulator, tenant: Tenant) -> None:
+    _, org_admin = tenant()
+    org_admin.fails("POST", "/_emulator/expire-tokens", 403)
+    Api(emulator).fails("POST", "/_emulator/expire-tokens", 401)
+
+
+# --- organizations ---------------------------------------------------------------------------
+
+
+def test_organization_lifecycle(admin: Api) -> None:
+    name = unique("org")
+    body = {
+        "name": name,
+        "username": "boss",
+        "password": TENANT_PASSWORD,
+        "ssd_quota": "5TB",
+        "total_quota": 10 * TB,
+    }
+    org = admin.ok("POST", "/organizations", json=body)
+    assert org["name"] == name
+    assert isinstance(org["id"], int)
+    assert org["id"] > 0
+    assert (org["ssd_quota"], org["total_quota"]) == (5 * TB, 10 * TB)
+    assert (org["ssd_allocated"], org["total_allocated"]) == (0, 0)
+    uid = org["uid"]
+
+    assert "already exists" in admin.fails("POST", "/organizations", 409, json=body)
+    listed = admin.ok("GET", "/organizations")
+    assert {"Root", name} <= {o["name"] for o in listed}
+    assert admin.ok("GET", f"/organizations/{uid}") == org
+    assert admin.ok("GET", "/organizations/multipleOrgsExist") is True
+
+    renamed = admin.ok("PUT", f"/organizations/{uid}", json={"new_name": name + "-x"})
+    assert renamed["name"] == name + "-x"
+    admin.fails("PUT", f"/organizations/{uid}", 409, json={"new_name": "Root"})
+
+    limits = admin.ok("PUT", f"/organizations/{uid}/limits", json={"total_quota": 20 * TB})
+    assert (limits["ssd_quota"], limits["total_quota"]) == (5 * TB, 20 * TB)
+    root_uid = next(o["uid"] for o in listed if o["name"] == "Root")
+    assert "Root" in admin.fails("PUT", f"/organizations/{root_uid}/limits", 400, json=limits)
+    admin.fails("DELETE", f"/organizations/{root_uid}", 400)
+
+    admin.ok("DELETE", f"/organizations/{uid}")
+    admin.fails("GET", f"/organizations/{uid}", 404)
+    admin.fails("DELETE", f"/organizations/{uid}", 404)
+    admin.fails("PUT", f"/organizations/{uuid.uuid4()}/limits", 404, json={"total_quota": 1})
+
+
+def test_organization_admin_password_must_be_strong(admin: Api) -> None:
+    body = {"name": unique("org"), "username": "boss", "password": "weak"}
+    assert "at least 8 characters" in admin.fails("POST", "/organizations", 400, json=body)
+
+
+def test_only_the_cluster_admin_manages_organizations(admin: Api, tenant: Tenant) -> None:
+    org, org_admin = tenant()
+    other, _ = tenant()
+    body = {"name": unique("org"), "username": "x", "password": TENANT_PASSWORD}
+    org_admin.fails("POST", "/organizations", 403, json=body)
+    assert [o["uid"] for o in org_admin.ok("GET", "/organizations")] == [org["uid"]]
+    org_admin.ok("GET", f"/organizations/{org['uid']}")
+    org_admin.fails("GET", f"/organizations/{other['uid']}", 403)
+    org_admin.fails("PUT", f"/organizations/{org['uid']}/limits", 403, json={"total_quota": 1})
+    org_admin.fails("DELETE", f"/organizations/{other['uid']}", 403)
+
+
+def test_deleting_an_organization_with_filesystems_fails(
+    emulator: Emulator, admin: Api, tenant: Tenant
+) -> None:
+    org, org_admin = tenant()
+    fs = make_fs(org_admin, name="home")
+    assert "home" in admin.fails("DELETE", f"/organizations/{org['uid']}", 400)
+    org_admin.ok("DELETE", f"/fileSystems/{fs['uid']}")
+    admin.ok("DELETE", f"/organizations/{org['uid']}")
+    # Its users and their sessions go with it.
+    org_admin.fails("GET", "/users/whoami", 401)
+    login = {"username": "orgadmin", "password": TENANT_PASSWORD, "org": org["name"]}
+    Api(emulator).fails("POST", "/login", 401, json=login)
+
+
+def test_organization_limits_cannot_drop_below_allocation(admin: Api, tenant: Tenant) -> None:
+    org, org_admin = tenant(total_quota=10 * TB)
+    make_fs(org_admin, capacity=4 * TB)
+    assert admin.ok("GET", f"/organizations/{org['uid']}")["total_allocated"] == 4 * TB
+    limits = {"total_quota": 3 * TB}
+    admin.fails("PUT", f"/organizations/{org['uid']}/limits", 400, json=limits)
+    admin.ok("PUT", f"/organizations/{org['uid']}/limits", json={"total_quota": 4 * TB})
+
+
+# --- filesystems -----------------------------------------------------------------------------
+
+
+def test_filesystem_lifecycle(tenant: Tenant) -> None:
+    _, api = tenant()
+    body = {
+        "name": "scratch",
+        "group_name": "default",
+        "total_capacity": 2 * TB,
+        "ssd_capacity": TB,
+        "auth_required": True,
+        "encrypted": True,
+    }
+    fs = api.ok("POST", "/fileSystems", json=body)
+    assert fs["name"] == "scratch"
+    assert fs["group_name"] == "default"
+    assert (fs["total_budget"], fs["ssd_budget"]) == (2 * TB, TB)
+    assert (fs["used_total"], fs["available_total"]) == (0, 2 * TB)
+    assert (fs["is_ready"], fs["is_removing"], fs["status"]) == (True, False, "READY")
+    assert (fs["auth_required"], fs["is_encrypted"]) == (True, True)
+    uuid.UUID(fs["uid"])
+
+    assert api.ok("GET", f"/fileSystems/{fs['uid']}") == fs
+    assert api.ok("GET", "/fileSystems", params={"name": "scratch"}) == [fs]
+    assert api.ok("GET", "/fileSystems", params={"name": "nope"}) == []
+    assert "already exists" in api.fails("POST", "/fileSystems", 409, json=body)
+
+    update = {"new_name": "scratch2", "total_capacity": "3TB", "auth_required": False}
+    grown = api.ok("PUT", f"/fileSystems/{fs['uid']}", json=update)
+    assert (grown["name"], grown["total_budget"], grown["ssd_budget"]) == ("scratch2", 3 * TB, TB)
+    assert grown["auth_required"] is False
+
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}")
+    api.fails("GET", f"/fileSystems/{fs['uid']}", 404)
+    api.fails("DELETE", f"/fileSystems/{fs['uid']}", 404)
+    api.fails("PUT", f"/fileSystems/{fs['uid']}", 404, json={"total_capacity": TB})
+
+
+def test_filesystem_create_validates_its_fields(tenant: Tenant) -> None:
+    _, api = tenant()
+    assert "group_name" in api.fails(
+        "POST", "/fileSystems", 400, json={"name": "a", "total_capacity": TB}
+    )
+    assert "total_capacity" in api.fails(
+        "POST", "/fileSystems", 400, json={"name": "a", "group_name": "g"}
+    )
+    bad_unit = {"name": "a", "group_name": "g", "total_capacity": "5 parsecs"}
+    api.fails("POST", "/fileSystems", 400, json=bad_unit)
+    too_much_ssd = {"name": "a", "group_name": "g", "total_capacity": TB, "ssd_capacity": 2 * TB}
+    api.fails("POST", "/fileSystems", 400, json=too_much_ssd)
+
+
+def test_organizations_cannot_see_each_others_filesystems(admin: Api, tenant: Tenant) -> None:
+    _, api_a = tenant()
+    _, api_b = tenant()
+    fs_a = make_fs(api_a, name="shared-name")
+    fs_b = make_fs(api_b, name="shared-name")  # names are per organization
+    assert [f["uid"] for f in api_a.ok("GET", "/fileSystems")] == [fs_a["uid"]]
+    assert [f["uid"] for f in api_b.ok("GET", "/fileSystems")] == [fs_b["uid"]]
+    api_b.fails("GET", f"/fileSystems/{fs_a['uid']}", 404)
+    api_b.fails("PUT", f"/fileSystems/{fs_a['uid']}", 404, json={"total_capacity": 2 * TB})
+    api_b.fails("DELETE", f"/fileSystems/{fs_a['uid']}", 404)
+    api_b.fails("GET", f"/fileSystems/{fs_a['uid']}/resolvePath", 404, params={"path": "/"})
+    api_b.fails("POST", "/snapshots", 404, json={"fs_uid": fs_a["uid"], "name": "steal"})
+    # The cluster admin lives in Root and does not see tenant filesystems either.
+    assert fs_a["uid"] not in {f["uid"] for f in admin.ok("GET", "/fileSystems")}
+    admin.fails("GET", f"/fileSystems/{fs_a['uid']}", 404)
+
+
+def test_filesystems_cannot_exceed_the_organization_quota(tenant: Tenant) -> None:
+    _, api = tenant(total_quota=10 * TB, ssd_quota=8 * TB)
+    fs = make_fs(api, capacity=6 * TB)
+    body = {"name": unique("fs"), "group_name": "default", "total_capacity": 5 * TB}
+    message = api.fails("POST", "/fileSystems", 400, json=body)
+    assert "quota" in message
+    assert str(4 * TB) in message
+    api.fails("PUT", f"/fileSystems/{fs['uid']}", 400, json={"total_capacity": 11 * TB})
+    ssd_heavy = {"name": unique("fs"), "group_name": "d", "total_capacity": 3 * TB}
+    assert "SSD quota" in api.fails("POST", "/fileSystems", 400, json=ssd_heavy)
+    make_fs(api, capacity=2 * TB)  # 8 TB total, 8 TB SSD: exactly at both quotas
+
+
+def test_filesystems_cannot_exceed_the_cluster_capacity(admin: Api) -> None:
+    body = {"name": unique("fs"), "group_name": "default", "total_capacity": "3PB"}
+    assert "free capacity" in admin.fails("POST", "/fileSystems", 400, json=body)
+    before = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
+    fs = make_fs(admin, capacity=TB)
+    after = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
+    assert before - after == TB
+    admin.ok("DELETE", f"/fileSystems/{fs['uid']}")
+
+
+def test_filesystem_cannot_shrink_below_its_usage(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api, capacity=TB)
+    mkdir(admin, fs["uid"], "/data")
+    usage = {"path": "/data", "used_bytes": 600 * 10**9}
+    admin.ok("PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json=usage)
+    assert api.ok("GET", f"/fileSystems/{fs['uid']}")["used_total"] == 600 * 10**9
+    api.fails("PUT", f"/fileSystems/{fs['uid']}", 400, json={"total_capacity": 500 * 10**9})
+    # Writing past the filesystem's size fails like ENOSPC.
+    usage = {"path": "/data", "used_bytes": 2 * TB}
+    assert "No space" in admin.fails(
+        "PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", 507, json=usage
+    )
+
+
+def test_deleting_a_mounted_filesystem_fails(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    mounts = f"/_emulator/fileSystems/{fs['uid']}/mounts"
+    assert admin.ok("PUT", mounts, json={"mounted": True})["mounted"] is True
+    assert "filesystem is in use" in api.fails("DELETE", f"/fileSystems/{fs['uid']}", 400)
+    admin.ok("PUT", mounts, json={"mounted": False})
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}")
+
+
+# --- directories and quotas ------------------------------------------------------------------
+
+
+def test_resolve_path_finds_existing_directories_only(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    resolve = f"/fileSystems/{fs['uid']}/resolvePath"
+    root = api.ok("GET", resolve, params={"path": "/"})
+    assert root["path"] == "/"
+    assert root["inode_id"].isdigit()
+    message = api.fails("GET", resolve, 404, params={"path": "/home/alice"})
+    assert "PATH_NOT_FOUND" in message
+    inode = mkdir(admin, fs["uid"], "/home/alice")
+    found = api.ok("GET", resolve, params={"path": "/home/alice/"})
+    assert found == {"inode_id": inode, "path": "/home/alice"}
+    assert api.ok("GET", resolve, params={"path": "/home"})["inode_id"] not in {
+        inode,
+        root["inode_id"],
+    }
+    api.fails("GET", resolve, 400)
+    api.fails("GET", resolve, 400, params={"path": "relative"})
+
+
+def test_quota_set_get_patch_list_and_delete(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    inode = mkdir(admin, fs["uid"], "/home/alice")
+    mkdir(admin, fs["uid"], "/home/alice/projects")
+    quota_url = f"/fileSystems/{fs['uid']}/quota/{inode}"
+    limits = {"hard_limit_bytes": 100 * 10**9, "soft_limit_bytes": 90 * 10**9, "grace_seconds": 0}
+    quota = api.ok("PUT", quota_url, json={**limits, "owner": "alice"})
+    assert quota["status"] == "ACTIVE"
+    assert quota["inode_id"] == int(inode)
+    assert quota["path"] == "/home/alice"
+    assert quota["owner"] == "alice"
+    assert quota["total_bytes"] == 0
+    assert {k: quota[k] for k in limits} == limits
+    assert api.ok("GET", quota_url) == quota
+
+    # Usage anywhere under the directory counts.
+    usage = {"path": "/home/alice/projects", "used_bytes": 40 * 10**9}
+    admin.ok("PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json=usage)
+    assert api.ok("GET", quota_url)["total_bytes"] == 40 * 10**9
+
+    patched = api.ok("PATCH", quota_url, json={"soft_limit_bytes": 80 * 10**9})
+    assert (patched["soft_limit_bytes"], patched["hard_limit_bytes"]) == (80 * 10**9, 100 * 10**9)
+    assert patched["owner"] == "alice"
+    assert api.ok("GET", f"/fileSystems/{fs['uid']}/quota") == [patched]
+
+    soft_over_hard = {"hard_limit_bytes": 10, "soft_limit_bytes": 20, "grace_seconds": 0}
+    api.fails("PUT", quota_url, 400, json=soft_over_hard)
+
+    api.ok("DELETE", quota_url)
+    assert "Directory has no quota" in api.fails("GET", quota_url, 500)
+    api.fails("PATCH", quota_url, 500, json={"soft_limit_bytes": 1})
+    api.fails("DELETE", quota_url, 500)
+    assert api.ok("GET", f"/fileSystems/{fs['uid']}/quota") == []
+    api.fails("PUT", f"/fileSystems/{fs['uid']}/quota/999999999", 404, json=limits)
+    api.fails("GET", f"/fileSystems/{uuid.uuid4()}/quota", 404)
+
+
+def test_hard_quota_refuses_writes_beyond_it(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    inode = mkdir(admin, fs["uid"], "/scratch/team")
+    limits = {"hard_limit_bytes": 1000, "soft_limit_bytes": 1000, "grace_seconds": 0}
+    api.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{inode}", json=limits)
+    usage_url = f"/_emulator/fileSystems/{fs['uid']}/usage"
+    admin.ok("PUT", usage_url, json={"path": "/scratch/team", "used_bytes": 1000})
+    over = {"path": "/scratch/team", "used_bytes": 1001}
+    assert "Disk quota exceeded" in admin.fails("PUT", usage_url, 507, json=over)
+    # Writes outside the directory are not limited by its quota.
+    mkdir(admin, fs["uid"], "/scratch/other")
+    admin.ok("PUT", usage_url, json={"path": "/scratch/other", "used_bytes": 5000})
+    quota = api.ok("GET", f"/fileSystems/{fs['uid']}/quota/{inode}")
+    assert quota["total_bytes"] == 1000
+
+
+def test_soft_quota_blocks_growth_only_after_its_grace_period(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    graced = mkdir(admin, fs["uid"], "/graced")
+    advisory = mkdir(admin, fs["uid"], "/advisory")
+    soft = {"hard_limit_bytes": 0, "soft_limit_bytes": 100}
+    api.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{graced}", json={**soft, "grace_seconds": 1})
+    api.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{advisory}", json={**soft, "grace_seconds": 0})
+    usage_url = f"/_emulator/fileSystems/{fs['uid']}/usage"
+    for path in ("/graced", "/advisory"):
+        admin.ok("PUT", usage_url, json={"path": path, "used_bytes": 150})
+    time.sleep(1.1)
+    admin.fails("PUT", usage_url, 507, json={"path": "/graced", "used_bytes": 160})
+    admin.ok("PUT", usage_url, json={"path": "/graced", "used_bytes": 120})  # freeing is fine
+    admin.ok("PUT", usage_url, json={"path": "/advisory", "used_bytes": 500})  # no grace: advisory
+
+
+# --- snapshots -------------------------------------------------------------------------------
+
+
+def test_snapshot_lifecycle(tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api, name="home")
+    body = {"fs_uid": fs["uid"], "name": "daily", "access_point": "daily-ap", "is_writable": False}
+    snap = api.ok("POST", "/snapshots", json=body)
+    assert snap["name"] == "daily"
+    assert snap["accessPoint"] == "daily-ap"
+    assert (snap["filesystem"], snap["filesystemUid"]) == ("home", fs["uid"])
+    assert (snap["isWritable"], snap["isRemoving"], snap["locator"]) == (False, False, "")
+    assert snap["creationTime"].endswith("Z")
+    assert "access_point" not in snap  # camelCase, unlike every other object
+
+    assert "already exists" in api.fails("POST", "/snapshots", 409, json=body)
+    default_ap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "other"})
+    assert default_ap["accessPoint"].startswith("@GMT-")
+
+    assert api.ok("GET", f"/snapshots/{snap['uid']}") == snap
+    listed = api.ok("GET", "/snapshots", params={"filesystem": "home", "name": "daily"})
+    assert listed == [snap]
+    assert len(api.ok("GET", "/snapshots", params={"filesystem": "home"})) == 2
+    assert api.ok("GET", "/snapshots", params={"filesystem": "elsewhere"}) == []
+
+    update = {"new_name": "weekly", "access_point": "weekly-ap", "is_writable": True}
+    updated = api.ok("PUT", f"/snapshots/{snap['uid']}", json=update)
+    assert (updated["name"], updated["accessPoint"], updated["isWritable"]) == (
+        "weekly",
+        "weekly-ap",
+        True,
+    )
+    api.fails("PUT", f"/snapshots/{snap['uid']}", 409, json={"new_name": "other"})
+
+    uploaded = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={"obs_site": "LOCAL"})
+    assert uploaded["locator"]
+    assert api.ok("GET", f"/snapshots/{snap['uid']}")["locator"] == uploaded["locator"]
+    api.fails("POST", f"/snapshots/{snap['uid']}/upload", 400, json={"obs_site": "MARS"})
+
+    api.ok("DELETE", f"/snapshots/{snap['uid']}")
+    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
+    api.fails("DELETE", f"/snapshots/{snap['uid']}", 404)
+    api.fails("POST", "/snapshots", 404, json={"fs_uid": str(uuid.uuid4()), "name": "x"})
+
+
+def test_snapshot_outlives_its_filesystem_and_keeps_its_space(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    other_org_snapshots = tenant()[1].ok("GET", "/snapshots")
+    fs = make_fs(api, name="home", capacity=TB)
+    mkdir(admin, fs["uid"], "/data")
+    usage = {"path": "/data", "used_bytes": 10**9}
+    admin.ok("PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json=usage)
+    snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "offboard"})
+
+    before = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}")
+    after = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
+    assert after - before == TB - 10**9  # the snapshot is now the only copy of the data
+
+    assert api.ok("GET", f"/snapshots/{snap['uid']}") == snap
+    assert api.ok("GET", "/snapshots", params={"filesystem": "home"}) == [snap]
+    assert other_org_snapshots == []
+    api.ok("DELETE", f"/snapshots/{snap['uid']}")
+    final = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
+    assert final - after == 10**9
+
+
+# --- users -----------------------------------------------------------------------------------
+
+
+def test_org_users_roles_and_permissions(emulator: Emulator, tenant: Tenant) -> None:
+    org, org_admin = tenant()
+    csi = org_admin.ok(
+        "POST", "/users", json={"username": "csi", "password": TENANT_PASSWORD, "role": "CSI"}
+    )
+    assert (csi["username"], csi["role"], csi["org_id"]) == ("csi", "CSI", org["id"])
+    duplicate = {"username": "csi", "password": TENANT_PASSWORD, "role": "Regular"}
+    assert "already exists" in org_admin.fails("POST", "/users", 409, json=duplicate)
+    assert {u["username"] for u in org_admin.ok("GET", "/users")} == {"orgadmin", "csi"}
+
+    csi_api = Api.login(emulator, "csi", TENANT_PASSWORD, org=org["name"])
+    me = csi_api.ok("GET", "/users/whoami")
+    assert (me["role"], me["org_name"], me["org_id"]) == ("CSI", org["name"], org["id"])
+    fs = make_fs(csi_api)  # the CSI role manages storage...
+    csi_api.fails("POST", "/users", 403, json={**duplicate, "username": "x"})  # ...not users
+    csi_api.fails("GET", "/users", 403)
+
+    reader = {"username": "reader", "password": TENANT_PASSWORD, "role": "regular"}
+    assert org_admin.ok("POST", "/users", json=reader)["role"] == "Regular"
+    reader_api = Api.login(emulator, "reader", TENANT_PASSWORD, org=org["name"])
+    assert [f["uid"] for f in reader_api.ok("GET", "/fileSystems")] == [fs["uid"]]
+    reader_api.fails("DELETE", f"/fileSystems/{fs['uid']}", 403)
+
+    bad_role = {"username": "y", "password": TENANT_PASSWORD, "role": "Wizard"}
+    org_admin.fails("POST", "/users", 400, json=bad_role)
+    cluster_admin = {"username": "y", "password": TENANT_PASSWORD, "role": "ClusterAdmin"}
+    assert "Root" in org_admin.fails("POST", "/users", 400, json=cluster_admin)
+    weak = {"username": "y", "password": "short", "role": "Regular"}
+    org_admin.fails("POST", "/users", 400, json=weak)
+
+
+def test_user_update_and_delete(emulator: Emulator, tenant: Tenant) -> None:
+    org, org_admin = tenant()
+    body = {"username": "bob", "password": TENANT_PASSWORD, "role": "ReadOnly"}
+    bob = org_admin.ok("POST", "/users", json=body)
+    promoted = org_admin.ok("PUT", f"/users/{bob['uid']}", json={"role": "OrgAdmin"})
+    assert promoted["role"] == "OrgAdmin"
+    new_password = "Another-Passw0rd"
+    org_admin.ok("PUT", f"/users/{bob['uid']}/password", json={"password": new_password})
+    org_admin.ok("PUT", f"/users/{bob['uid']}", json={"password": new_password + "2"})
+    bob_api = Api.login(emulator, "bob", new_password + "2", org=org["name"])
+    org_admin.ok("DELETE", f"/users/{bob['uid']}/revoke")
+    bob_api.fails("GET", "/users/whoami", 401)
+    bob_api = Api.login(emulator, "bob", new_password + "2", org=org["name"])
+
+    me = org_admin.ok("GET", "/users/whoami")
+    assert "themselves" in org_admin.fails("DELETE", f"/users/{me['uid']}", 400)
+    org_admin.fails("PUT", f"/users/{me['uid']}", 400, json={"role": "Regular"})
+
+    org_admin.ok("DELETE", f"/users/{bob['uid']}")
+    bob_api.fails("GET", "/users/whoami", 401)  # a deleted user's sessions end
+    org_admin.fails("DELETE", f"/users/{bob['uid']}", 404)
+    org_admin.fails("PUT", f"/users/{bob['uid']}", 404, json={"role": "Regular"})
+
+
+def test_users_are_scoped_to_their_organization(admin: Api, tenant: Tenant) -> None:
+    _, org_admin = tenant()
+    root_users = admin.ok("GET", "/users")
+    assert all(u["org_id"] == 0 for u in root_users)
+    admin_uid = next(u["uid"] for u in root_users if u["username"] == "admin")
+    org_admin.fails("DELETE", f"/users/{admin_uid}", 404)
+
+
+# --- protocol --------------------------------------------------------------------------------
+
+
+def test_unknown_endpoints_methods_and_bodies(admin: Api) -> None:
+    admin.fails("GET", "/noSuchThing", 404)
+    admin.fails("PATCH", "/fileSystems", 405)
+    reply = admin.call("POST", "/fileSystems", content=b"{not json")
+    assert reply.status_code == 400
+    assert "JSON" in reply.json()["message"]
+    admin.fails("POST", "/fileSystems", 400, json=["a", "list"])
+
+
+# --- persistence -----------------------------------------------------------------------------
+
+
+def test_state_survives_kill_9_and_restart(tmp_path: Path) -> None:
+    emulator = start_emulator(tmp_path)  # plain HTTP, and no password file yet
+    try:
+        assert stat.S_IMODE(emulator.password_file.stat().st_mode) == 0o600
+        password = emulator.password_file.read_text().strip()
+        admin = Api.login(emulator, "admin", password)
+        org_body = {"name": "acme", "username": "boss", "password": TENANT_PASSWORD}
+        org = admin.ok("POST", "/organizations", json=org_body)
+        boss = Api.login(emulator, "boss", TENANT_PASSWORD, org="acme")
+        fs = make_fs(boss, name="home", capacity="5TB")
+        inode = mkdir(admin, fs["uid"], "/home/alice")
+        limits = {"hard_limit_bytes": 10**9, "soft_limit_bytes": 10**9, "grace_seconds": 0}
+        quota = boss.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{inode}", json=limits)
+        snap = boss.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s1"})
+        state_file = next(emulator.state_dir.iterdir())
+        assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
+
+        os.kill(emulator.process.pid, signal.SIGKILL)
+        emulator.process.wait()
+        port = int(emulator.base_url.split(":")[2].split("/")[0])
+        emulator = start_emulator(tmp_path, port=port)
+
+        # Tokens persist, so sessions survive a restart within their lifetime.
+        boss.http = httpx.Client(base_url=emulator.base_url, timeout=10)
+        admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
+        assert admin.ok("GET", f"/organizations/{org['uid']}")["name"] == "acme"
+        assert boss.ok("GET", f"/fileSystems/{fs['uid']}")["name"] == "home"
+        assert boss.ok("GET", f"/fileSystems/{fs['uid']}/quota/{inode}") == quota
+        assert boss.ok("GET", f"/snapshots/{snap['uid']}") == snap
+        resolved = boss.ok(
+            "GET", f"/fileSystems/{fs['uid']}/resolvePath", params={"path": "/home/alice"}
+        )
+        assert resolved["inode_id"] == inode
+        Api.login(emulator, "admin", password)  # the password file is not regenerated
+        assert emulator.password_file.read_text().strip() == password
+    finally:
+        stop_emulator(emulator)
+
+    log = emulator.log.read_text()
+    assert "weka POST /api/v2/login 200" in log
+    for secret in (password, TENANT_PASSWORD, str(boss.token), str(admin.token)):
+        assert secret not in log
+    for path in tmp_path.rglob("*.json"):
+        assert TENANT_PASSWORD not in path.read_text()
+        assert str(boss.token) not in path.read_text()
