@@ -2,7 +2,9 @@
 
     TenantError            base: catch this to catch anything the project raises on purpose
     ├── PlatformError      Pulumi.prod.yaml (the platform every tenant reads) is missing or wrong
-    └── SpecError          tenants/<slug>.yaml (one tenant's spec) is missing or wrong
+    ├── SpecError          tenants/<slug>.yaml (one tenant's spec) is missing or wrong
+    ├── PreflightError     the live cluster refuses what a valid spec asks (a node taken, NotReady)
+    └── ClusterError       the live cluster could not be read
 
 The two file errors carry every problem found, not only the first, so that one `pulumi preview`
 of a pull request shows the reviewer everything to fix. Each problem is rendered on its own line
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PlatformError", "Problem", "SpecError", "TenantError"]
+__all__ = ["ClusterError", "PlatformError", "PreflightError", "Problem", "SpecError", "TenantError"]
 
 
 @dataclass(frozen=True)
@@ -58,3 +60,18 @@ class SpecError(TenantError):
         self.path = path
         self.problems = tuple(problems)
         super().__init__(_listing("tenant spec", path, self.problems))
+
+
+class PreflightError(TenantError):
+    """The live cluster refuses what the spec asks; each problem points at the spec field."""
+
+    def __init__(self, path: Path, problems: Sequence[Problem]) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        super().__init__(
+            _listing("preflight against the live cluster: tenant spec", path, problems)
+        )
+
+
+class ClusterError(TenantError):
+    """Reading the live cluster failed; the message carries the tool's own words."""

@@ -21,6 +21,8 @@ INSTANCE_TYPE = "h100-8x"
 HARDWARE_POOL = "gpu-h100-rack-a"
 GPUS_PER_NODE = 8
 LDAP_BIND_SECRET = "ldap-bind-creds"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,26 @@ def seed(client: KubeClient, state_dir: Path, kubernetes_version: str) -> None:
     }
     client.apply(resource_path(secret), secret)
     for node in NODES:
-        client.apply(resource_path(node_manifest(node)), node_manifest(node))
+        path = resource_path(node_manifest(node))
+        client.apply(path, node_manifest(node))
         status = node_status(node, kubernetes_version)
-        client.apply(resource_path(status) + "/status", status)
+        client.apply(path + "/status", status)
+        _condition_taints(client, path, node)
+
+
+def _condition_taints(client: KubeClient, path: str, seed: NodeSeed) -> None:
+    """Sets the taints that node lifecycle keeps in step with a node's state (not-ready,
+    unschedulable). That controller is off here, since no kubelet posts heartbeats."""
+    node = client.get(path)
+    taints = node["spec"].get("taints") or []
+    wanted = {NOT_READY_TAINT: not seed.ready, UNSCHEDULABLE_TAINT: seed.cordoned}
+    kept = [t for t in taints if t["key"] not in wanted]
+    kept += [{"key": key, "effect": "NoSchedule"} for key, on in wanted.items() if on]
+    if sorted(kept, key=str) != sorted(taints, key=str):
+        client.merge_patch(
+            path,
+            {
+                "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                "spec": {"taints": kept or None},
+            },
+        )

@@ -165,3 +165,18 @@ def test_reservation_schema_refuses_an_unknown_taint_effect() -> None:
     assert refused.returncode != 0
     assert "spec.taintEffect" in refused.stderr
     assert "Unsupported value" in refused.stderr
+
+
+def test_only_not_ready_and_cordoned_nodes_carry_condition_taints() -> None:
+    nodes = {n["metadata"]["name"]: n for n in kubectl_json("get", "nodes")["items"]}
+    condition_taints = {
+        name: sorted(
+            t["key"]
+            for t in node["spec"].get("taints") or []
+            if t["key"].startswith("node.kubernetes.io/")
+        )
+        for name, node in nodes.items()
+    }
+    assert condition_taints["gpu-17"] == ["node.kubernetes.io/not-ready"]
+    assert condition_taints["gpu-18"] == ["node.kubernetes.io/unschedulable"]
+    assert all(not taints for name, taints in condition_taints.items() if name < "gpu-17")

@@ -1,0 +1,131 @@
+"""Runbook step 5: the login release (sshd, nslcd, Slurm clients) with its LDAP and Slurm settings,
+the authorized-keys Secret it mounts (one entry per user), its LoadBalancer's DNS name, and the SSH
+config snippet sent to each user."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+TYPE = "gpu-tenants:login:LoginPod"
+
+
+@dataclass(frozen=True)
+class Ldap:
+    uri: str
+    base_dn: str
+    bind_dn: str
+
+
+@dataclass(frozen=True)
+class LoginPodArgs:
+    tenant: str
+    namespace: pulumi.Input[str]
+    chart_name: str
+    chart_version: str
+    replicas: int
+    hostname: str
+    ldap: Ldap
+    # Must name a Secret in the tenant's own namespace: the chart reads nothing from `auth`.
+    ldap_bind_secret: pulumi.Input[str]
+    slurm_controller_host: str
+    home_filesystem: str
+    scratch_filesystem: str
+    # username -> the lines of that user's authorized_keys file
+    authorized_keys: dict[str, list[str]]
+    ssh_host_alias: str
+    after: list[pulumi.Resource]
+
+
+def ssh_config(alias: str, hostname: str, username: str) -> str:
+    """The `~/.ssh/config` snippet of runbook step 5c for one user."""
+    return (
+        f"Host {alias}\n"
+        f"    HostName       {hostname}\n"
+        "    Port           22\n"
+        f"    User           {username}\n"
+        "    IdentityFile   ~/.ssh/id_ed25519\n"
+        "    ServerAliveInterval 30\n"
+        "    ServerAliveCountMax 4\n"
+    )
+
+
+class LoginPod(pulumi.ComponentResource):
+    release: pulumi.Output[str]
+    authorized_keys_secret: pulumi.Output[str]
+    ssh_config: pulumi.Output[dict[str, str]]
+    login_host: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: LoginPodArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE, name, None, opts)
+        tenant = args.tenant
+        child = pulumi.ResourceOptions(parent=self, depends_on=args.after)
+        keys = k8s.core.v1.Secret(
+            f"{name}-authorized-keys",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=f"{tenant}-authorized-keys", namespace=args.namespace
+            ),
+            type="Opaque",
+            string_data={
+                user: "\n".join(lines) + "\n" for user, lines in args.authorized_keys.items()
+            },
+            opts=child,
+        )
+        keys_name = keys.metadata.apply(lambda m: str(m["name"]))
+        release = k8s.apiextensions.CustomResource(
+            f"{name}-release",
+            api_version="helm.example.io/v1",
+            kind="HelmRelease",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"login-{tenant}", namespace=args.namespace),
+            spec={
+                "chart": {"name": args.chart_name, "version": args.chart_version},
+                "values": {
+                    "tenant": tenant,
+                    "replicas": args.replicas,
+                    "ldap": {
+                        "uri": args.ldap.uri,
+                        "baseDN": args.ldap.base_dn,
+                        "bindDN": args.ldap.bind_dn,
+                        "bindPasswordSecret": args.ldap_bind_secret,
+                    },
+                    "slurm": {"controllerHost": args.slurm_controller_host},
+                    "sshKeysSecret": keys_name,
+                    "homeMount": {
+                        "type": "weka",
+                        "path": "/home",
+                        "filesystem": args.home_filesystem,
+                    },
+                    "scratchMount": {
+                        "type": "weka",
+                        "path": "/scratch",
+                        "filesystem": args.scratch_filesystem,
+                    },
+                    "service": {
+                        "type": "LoadBalancer",
+                        "annotations": {"external-dns.alpha.kubernetes.io/hostname": args.hostname},
+                    },
+                },
+            },
+            opts=child,
+        )
+        self.release = release.urn.apply(lambda _: f"login-{tenant}")
+        self.authorized_keys_secret = keys_name
+        self.login_host = pulumi.Output.from_input(args.hostname)
+        self.ssh_config = pulumi.Output.from_input(
+            {
+                user: ssh_config(args.ssh_host_alias, args.hostname, user)
+                for user in args.authorized_keys
+            }
+        )
+        self.register_outputs(
+            {
+                "release": self.release,
+                "authorized_keys_secret": self.authorized_keys_secret,
+                "login_host": self.login_host,
+                "ssh_config": self.ssh_config,
+            }
+        )

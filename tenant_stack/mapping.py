@@ -1,0 +1,106 @@
+"""The one place where a validated spec (and the platform) becomes component args."""
+
+from __future__ import annotations
+
+from tenant_stack.components import (
+    CapacityReservation,
+    CapacityReservationArgs,
+    LoginPodArgs,
+    TenantNamespace,
+    TenantNamespaceArgs,
+)
+from tenant_stack.components.login_pod import Ldap
+from tenant_stack.components.tenant_namespace import ContainerDefaults, Quota
+from tenant_stack.platform import Platform
+from tenant_stack.spec import TenantSpec
+
+_IEC = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_SI = ("k", "M", "G", "T", "P", "E")
+
+
+def quantity(count: int) -> str:
+    """A byte count as a Kubernetes quantity, in the largest unit that divides it exactly."""
+    for power in range(len(_IEC), 0, -1):
+        if count % 1024**power == 0:
+            return f"{count // 1024**power}{_IEC[power - 1]}"
+        if count % 1000**power == 0:
+            return f"{count // 1000**power}{_SI[power - 1]}"
+    return str(count)
+
+
+def cpu(millicores: int) -> str:
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def reservation_args(spec: TenantSpec) -> CapacityReservationArgs:
+    return CapacityReservationArgs(
+        tenant=spec.slug,
+        name=spec.reservation_name,
+        hardware_pool=spec.reservation.hardware_pool,
+        nodes=list(spec.reservation.nodes),
+    )
+
+
+def namespace_args(
+    spec: TenantSpec, platform: Platform, reservation: CapacityReservation | None
+) -> TenantNamespaceArgs:
+    quota = spec.kubernetes.quota
+    defaults = spec.kubernetes.container_defaults
+    names = platform.kubernetes
+    return TenantNamespaceArgs(
+        tenant=spec.slug,
+        quota=Quota(
+            gpus=spec.contract.gpus,
+            requests_cpu=cpu(quota.requests_cpu),
+            requests_memory=quantity(quota.requests_memory),
+            limits_memory=quantity(quota.limits_memory),
+            persistent_volume_claims=quota.persistent_volume_claims,
+            requests_storage=quantity(quota.requests_storage),
+        ),
+        container_defaults=ContainerDefaults(
+            cpu_limit=cpu(defaults.limit.cpu),
+            memory_limit=quantity(defaults.limit.memory),
+            cpu_request=cpu(defaults.request.cpu),
+            memory_request=quantity(defaults.request.memory),
+        ),
+        reservation_name=reservation.name if reservation else None,
+        ingress_from=[names.slurm_namespace],
+        egress_to=[names.slurm_namespace, names.auth_namespace, "kube-system"],
+        admins_group=spec.admins_group if spec.identity.admins else None,
+        ldap_bind_secret_namespace=names.auth_namespace,
+        ldap_bind_secret_name=names.ldap_bind_secret,
+        after=[reservation] if reservation else [],
+    )
+
+
+def filesystems(spec: TenantSpec, platform: Platform) -> tuple[str, str]:
+    """The Weka filesystems (and directory) the login pod mounts as /home and /scratch."""
+    if spec.storage.isolation == "org":
+        return f"{spec.slug}-home", f"{spec.slug}-scratch"
+    weka = platform.weka
+    return (
+        f"{weka.shared_home_filesystem}/{spec.slug}",
+        f"{weka.shared_scratch_filesystem}/{spec.slug}",
+    )
+
+
+def login_args(spec: TenantSpec, platform: Platform, namespace: TenantNamespace) -> LoginPodArgs:
+    home, scratch = filesystems(spec, platform)
+    return LoginPodArgs(
+        tenant=spec.slug,
+        namespace=namespace.name,
+        chart_name=platform.login_chart.name,
+        chart_version=platform.login_chart.version,
+        replicas=spec.login.replicas,
+        hostname=spec.login.hostname,
+        ldap=Ldap(
+            uri=platform.ldap.uri, base_dn=platform.ldap.base_dn, bind_dn=platform.ldap.bind_dn
+        ),
+        ldap_bind_secret=namespace.ldap_bind_secret,
+        slurm_controller_host=platform.slurm.controller_host,
+        home_filesystem=home,
+        scratch_filesystem=scratch,
+        authorized_keys={user.username: list(user.ssh_keys) for user in spec.users},
+        ssh_host_alias=f"login-{spec.short_name}",
+        after=[namespace],
+    )

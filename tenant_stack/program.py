@@ -1,0 +1,52 @@
+"""What `pulumi up` builds for a stack: the platform for `prod`, one tenant for any other name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+
+from tenant_stack.components import CapacityReservation, LoginPod, TenantNamespace
+from tenant_stack.errors import PreflightError
+from tenant_stack.mapping import login_args, namespace_args, reservation_args
+from tenant_stack.platform import Platform
+from tenant_stack.preflight import check_nodes, read_nodes
+from tenant_stack.spec import TenantSpec
+
+PLATFORM_STACK = "prod"
+
+
+def build_platform(platform: Platform) -> None:
+    """The `prod` stack: publishes the platform facts for consumers outside this program."""
+    for key, value in platform.model_dump(mode="json").items():
+        pulumi.export(key, value)
+
+
+def preflight(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
+    """Refuses, before anything is declared, nodes the live cluster cannot give this tenant."""
+    if not spec.reservation.nodes:
+        return
+    pool = platform.node_pools[spec.reservation.hardware_pool]
+    findings = check_nodes(
+        spec.slug, pool.sku, spec.reservation.hardware_pool, spec.reservation.nodes, read_nodes()
+    )
+    for warning in findings.warnings:
+        pulumi.log.warn(warning)
+    if findings.refusals:
+        raise PreflightError(spec_path, findings.refusals)
+
+
+def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
+    preflight(spec, platform, spec_path)
+    # Runbook order: reservation (1), namespace (3), login (5); destroy runs it backwards.
+    reservation = (
+        CapacityReservation(spec.slug, reservation_args(spec)) if spec.reservation.nodes else None
+    )
+    namespace = TenantNamespace(spec.slug, namespace_args(spec, platform, reservation))
+    login = LoginPod(spec.slug, login_args(spec, platform, namespace))
+    if reservation is not None:
+        pulumi.export("reservation", reservation.name)
+        pulumi.export("reserved_nodes", reservation.nodes)
+    pulumi.export("namespace", namespace.name)
+    pulumi.export("login_host", login.login_host)
+    pulumi.export("ssh_config", login.ssh_config)
