@@ -10,7 +10,8 @@ from tenant_stack.platform import load_platform
 from tenant_stack.program import PLATFORM_STACK, build_platform, build_tenant
 from tenant_stack.spec import load_spec
 
-ROOT = Path(__file__).resolve().parent
+# absolute(), not resolve(): a copy of the project made of symlinks reads its own tenants/.
+ROOT = Path(__file__).absolute().parent
 
 try:
     platform = load_platform(ROOT / "Pulumi.prod.yaml")

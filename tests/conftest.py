@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.__main__ import up
+from sandbox.layout import SandboxLayout
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -27,3 +30,12 @@ def pulumi_backend(tmp_path: Path) -> dict[str, str]:
         "PULUMI_SKIP_UPDATE_CHECK": "true",
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
     }
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> SandboxLayout:
+    """The one local sandbox, as `make demo` uses it: brought up if needed, left running after.
+    Tests that use it name what they create uniquely and remove it again."""
+    layout = SandboxLayout.from_environment()
+    up(layout)
+    return layout

@@ -1,0 +1,155 @@
+"""Onboarding part 1 end to end: the real engine drives tenant stacks against the sandbox's real
+Kubernetes API, and kubectl reads back what the runbook's steps 1, 3 and 5 leave behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from sandbox.layout import SandboxLayout
+from tests.conftest import ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox]
+
+PROJECT_FILES = ("Pulumi.yaml", "Pulumi.prod.yaml", "__main__.py", "tenant_stack", "venv")
+
+
+def kubectl_json(*args: str) -> Any:
+    result = subprocess.run(
+        ["kubectl", *args, "-o", "json"], capture_output=True, text=True, timeout=60, check=True
+    )
+    return json.loads(result.stdout)
+
+
+def labelled(tenant: str) -> list[str]:
+    items = kubectl_json("get", "nodes", "-l", f"reserved.tenant={tenant}")["items"]
+    return sorted(n["metadata"]["name"] for n in items)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The project as symlinks, with a tenants/ of its own that a test may edit."""
+    copy = tmp_path / "project"
+    copy.mkdir()
+    for name in PROJECT_FILES:
+        (copy / name).symlink_to(ROOT / name)
+    shutil.copytree(ROOT / "tenants", copy / "tenants")
+    return copy
+
+
+@pytest.fixture
+def stacks(
+    project: Path, pulumi_backend: dict[str, str], sandbox: SandboxLayout
+) -> Iterator[Callable[[str], auto.Stack]]:
+    """Makes tenant stacks on a throwaway backend, and destroys them whatever the test did."""
+    made: dict[str, auto.Stack] = {}
+
+    def stack(name: str) -> auto.Stack:
+        made[name] = auto.create_stack(
+            name, work_dir=str(project), opts=auto.LocalWorkspaceOptions(env_vars=pulumi_backend)
+        )
+        return made[name]
+
+    yield stack
+    for created in made.values():
+        created.destroy()
+
+
+def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
+    stacks: Callable[[str], auto.Stack],
+) -> None:
+    foo = stacks("tenant-foo")
+
+    preview = foo.preview()
+    assert preview.change_summary == {"create": 15}
+
+    up = foo.up()
+    assert up.summary.result == "succeeded"
+    assert up.outputs["reserved_nodes"].value == [f"gpu-0{i}" for i in range(1, 9)]
+    assert "User           alice" in up.outputs["ssh_config"].value["alice"]
+
+    # Step 1: the operator labelled and tainted exactly the eight nodes before up returned.
+    assert labelled("tenant-foo") == [f"gpu-0{i}" for i in range(1, 9)]
+    taint = {"key": "reserved.tenant", "value": "tenant-foo", "effect": "NoSchedule"}
+    assert taint in kubectl_json("get", "node", "gpu-05")["spec"]["taints"]
+    reservation = kubectl_json("get", "reservation", "tenant-foo-reservation")
+    assert reservation["spec"]["evictOnRelease"] is False
+
+    # Step 3: the namespace and everything in it.
+    labels = kubectl_json("get", "namespace", "tenant-foo")["metadata"]["labels"]
+    assert labels["tenant"] == "tenant-foo"
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    quota = kubectl_json("-n", "tenant-foo", "get", "resourcequota", "tenant-foo-quota")
+    assert quota["status"]["hard"]["requests.nvidia.com/gpu"] == "64"
+    assert quota["status"]["hard"]["limits.memory"] == "10Ti"
+    limits = kubectl_json("-n", "tenant-foo", "get", "limitrange", "tenant-foo-defaults")
+    assert limits["spec"]["limits"][0]["default"] == {"cpu": "4", "memory": "16Gi"}
+    binding = kubectl_json("-n", "tenant-foo", "get", "reservationbinding", "tenant-foo-binding")
+    assert binding["spec"]["reservationName"] == "tenant-foo-reservation"
+    assert binding["spec"]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/managed-by": "tenant-foo"}
+    }
+    policies = kubectl_json("-n", "tenant-foo", "get", "networkpolicy")["items"]
+    assert sorted(p["metadata"]["name"] for p in policies) == [
+        "tenant-foo-allow",
+        "tenant-foo-deny-all",
+    ]
+    admins = kubectl_json("-n", "tenant-foo", "get", "rolebinding", "tenant-foo-admins")
+    assert admins["subjects"][0]["name"] == "tenant-foo-admins"
+    # The runbook's sidebar: the bind Secret must exist in the tenant's namespace, same password.
+    copied = kubectl_json("-n", "tenant-foo", "get", "secret", "ldap-bind-creds")["data"]
+    assert copied == kubectl_json("-n", "auth", "get", "secret", "ldap-bind-creds")["data"]
+
+    # Step 5: the login release and the keys it mounts.
+    keys = kubectl_json("-n", "tenant-foo", "get", "secret", "tenant-foo-authorized-keys")
+    assert sorted(keys["data"]) == ["alice", "bob", "carol"]
+    release = kubectl_json("-n", "tenant-foo", "get", "helmrelease", "login-tenant-foo")
+    values = release["spec"]["values"]
+    assert values["ldap"]["bindPasswordSecret"] == "ldap-bind-creds"
+    assert values["sshKeysSecret"] == "tenant-foo-authorized-keys"
+    annotations = values["service"]["annotations"]
+    assert annotations["external-dns.alpha.kubernetes.io/hostname"] == (
+        "login.tenant-foo.example.internal"
+    )
+
+    # Nothing drifted: a second preview plans nothing (the run fails otherwise).
+    foo.preview(expect_no_changes=True)
+
+    destroy = foo.destroy()
+    assert destroy.summary.result == "succeeded"
+    assert labelled("tenant-foo") == []
+    node = kubectl_json("get", "node", "gpu-05")
+    assert "reserved.tenant" not in node["metadata"]["labels"]
+    assert not [t for t in node["spec"].get("taints") or [] if t["key"] == "reserved.tenant"]
+    gone = subprocess.run(
+        ["kubectl", "get", "namespace", "tenant-foo"], capture_output=True, text=True, check=False
+    )
+    assert "NotFound" in gone.stderr
+
+
+def test_a_node_of_another_tenant_fails_preview_and_changes_nothing(
+    stacks: Callable[[str], auto.Stack], project: Path
+) -> None:
+    stacks("tenant-foo").up()
+    spec = project / "tenants" / "tenant-bar.yaml"
+    spec.write_text(spec.read_text().replace("gpu-09", "gpu-07"))
+    bar = stacks("tenant-bar")
+    reservations_before = kubectl_json("get", "reservations")["items"]
+
+    with pytest.raises(auto.errors.CommandError) as failed:
+        bar.preview()
+    message = str(failed.value)
+    assert "reservation.nodes.0: node gpu-07 is already reserved by tenant tenant-foo" in message
+    assert "(Reservation tenant-foo-reservation)" in message
+
+    assert kubectl_json("get", "reservations")["items"] == reservations_before
+    assert labelled("tenant-bar") == []
+    assert (bar.export_stack().deployment or {}).get("resources", []) == []
