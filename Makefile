@@ -17,9 +17,9 @@ check:
 lint: setup
 	@$(ENV) && ruff check . && ruff format --check . && mypy .
 
-# The tests run on the sandbox, as the demo does; it is brought up first if needed.
+# The tests bring up a sandbox of their own (tests/conftest.py), beside the operator's.
 test: setup
-	@$(ENV) && ruff check . && ruff format --check . && mypy . && python -m sandbox up && pytest
+	@$(ENV) && ruff check . && ruff format --check . && mypy . && pytest
 
 sandbox-up: setup
 	@$(ENV) && python -m sandbox up

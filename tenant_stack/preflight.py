@@ -102,6 +102,10 @@ def read_nodes(kubectl: str = "kubectl") -> list[NodeState]:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     except FileNotFoundError as err:
         raise ClusterError(f"{kubectl} is not on PATH; the node preflight needs it") from err
+    except subprocess.TimeoutExpired as err:
+        raise ClusterError(f"`{' '.join(argv)}` did not answer within 60s") from err
+    except OSError as err:
+        raise ClusterError(f"`{' '.join(argv)}` could not run: {err}") from err
     if result.returncode != 0:
         message = result.stderr.strip() or f"exit code {result.returncode}"
         raise ClusterError(f"`{' '.join(argv)}` failed: {message}")

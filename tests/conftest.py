@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sandbox.__main__ import up
+from sandbox.__main__ import down, up
 from sandbox.layout import SandboxLayout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,9 +34,14 @@ def pulumi_backend(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> SandboxLayout:
-    """The one local sandbox, as `make demo` uses it: brought up if needed, left running after.
-    Tests that use it name what they create uniquely and remove it again."""
+def sandbox() -> Iterator[SandboxLayout]:
+    """The tests' own sandbox (state and ports apart from the operator's, so `make test` never
+    touches what `make demo` onboarded). It is brought up for the session, its endpoints exported
+    to every tool the tests run, and stopped at the end with its state kept. Tests that use it
+    name what they create uniquely and remove it again."""
+    os.environ["GPU_TENANTS_SANDBOX"] = "test"
     layout = SandboxLayout.from_environment()
     up(layout)
-    return layout
+    os.environ.update(layout.environment())
+    yield layout
+    down(layout)

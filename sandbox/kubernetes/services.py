@@ -12,13 +12,9 @@ import httpx
 
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki, kubeconfig
+from sandbox.ports import Ports
 from sandbox.service import Service
 
-ETCD_CLIENT_PORT = 23790
-ETCD_PEER_PORT = 23800
-APISERVER_PORT = 26443
-CONTROLLER_MANAGER_PORT = 26257
-SERVER = f"https://127.0.0.1:{APISERVER_PORT}"
 SERVICE_CIDR = "10.43.0.0/16"
 
 
@@ -40,9 +36,14 @@ def _answers(url: str, verify: ssl.SSLContext | bool) -> bool:
 
 
 class KubernetesSandbox:
-    def __init__(self, state_dir: Path, pki: Pki) -> None:
+    def __init__(self, state_dir: Path, pki: Pki, ports: Ports) -> None:
         self.dir = state_dir
         self.pki = pki
+        self.ports = ports
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports.apiserver}"
 
     @property
     def admin_kubeconfig(self) -> Path:
@@ -52,40 +53,45 @@ class KubernetesSandbox:
         self.pki.ensure()
         for client in ("admin", "controller-manager"):
             path = self.dir / f"{client}.kubeconfig"
-            path.write_text(kubeconfig(self.pki, client, SERVER))
+            path.write_text(kubeconfig(self.pki, client, self.server))
             path.chmod(0o600)
 
     def apiserver_ready(self) -> bool:
         admin = tls_context(self.pki.ca_cert, self.pki.cert("admin"), self.pki.key("admin"))
-        return _answers(f"{SERVER}/readyz", admin)
+        return _answers(f"{self.server}/readyz", admin)
 
     def services(self) -> list[Service]:
         pki = self.pki
+        etcd_client, etcd_peer = self.ports.etcd_client, self.ports.etcd_peer
+        apiserver_port, controller_manager_port = (
+            self.ports.apiserver,
+            self.ports.controller_manager,
+        )
         etcd = Service(
             name="etcd",
             argv=[
                 _binary("etcd"),
                 "--name=sandbox",
                 f"--data-dir={self.dir / 'etcd'}",
-                f"--listen-client-urls=http://127.0.0.1:{ETCD_CLIENT_PORT}",
-                f"--advertise-client-urls=http://127.0.0.1:{ETCD_CLIENT_PORT}",
-                f"--listen-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
-                f"--initial-cluster=sandbox=http://127.0.0.1:{ETCD_PEER_PORT}",
+                f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-cluster=sandbox=http://127.0.0.1:{etcd_peer}",
                 "--quota-backend-bytes=2147483648",
                 "--log-level=warn",
             ],
-            ports=(ETCD_CLIENT_PORT, ETCD_PEER_PORT),
-            ready=lambda: _answers(f"http://127.0.0.1:{ETCD_CLIENT_PORT}/health", False),
+            ports=(etcd_client, etcd_peer),
+            ready=lambda: _answers(f"http://127.0.0.1:{etcd_client}/health", False),
         )
         apiserver = Service(
             name="kube-apiserver",
             argv=[
                 _binary("kube-apiserver"),
-                f"--etcd-servers=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                f"--etcd-servers=http://127.0.0.1:{etcd_client}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
-                f"--secure-port={APISERVER_PORT}",
+                f"--secure-port={apiserver_port}",
                 # One apiserver on loopback: there is no endpoint for the kubernetes Service.
                 "--endpoint-reconciler-type=none",
                 f"--tls-cert-file={pki.cert('apiserver')}",
@@ -101,7 +107,7 @@ class KubernetesSandbox:
                 "--enable-admission-plugins=NodeRestriction",
                 "--profiling=false",
             ],
-            ports=(APISERVER_PORT,),
+            ports=(apiserver_port,),
             prepare=self._write_kubeconfigs,
             ready=self.apiserver_ready,
             ready_timeout=90,
@@ -115,7 +121,7 @@ class KubernetesSandbox:
                 f"--authentication-kubeconfig={controller_manager_kubeconfig}",
                 f"--authorization-kubeconfig={controller_manager_kubeconfig}",
                 "--bind-address=127.0.0.1",
-                f"--secure-port={CONTROLLER_MANAGER_PORT}",
+                f"--secure-port={controller_manager_port}",
                 f"--tls-cert-file={pki.cert('controller-manager-serving')}",
                 f"--tls-private-key-file={pki.key('controller-manager-serving')}",
                 f"--service-account-private-key-file={pki.service_account_key}",
@@ -128,9 +134,9 @@ class KubernetesSandbox:
                 # unreachable and taint it. The sandbox owns node status instead.
                 "--controllers=*,-node-lifecycle-controller",
             ],
-            ports=(CONTROLLER_MANAGER_PORT,),
+            ports=(controller_manager_port,),
             ready=lambda: _answers(
-                f"https://127.0.0.1:{CONTROLLER_MANAGER_PORT}/healthz", tls_context(pki.ca_cert)
+                f"https://127.0.0.1:{controller_manager_port}/healthz", tls_context(pki.ca_cert)
             ),
         )
         operator = Service(
@@ -139,7 +145,7 @@ class KubernetesSandbox:
                 sys.executable,
                 "-m",
                 "sandbox.kubernetes.reservation_operator",
-                f"--server={SERVER}",
+                f"--server={self.server}",
                 f"--pki-dir={pki.dir}",
             ],
             cwd=Path(__file__).resolve().parents[2],

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 
 from sandbox.slurm.commands import binary, run
-from sandbox.slurm.settings import SLURMDBD_PORT, SlurmSettings
+from sandbox.slurm.settings import SlurmSettings
 from sandbox.supervisor import port_in_use
 
 # A sacctmgr or scontrol that cannot reach its daemon waits up to a minute; a probe must not.
@@ -59,7 +59,7 @@ def _clusters(s: SlurmSettings) -> list[str] | None:
 
 def slurmdbd_ready(s: SlurmSettings) -> bool:
     # The port check first: it is instant, and sacctmgr against a closed port is not.
-    return port_in_use(SLURMDBD_PORT) and _clusters(s) is not None
+    return port_in_use(s.slurmdbd_port) and _clusters(s) is not None
 
 
 def slurmctld_ready(s: SlurmSettings) -> bool:

@@ -9,9 +9,6 @@ from sandbox.service import Service
 from sandbox.slurm import prepare, probes
 from sandbox.slurm.commands import binary
 from sandbox.slurm.settings import (
-    MARIADB_PORT,
-    SLURMCTLD_PORT,
-    SLURMDBD_PORT,
     SlurmSettings,
 )
 
@@ -21,9 +18,9 @@ def client_env(state_dir: Path) -> dict[str, str]:
     return {"SLURM_CONF": str(SlurmSettings(state_dir).slurm_conf)}
 
 
-def slurm_services(state_dir: Path) -> list[Service]:
+def slurm_services(state_dir: Path, port_offset: int = 0) -> list[Service]:
     """munged, mariadb, slurmdbd, slurmctld: start in this order, stop in reverse."""
-    s = SlurmSettings(state_dir)
+    s = SlurmSettings(state_dir, port_offset)
     env = client_env(state_dir)
     munged = Service(
         name="munged",
@@ -51,7 +48,7 @@ def slurm_services(state_dir: Path) -> list[Service]:
         # --defaults-file must come first; it keeps /etc/mysql (the system server's) out.
         argv=[binary("mariadbd"), f"--defaults-file={s.mariadb_cnf}"],
         ready=probes.never_raises(partial(probes.mariadb_ready, s)),
-        ports=[MARIADB_PORT],
+        ports=[s.mariadb_port],
         cwd=state_dir,
         prepare=partial(prepare.prepare_mariadb, s),
     )
@@ -60,7 +57,7 @@ def slurm_services(state_dir: Path) -> list[Service]:
         # slurmdbd has no config-file option: it reads slurmdbd.conf beside SLURM_CONF.
         argv=[binary("slurmdbd"), "-D"],
         ready=probes.never_raises(partial(probes.slurmdbd_ready, s)),
-        ports=[SLURMDBD_PORT],
+        ports=[s.slurmdbd_port],
         env=env,
         cwd=state_dir,
         prepare=partial(prepare.prepare_slurmdbd, s),
@@ -70,7 +67,7 @@ def slurm_services(state_dir: Path) -> list[Service]:
         # -i: start even if the saved state is unreadable (e.g. after a SIGKILL mid-write).
         argv=[binary("slurmctld"), "-D", "-i"],
         ready=probes.never_raises(partial(probes.slurmctld_ready, s)),
-        ports=[SLURMCTLD_PORT],
+        ports=[s.slurmctld_port],
         env=env,
         cwd=state_dir,
         prepare=partial(prepare.prepare_slurmctld, s),

@@ -35,6 +35,8 @@ class SlurmSettings:
     """The few choices behind the rendered configuration; everything else is derived."""
 
     state_dir: Path
+    # Added to every port, so a second sandbox (the tests') can run beside the operator's.
+    port_offset: int = 0
     hostname: str = field(default_factory=short_hostname)
     cluster_name: str = CLUSTER_NAME
     # A fleet of 8x H100 SXM servers (DGX H100 shape): 2 x 56-core Xeon 8480C with SMT, 2 TiB RAM.
@@ -45,6 +47,22 @@ class SlurmSettings:
     threads_per_core: int = 2
     real_memory_mb: int = 2_000_000
     gpus_per_node: int = 8
+
+    @property
+    def mariadb_port(self) -> int:
+        return MARIADB_PORT + self.port_offset
+
+    @property
+    def slurmctld_port(self) -> int:
+        return SLURMCTLD_PORT + self.port_offset
+
+    @property
+    def slurmd_port(self) -> int:
+        return SLURMD_PORT + self.port_offset
+
+    @property
+    def slurmdbd_port(self) -> int:
+        return SLURMDBD_PORT + self.port_offset
 
     @property
     def cpus_per_node(self) -> int:

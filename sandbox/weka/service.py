@@ -11,22 +11,20 @@ from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki
 from sandbox.service import Service
 
-WEKA_PORT = 14000
 
-
-def weka_url() -> str:
-    return f"https://127.0.0.1:{WEKA_PORT}/api/v2"
+def weka_url(port: int) -> str:
+    return f"https://127.0.0.1:{port}/api/v2"
 
 
 def admin_password_file(state_dir: Path) -> Path:
     return state_dir / "admin-password"
 
 
-def weka_service(state_dir: Path, pki: Pki) -> Service:
+def weka_service(state_dir: Path, pki: Pki, port: int) -> Service:
     def ready() -> bool:
         try:
             reply = httpx.get(
-                f"{weka_url()}/healthcheck", verify=tls_context(pki.ca_cert), timeout=2
+                f"{weka_url(port)}/healthcheck", verify=tls_context(pki.ca_cert), timeout=2
             )
         except httpx.HTTPError:
             return False
@@ -43,13 +41,13 @@ def weka_service(state_dir: Path, pki: Pki) -> Service:
             "-m",
             "sandbox.weka",
             "--host=127.0.0.1",
-            f"--port={WEKA_PORT}",
+            f"--port={port}",
             f"--state-dir={state_dir}",
             f"--admin-password-file={admin_password_file(state_dir)}",
             f"--tls-cert={pki.cert('weka')}",
             f"--tls-key={pki.key('weka')}",
         ],
-        ports=(WEKA_PORT,),
+        ports=(port,),
         cwd=Path(__file__).resolve().parents[2],
         prepare=prepare,
         ready=ready,

@@ -16,7 +16,7 @@ from pulumi import automation as auto
 from sandbox.layout import SandboxLayout
 from tests.conftest import ROOT
 
-pytestmark = [pytest.mark.e2e, pytest.mark.sandbox]
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
 PROJECT_FILES = ("Pulumi.yaml", "Pulumi.prod.yaml", "__main__.py", "tenant_stack", "venv")
 

@@ -14,7 +14,7 @@ from sandbox.__main__ import down, up
 from sandbox.layout import SandboxLayout
 from sandbox.supervisor import Supervisor, port_in_use
 
-pytestmark = pytest.mark.sandbox
+pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
 
 def run(*argv: str) -> str:

@@ -14,9 +14,6 @@ import pytest
 from sandbox.layout import SandboxLayout
 from sandbox.service import Service
 from sandbox.slurm import (
-    MARIADB_PORT,
-    SLURMCTLD_PORT,
-    SLURMDBD_PORT,
     SlurmSettings,
     client_env,
     slurm_services,
@@ -24,9 +21,8 @@ from sandbox.slurm import (
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
 from sandbox.supervisor import Supervisor, port_in_use
 
-pytestmark = pytest.mark.sandbox
+pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
-PORTS = (MARIADB_PORT, SLURMDBD_PORT, SLURMCTLD_PORT)
 
 # The sandbox is shared with tenant stacks: tests add their partition after what the file holds.
 TEST_PARTITION = (
@@ -69,8 +65,8 @@ def slurm(sandbox: SandboxLayout) -> Sandbox:
     state_dir = sandbox.root / "slurm"
     return Sandbox(
         Supervisor(sandbox.root),
-        slurm_services(state_dir),
-        SlurmSettings(state_dir),
+        slurm_services(state_dir, sandbox.ports.offset),
+        sandbox.slurm,
         {**os.environ, **client_env(state_dir)},
     )
 
@@ -79,7 +75,7 @@ def test_cluster_is_registered_by_slurmctld(slurm: Sandbox) -> None:
     clusters = slurm.lines(
         "sacctmgr", "-P", "-n", "show", "cluster", "format=Cluster,ControlHost,ControlPort"
     )
-    assert clusters == [f"production|127.0.0.1|{SLURMCTLD_PORT}"]
+    assert clusters == [f"production|127.0.0.1|{slurm.settings.slurmctld_port}"]
 
 
 def test_gpu_is_an_accounting_tres(slurm: Sandbox) -> None:
@@ -228,7 +224,8 @@ def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     try:
         for service in reversed(slurm.services):
             assert slurm.supervisor.stop(service) is True
-        assert not [p for p in PORTS if port_in_use(p)]
+        ports = (s.mariadb_port, s.slurmdbd_port, s.slurmctld_port)
+        assert not [p for p in ports if port_in_use(p)]
         for service in slurm.services:
             assert slurm.supervisor.start(service) is True
 

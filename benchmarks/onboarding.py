@@ -1,0 +1,79 @@
+"""Wall time of `pulumi up` and of a no-op `pulumi preview` for tenant-foo on the sandbox, next to
+the same for an empty stack of the same project runtime (the engine's floor), and their ratios.
+
+Run with `make bench` (or, in the `make -s env` environment, `python benchmarks/onboarding.py`).
+Everything happens on a throwaway file backend; tenant-foo is destroyed at the end. All figures
+come from this one run; the machine is shared, so read the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pulumi import automation as auto
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sandbox.__main__ import up as sandbox_up  # noqa: E402
+from sandbox.layout import SandboxLayout  # noqa: E402
+
+EMPTY_PROGRAM = '"""An empty program: what the engine and language host cost on their own."""\n'
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def empty_project(directory: Path) -> Path:
+    directory.mkdir()
+    (directory / "Pulumi.yaml").write_text(
+        f"name: empty\nruntime:\n  name: python\n  options:\n    virtualenv: {ROOT / 'venv'}\n"
+    )
+    (directory / "__main__.py").write_text(EMPTY_PROGRAM)
+    return directory
+
+
+def main() -> int:
+    sandbox_up(SandboxLayout.from_environment())
+    work = Path(tempfile.mkdtemp(prefix="bench-onboarding-"))
+    backend = work / "backend"
+    backend.mkdir()
+    env = {
+        "PULUMI_BACKEND_URL": backend.as_uri(),
+        "PULUMI_CONFIG_PASSPHRASE": "benchmark-only",
+        "PULUMI_HOME": os.environ["PULUMI_HOME"],
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    }
+    options = auto.LocalWorkspaceOptions(env_vars=env)
+    tenant = auto.create_stack("tenant-foo", work_dir=str(ROOT), opts=options)
+    empty = auto.create_stack("empty", work_dir=str(empty_project(work / "empty")), opts=options)
+    try:
+        rows = []
+        for name, stack in (("tenant-foo", tenant), ("empty stack", empty)):
+            up = timed(stack.up)
+            preview = timed(lambda s=stack: s.preview(expect_no_changes=True))  # type: ignore[misc]
+            rows.append((name, up, preview))
+    finally:
+        tenant.destroy()
+        empty.destroy()
+        shutil.rmtree(work)
+    (_, tenant_up, tenant_preview), (_, floor_up, floor_preview) = rows
+    print(f"{'stack':14} {'up_s':>8} {'no-op preview_s':>16}")
+    for name, up, preview in rows:
+        print(f"{name:14} {up:8.2f} {preview:16.2f}")
+    print(f"{'ratio':14} {tenant_up / floor_up:8.1f} {tenant_preview / floor_preview:16.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Every TCP port the sandbox listens on, all on 127.0.0.1.
+
+The operator's sandbox uses the base ports; the tests' sandbox adds an offset, so that `make test`
+runs beside a sandbox where `make demo` left tenant-foo onboarded, without touching it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TEST_SANDBOX_OFFSET = 10000
+
+
+@dataclass(frozen=True)
+class Ports:
+    offset: int = 0
+
+    @property
+    def etcd_client(self) -> int:
+        return 23790 + self.offset
+
+    @property
+    def etcd_peer(self) -> int:
+        return 23800 + self.offset
+
+    @property
+    def apiserver(self) -> int:
+        return 26443 + self.offset
+
+    @property
+    def controller_manager(self) -> int:
+        return 26257 + self.offset
+
+    @property
+    def weka(self) -> int:
+        # Weka's own API port for the operator's sandbox, so URLs look like production's.
+        return 14000 + self.offset
+
+    @property
+    def authentik(self) -> int:
+        return 29000 + self.offset

@@ -1,0 +1,489 @@
+"""The components under Pulumi mocks, built from the example specs through tenant_stack.mapping, as
+the program builds them: every object and field that onboarding runbook steps 1, 3 and 5 write,
+the parent of every child, and the dependencies that order `up` and (reversed) `destroy`.
+
+Parents and dependencies are read from the raw requests the SDK sends its resource monitor (see
+tests/unit/mocks.py): `parent` is the exact URN of the component, and `dependencies` holds what the
+engine orders by, with a dependency on a component expanded to the URNs of its children.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from tenant_stack.components import CapacityReservation, LoginPod, TenantNamespace
+from tenant_stack.mapping import login_args, namespace_args, reservation_args
+from tenant_stack.platform import Platform, load_platform, parse_yaml
+from tenant_stack.spec import TenantSpec, load_spec
+from tests.conftest import ROOT
+from tests.unit.mocks import Recorded, Recorder, is_secret, pulumi_mocks, reveal
+
+TENANTS = ROOT / "tenants"
+PLATFORM = load_platform(ROOT / "Pulumi.prod.yaml")
+
+RESERVATION = "gpu-tenants:reservation:CapacityReservation"
+NAMESPACE = "gpu-tenants:namespace:TenantNamespace"
+LOGIN = "gpu-tenants:login:LoginPod"
+K8S_RESERVATION = "kubernetes:scheduling.example.io/v1alpha1:Reservation"
+K8S_BINDING = "kubernetes:scheduling.example.io/v1alpha1:ReservationBinding"
+K8S_NAMESPACE = "kubernetes:core/v1:Namespace"
+K8S_QUOTA = "kubernetes:core/v1:ResourceQuota"
+K8S_LIMITS = "kubernetes:core/v1:LimitRange"
+K8S_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+K8S_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+K8S_SECRET = "kubernetes:core/v1:Secret"
+K8S_RELEASE = "kubernetes:helm.example.io/v1:HelmRelease"
+
+# The LDAP bind Secret as the mocks read it from auth/ldap-bind-creds.
+BIND_DATA = {"password": "cGFzc3dvcmQ="}
+
+# Runbook step 5c, for alice.
+ALICE_SSH_CONFIG = """\
+Host login-foo
+    HostName       login.tenant-foo.example.internal
+    Port           22
+    User           alice
+    IdentityFile   ~/.ssh/id_ed25519
+    ServerAliveInterval 30
+    ServerAliveCountMax 4
+"""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What one run of the three components declared, and the values of their outputs."""
+
+    recorder: Recorder
+    outputs: dict[str, Any]
+
+    def one(self, type_: str, name: str) -> Recorded:
+        return self.recorder.one(type_, name)
+
+    def of_type(self, type_: str) -> list[Recorded]:
+        return [r for r in self.recorder.resources if r.type == type_]
+
+
+def _deploy(recorder: Recorder, spec: TenantSpec, platform: Platform = PLATFORM) -> Deployment:
+    """The components in the program's order (runbook 1, 3, 5), args from tenant_stack.mapping."""
+    recorder.reads["auth/ldap-bind-creds"] = {"data": BIND_DATA}
+
+    def program() -> pulumi.Output[dict[str, Any]]:
+        reservation = (
+            CapacityReservation(spec.slug, reservation_args(spec))
+            if spec.reservation.nodes
+            else None
+        )
+        namespace = TenantNamespace(spec.slug, namespace_args(spec, platform, reservation))
+        login = LoginPod(spec.slug, login_args(spec, platform, namespace))
+        outputs: dict[str, Any] = {
+            "namespace": namespace.name,
+            "ldap_bind_secret": namespace.ldap_bind_secret,
+            "release": login.release,
+            "authorized_keys_secret": login.authorized_keys_secret,
+            "login_host": login.login_host,
+            "ssh_config": login.ssh_config,
+        }
+        if reservation is not None:
+            outputs |= {"reservation": reservation.name, "reserved_nodes": reservation.nodes}
+        return pulumi.Output.all(**outputs)
+
+    return Deployment(recorder, recorder.run(program))
+
+
+def _variant(tmp_path: Path, slug: str, edit: Callable[[dict[str, Any]], None]) -> TenantSpec:
+    """An example spec with `edit` applied, written to tmp_path and loaded (so validated) there."""
+    data = parse_yaml((TENANTS / f"{slug}.yaml").read_text())
+    assert isinstance(data, dict)
+    edit(data)
+    (tmp_path / f"{slug}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_spec(tmp_path, slug, PLATFORM)
+
+
+@pytest.fixture(scope="module")
+def foo() -> Iterator[Deployment]:
+    """tenant-foo, the runbook's worked example, deployed once for the tests that only read."""
+    with pulumi_mocks() as recorder:
+        yield _deploy(recorder, load_spec(TENANTS, "tenant-foo", PLATFORM))
+
+
+@pytest.fixture
+def mocks() -> Iterator[Recorder]:
+    with pulumi_mocks() as recorder:
+        yield recorder
+
+
+# --- runbook step 1: the Reservation -------------------------------------------------------------
+
+
+def test_reservation_is_the_runbooks(foo: Deployment) -> None:
+    reservation = foo.one(K8S_RESERVATION, "tenant-foo-reservation")
+    assert reservation.inputs["apiVersion"] == "scheduling.example.io/v1alpha1"
+    assert reservation.inputs["kind"] == "Reservation"
+    assert reservation.inputs["metadata"]["name"] == "tenant-foo-reservation"
+    assert reservation.inputs["spec"] == {
+        "tenant": "tenant-foo",
+        "nodeSelector": {"matchLabels": {"hardware-pool": "gpu-h100-rack-a"}},
+        "reservedNodes": [f"gpu-{n:02d}" for n in range(1, 9)],
+        "applyTaint": True,
+        "taintEffect": "NoSchedule",
+        "evictOnRelease": False,
+    }
+
+
+def test_up_waits_until_the_operator_reports_the_reservation_ready(foo: Deployment) -> None:
+    annotations = foo.one(K8S_RESERVATION, "tenant-foo-reservation").inputs["metadata"][
+        "annotations"
+    ]
+    assert annotations["pulumi.com/waitFor"] == "condition=Ready"
+    assert int(annotations["pulumi.com/timeoutSeconds"]) > 0
+
+
+# --- runbook step 3: the namespace and what is in it ---------------------------------------------
+
+
+def test_namespace_has_the_tenant_and_restricted_pod_security_labels(foo: Deployment) -> None:
+    namespace = foo.one(K8S_NAMESPACE, "tenant-foo-namespace")
+    assert namespace.inputs["metadata"] == {
+        "name": "tenant-foo",
+        "labels": {
+            "tenant": "tenant-foo",
+            "pod-security.kubernetes.io/enforce": "restricted",
+            "pod-security.kubernetes.io/audit": "restricted",
+            "pod-security.kubernetes.io/warn": "restricted",
+        },
+    }
+
+
+def test_resource_quota_is_the_runbooks(foo: Deployment) -> None:
+    quota = foo.one(K8S_QUOTA, "tenant-foo-quota")
+    assert quota.inputs["metadata"] == {"name": "tenant-foo-quota", "namespace": "tenant-foo"}
+    assert quota.inputs["spec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "64",
+            "requests.cpu": "1024",
+            "requests.memory": "8Ti",
+            "limits.memory": "10Ti",
+            "persistentvolumeclaims": "50",
+            "requests.storage": "100Ti",
+        }
+    }
+
+
+def test_limit_range_is_the_runbooks(foo: Deployment) -> None:
+    limits = foo.one(K8S_LIMITS, "tenant-foo-defaults")
+    assert limits.inputs["metadata"] == {"name": "tenant-foo-defaults", "namespace": "tenant-foo"}
+    assert limits.inputs["spec"] == {
+        "limits": [
+            {
+                "type": "Container",
+                "default": {"cpu": "4", "memory": "16Gi"},
+                "defaultRequest": {"cpu": "1", "memory": "4Gi"},
+            }
+        ]
+    }
+
+
+def test_reservation_binding_is_the_runbooks(foo: Deployment) -> None:
+    binding = foo.one(K8S_BINDING, "tenant-foo-binding")
+    assert binding.inputs["apiVersion"] == "scheduling.example.io/v1alpha1"
+    assert binding.inputs["metadata"] == {"name": "tenant-foo-binding", "namespace": "tenant-foo"}
+    assert binding.inputs["spec"] == {
+        "reservationName": "tenant-foo-reservation",
+        "podSelector": {"matchLabels": {"app.kubernetes.io/managed-by": "tenant-foo"}},
+        "injectAffinity": True,
+        "injectToleration": True,
+    }
+
+
+def _namespaces(*names: str) -> list[dict[str, Any]]:
+    return [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+        for name in names
+    ]
+
+
+def test_network_policies_are_the_runbooks(foo: Deployment) -> None:
+    deny = foo.one(K8S_POLICY, "tenant-foo-deny-all")
+    assert deny.inputs["metadata"] == {"name": "tenant-foo-deny-all", "namespace": "tenant-foo"}
+    assert deny.inputs["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+    allow = foo.one(K8S_POLICY, "tenant-foo-allow")
+    assert allow.inputs["metadata"] == {"name": "tenant-foo-allow", "namespace": "tenant-foo"}
+    assert allow.inputs["spec"] == {
+        "podSelector": {},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"from": _namespaces("tenant-foo", "slurm-control")}],
+        "egress": [
+            {
+                "to": _namespaces("tenant-foo", "slurm-control", "auth", "kube-system"),
+                "ports": [
+                    {"port": 53, "protocol": "UDP"},
+                    {"port": 636, "protocol": "TCP"},
+                    {"port": 443, "protocol": "TCP"},
+                ],
+            }
+        ],
+    }
+    assert len(foo.of_type(K8S_POLICY)) == 2
+
+
+def test_admins_role_binding_is_the_runbooks(foo: Deployment) -> None:
+    binding = foo.one(K8S_ROLE_BINDING, "tenant-foo-admins")
+    assert binding.inputs["metadata"] == {"name": "tenant-foo-admins", "namespace": "tenant-foo"}
+    assert binding.inputs["subjects"] == [
+        {"kind": "Group", "name": "tenant-foo-admins", "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    assert binding.inputs["roleRef"] == {
+        "kind": "ClusterRole",
+        "name": "edit",
+        "apiGroup": "rbac.authorization.k8s.io",
+    }
+
+
+def test_ldap_bind_secret_is_copied_into_the_tenant_namespace(foo: Deployment) -> None:
+    # The source is read (Secret.get: a ReadResource with an id), never managed by the stack.
+    source = foo.one(K8S_SECRET, "tenant-foo-ldap-bind-source")
+    assert source.read_id == "auth/ldap-bind-creds"
+    copy = foo.one(K8S_SECRET, "tenant-foo-ldap-bind")
+    assert copy.read_id is None
+    assert copy.inputs["metadata"] == {"name": "ldap-bind-creds", "namespace": "tenant-foo"}
+    assert copy.inputs["type"] == "Opaque"
+    assert is_secret(copy.inputs["data"])
+    assert reveal(copy.inputs["data"]) == BIND_DATA
+    assert source.urn in copy.property_dependencies["data"]
+    assert foo.outputs["ldap_bind_secret"] == "ldap-bind-creds"
+
+
+# --- runbook step 5: the login pod ---------------------------------------------------------------
+
+
+def test_authorized_keys_secret_holds_each_users_keys(foo: Deployment) -> None:
+    spec = load_spec(TENANTS, "tenant-foo", PLATFORM)
+    keys = foo.one(K8S_SECRET, "tenant-foo-authorized-keys")
+    assert keys.inputs["metadata"] == {
+        "name": "tenant-foo-authorized-keys",
+        "namespace": "tenant-foo",
+    }
+    assert reveal(keys.inputs["stringData"]) == {
+        user.username: "".join(f"{key}\n" for key in user.ssh_keys) for user in spec.users
+    }
+    assert sorted(reveal(keys.inputs["stringData"])) == ["alice", "bob", "carol"]
+    assert foo.outputs["authorized_keys_secret"] == "tenant-foo-authorized-keys"
+
+
+def test_login_release_is_the_runbooks(foo: Deployment) -> None:
+    release = foo.one(K8S_RELEASE, "tenant-foo-release")
+    assert release.inputs["apiVersion"] == "helm.example.io/v1"
+    assert release.inputs["metadata"] == {"name": "login-tenant-foo", "namespace": "tenant-foo"}
+    assert release.inputs["spec"] == {
+        "chart": {"name": "sunk-login", "version": "1.4.x"},
+        "values": {
+            "tenant": "tenant-foo",
+            "replicas": 2,
+            "ldap": {
+                "uri": "ldaps://authentik-ldap-outpost.auth.svc:636",
+                "baseDN": "dc=auth,dc=example,dc=internal",
+                "bindDN": "cn=ldap-bind,ou=users,dc=auth,dc=example,dc=internal",
+                "bindPasswordSecret": "ldap-bind-creds",
+            },
+            "slurm": {"controllerHost": "slurmctld.slurm-control.svc"},
+            "sshKeysSecret": "tenant-foo-authorized-keys",
+            # tenant-foo has `org` isolation: its own filesystems, as runbook 6a creates them
+            # (runbook 5a's example shows the shared-directory form, tested with tenant-bar).
+            "homeMount": {"type": "weka", "path": "/home", "filesystem": "tenant-foo-home"},
+            "scratchMount": {
+                "type": "weka",
+                "path": "/scratch",
+                "filesystem": "tenant-foo-scratch",
+            },
+            "service": {
+                "type": "LoadBalancer",
+                "annotations": {
+                    "external-dns.alpha.kubernetes.io/hostname": "login.tenant-foo.example.internal"
+                },
+            },
+        },
+    }
+    assert foo.outputs["release"] == "login-tenant-foo"
+    assert foo.outputs["login_host"] == "login.tenant-foo.example.internal"
+
+
+def test_ssh_config_per_user_is_the_runbooks(foo: Deployment) -> None:
+    ssh_config = foo.outputs["ssh_config"]
+    assert sorted(ssh_config) == ["alice", "bob", "carol"]
+    assert ssh_config["alice"] == ALICE_SSH_CONFIG
+    assert ssh_config["bob"] == ALICE_SSH_CONFIG.replace("alice", "bob")
+
+
+# --- names, parents, outputs ---------------------------------------------------------------------
+
+FOO_CHILDREN = {
+    RESERVATION: {(K8S_RESERVATION, "tenant-foo-reservation")},
+    NAMESPACE: {
+        (K8S_NAMESPACE, "tenant-foo-namespace"),
+        (K8S_QUOTA, "tenant-foo-quota"),
+        (K8S_LIMITS, "tenant-foo-defaults"),
+        (K8S_BINDING, "tenant-foo-binding"),
+        (K8S_POLICY, "tenant-foo-deny-all"),
+        (K8S_POLICY, "tenant-foo-allow"),
+        (K8S_ROLE_BINDING, "tenant-foo-admins"),
+        (K8S_SECRET, "tenant-foo-ldap-bind-source"),
+        (K8S_SECRET, "tenant-foo-ldap-bind"),
+    },
+    LOGIN: {(K8S_SECRET, "tenant-foo-authorized-keys"), (K8S_RELEASE, "tenant-foo-release")},
+}
+
+
+def test_every_child_is_parented_to_its_component(foo: Deployment) -> None:
+    components = {kind: foo.one(kind, "tenant-foo") for kind in FOO_CHILDREN}
+    for kind, component in components.items():
+        assert not component.custom
+        assert component.parent.split("::")[-2] == "pulumi:pulumi:Stack"
+        children = {(r.type, r.name) for r in foo.recorder.children(component)}
+        assert children == FOO_CHILDREN[kind], kind
+    # ...and nothing else was declared: no stray resource at the top of the stack.
+    assert len(foo.recorder.resources) == len(components) + sum(map(len, FOO_CHILDREN.values()))
+
+
+def test_each_component_registers_its_outputs(foo: Deployment) -> None:
+    assert foo.recorder.outputs_of(foo.one(RESERVATION, "tenant-foo")) == {
+        "name": "tenant-foo-reservation",
+        "nodes": [f"gpu-{n:02d}" for n in range(1, 9)],
+    }
+    assert foo.recorder.outputs_of(foo.one(NAMESPACE, "tenant-foo")) == {
+        "name": "tenant-foo",
+        "ldap_bind_secret": "ldap-bind-creds",
+    }
+    login = foo.recorder.outputs_of(foo.one(LOGIN, "tenant-foo"))
+    assert login["release"] == "login-tenant-foo"
+    assert login["ssh_config"]["alice"] == ALICE_SSH_CONFIG
+    assert foo.outputs["reservation"] == "tenant-foo-reservation"
+    assert foo.outputs["namespace"] == "tenant-foo"
+
+
+# --- dependencies: `up` runs in runbook order, `destroy` backwards -------------------------------
+
+
+def test_namespace_is_created_after_the_reservation(foo: Deployment) -> None:
+    reservation = foo.one(K8S_RESERVATION, "tenant-foo-reservation")
+    assert reservation.urn in foo.one(K8S_NAMESPACE, "tenant-foo-namespace").dependencies
+
+
+def test_binding_depends_on_the_reservation_through_its_name(foo: Deployment) -> None:
+    reservation = foo.one(K8S_RESERVATION, "tenant-foo-reservation")
+    binding = foo.one(K8S_BINDING, "tenant-foo-binding")
+    assert reservation.urn in binding.property_dependencies["spec"]
+
+
+def test_namespaced_objects_depend_on_the_namespace(foo: Deployment) -> None:
+    namespace = foo.one(K8S_NAMESPACE, "tenant-foo-namespace")
+    component = foo.one(NAMESPACE, "tenant-foo")
+    for child in foo.recorder.children(component):
+        if child.read_id is None and child.urn != namespace.urn:
+            assert namespace.urn in child.property_dependencies["metadata"], child.name
+
+
+def test_login_children_depend_on_the_whole_namespace_component(foo: Deployment) -> None:
+    namespace_children = {r.urn for r in foo.recorder.children(foo.one(NAMESPACE, "tenant-foo"))}
+    login = foo.recorder.children(foo.one(LOGIN, "tenant-foo"))
+    assert len(login) == 2
+    for child in login:
+        assert namespace_children <= child.dependencies, child.name
+    release = foo.one(K8S_RELEASE, "tenant-foo-release")
+    keys = foo.one(K8S_SECRET, "tenant-foo-authorized-keys")
+    assert keys.urn in release.property_dependencies["spec"]
+
+
+# --- tenant-bar: shared directories, and a tenant without admins ---------------------------------
+
+
+def test_directory_tenant_mounts_its_directories_of_the_shared_filesystems(
+    mocks: Recorder,
+) -> None:
+    bar = _deploy(mocks, load_spec(TENANTS, "tenant-bar", PLATFORM))
+    values = bar.one(K8S_RELEASE, "tenant-bar-release").inputs["spec"]["values"]
+    # The runbook 5a form: <shared filesystem>/<slug>.
+    assert values["homeMount"] == {
+        "type": "weka",
+        "path": "/home",
+        "filesystem": "cluster-home/tenant-bar",
+    }
+    assert values["scratchMount"] == {
+        "type": "weka",
+        "path": "/scratch",
+        "filesystem": "cluster-scratch/tenant-bar",
+    }
+    assert values["replicas"] == 1
+    keys = reveal(bar.one(K8S_SECRET, "tenant-bar-authorized-keys").inputs["stringData"])
+    assert sorted(keys) == ["dave", "erin"]
+    assert keys["dave"].count("\n") == 2  # dave's two keys, one a line
+    assert bar.outputs["ssh_config"]["dave"].startswith("Host login-bar\n")
+    assert bar.one(K8S_QUOTA, "tenant-bar-quota").inputs["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "32",
+        "requests.cpu": "512",
+        "requests.memory": "4Ti",
+        "limits.memory": "5Ti",
+        "persistentvolumeclaims": "20",
+        "requests.storage": "20Ti",
+    }
+    # tenant-bar names an admin (dave): its admins group gets the RoleBinding.
+    binding = bar.one(K8S_ROLE_BINDING, "tenant-bar-admins")
+    assert binding.inputs["subjects"][0]["name"] == "tenant-bar-admins"
+    assert bar.one(K8S_RESERVATION, "tenant-bar-reservation").inputs["spec"]["reservedNodes"] == [
+        "gpu-09",
+        "gpu-10",
+        "gpu-11",
+        "gpu-12",
+    ]
+
+
+def test_tenant_without_admins_gets_no_role_binding(mocks: Recorder, tmp_path: Path) -> None:
+    def no_admins(data: dict[str, Any]) -> None:
+        data["identity"]["admins"] = []
+
+    bar = _deploy(mocks, _variant(tmp_path, "tenant-bar", no_admins))
+    assert bar.of_type(K8S_ROLE_BINDING) == []
+    assert bar.one(K8S_NAMESPACE, "tenant-bar-namespace")
+
+
+# --- on-demand: no nodes, no Reservation, no binding ---------------------------------------------
+
+
+def test_on_demand_tenant_has_no_reservation_and_no_binding(
+    mocks: Recorder, tmp_path: Path
+) -> None:
+    def on_demand(data: dict[str, Any]) -> None:
+        data["contract"]["partition_type"] = "on-demand"
+        del data["reservation"]["nodes"]
+
+    deployed = _deploy(mocks, _variant(tmp_path, "tenant-foo", on_demand))
+    for kind in (RESERVATION, K8S_RESERVATION, K8S_BINDING):
+        assert deployed.of_type(kind) == [], kind
+    namespace = deployed.one(K8S_NAMESPACE, "tenant-foo-namespace")
+    assert namespace.dependencies == frozenset()
+    assert "reservation" not in deployed.outputs
+    # Everything else is still there.
+    children = {r.name for r in mocks.children(deployed.one(NAMESPACE, "tenant-foo"))}
+    assert children == {name for _, name in FOO_CHILDREN[NAMESPACE]} - {"tenant-foo-binding"}
+    assert deployed.one(K8S_RELEASE, "tenant-foo-release")
+
+
+# --- the fixture ---------------------------------------------------------------------------------
+
+
+def test_mocks_are_restored_after_use() -> None:
+    from pulumi.runtime import settings
+
+    before = (settings.SETTINGS.monitor, settings.SETTINGS.dry_run, settings.get_root_resource())
+    with pulumi_mocks() as recorder:
+        assert settings.SETTINGS.monitor is recorder.monitor
+        assert settings.get_root_resource() is not None
+    after = (settings.SETTINGS.monitor, settings.SETTINGS.dry_run, settings.get_root_resource())
+    assert after == before

@@ -1,0 +1,318 @@
+"""The node preflight of runbook step 1: nodes as `kubectl get nodes -o json` returns them, every
+reason to refuse one (located at its `reservation.nodes.<index>`), the warnings for nodes the
+tenant already holds, and reading the nodes through a stand-in kubectl."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tenant_stack.errors import ClusterError, Problem
+from tenant_stack.preflight import Findings, NodeState, check_nodes, read_nodes
+
+TENANT = "tenant-foo"
+SKU = "h100-8x"
+POOL = "gpu-h100-rack-a"
+WANTED = ["gpu-01", "gpu-02", "gpu-03"]
+
+
+def node_json(
+    name: str,
+    *,
+    ready: str | None = "True",
+    unschedulable: bool = False,
+    instance_type: str | None = SKU,
+    pool: str | None = POOL,
+    tenant: str | None = None,
+    reservation: str | None = None,
+) -> dict[str, Any]:
+    """One item of `kubectl get nodes -o json`, trimmed to what the preflight and its neighbours
+    show; `ready=None` leaves out the Ready condition (a node that never reported)."""
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "nvidia.com/gpu.count": "8",
+    }
+    if instance_type is not None:
+        labels["node.kubernetes.io/instance-type"] = instance_type
+    if pool is not None:
+        labels["hardware-pool"] = pool
+    if tenant is not None:
+        labels["reserved.tenant"] = tenant
+    annotations = {"node.alpha.kubernetes.io/ttl": "0"}
+    if reservation is not None:
+        annotations["scheduling.example.io/reservation"] = reservation
+    conditions = [
+        {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory"},
+        {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure"},
+    ]
+    if ready is not None:
+        conditions.append({"type": "Ready", "status": ready, "reason": "KubeletReady"})
+    spec: dict[str, Any] = {"podCIDR": "10.42.1.0/24"}
+    if unschedulable:
+        spec["unschedulable"] = True
+        spec["taints"] = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": spec,
+        "status": {"conditions": conditions, "nodeInfo": {"kubeletVersion": "v1.30.4+rke2r1"}},
+    }
+
+
+def healthy(*names: str) -> list[NodeState]:
+    return [NodeState.from_api(node_json(name)) for name in names]
+
+
+def check(live: list[NodeState], wanted: list[str] = WANTED) -> Findings:
+    return check_nodes(TENANT, SKU, POOL, wanted, live)
+
+
+def only_refusal(findings: Findings) -> Problem:
+    assert findings.warnings == []
+    assert len(findings.refusals) == 1, findings.refusals
+    return findings.refusals[0]
+
+
+# --- NodeState.from_api --------------------------------------------------------------------------
+
+
+def test_from_api_reads_a_free_healthy_node() -> None:
+    assert NodeState.from_api(node_json("gpu-01")) == NodeState(
+        name="gpu-01",
+        ready=True,
+        cordoned=False,
+        instance_type=SKU,
+        pool=POOL,
+        reserved_by=None,
+        reservation=None,
+    )
+
+
+def test_from_api_reads_a_held_cordoned_notready_node() -> None:
+    node = NodeState.from_api(
+        node_json(
+            "gpu-09",
+            ready="False",
+            unschedulable=True,
+            tenant="tenant-bar",
+            reservation="tenant-bar-reservation",
+        )
+    )
+    assert (node.ready, node.cordoned) == (False, True)
+    assert (node.reserved_by, node.reservation) == ("tenant-bar", "tenant-bar-reservation")
+
+
+@pytest.mark.parametrize("ready", ["False", "Unknown", None])
+def test_only_a_true_ready_condition_is_ready(ready: str | None) -> None:
+    assert not NodeState.from_api(node_json("gpu-01", ready=ready)).ready
+
+
+def test_from_api_takes_a_bare_node() -> None:
+    node = NodeState.from_api({"metadata": {"name": "gpu-01"}})
+    assert node == NodeState("gpu-01", False, False, None, None, None, None)
+
+
+# --- check_nodes ---------------------------------------------------------------------------------
+
+
+def test_free_healthy_nodes_of_the_right_sku_and_pool_pass() -> None:
+    assert check(healthy("gpu-01", "gpu-02", "gpu-03", "gpu-04")) == Findings([], [])
+
+
+def test_nodes_already_ours_and_healthy_pass() -> None:
+    live = [
+        NodeState.from_api(node_json(n, tenant=TENANT, reservation="tenant-foo-reservation"))
+        for n in WANTED
+    ]
+    assert check(live) == Findings([], [])
+
+
+def test_a_missing_node_is_refused_at_its_index() -> None:
+    refusal = only_refusal(check(healthy("gpu-01", "gpu-03")))
+    assert refusal == Problem("reservation.nodes.1", "node gpu-02 does not exist in the cluster")
+
+
+def test_a_notready_node_is_refused() -> None:
+    live = [*healthy("gpu-01", "gpu-02"), NodeState.from_api(node_json("gpu-03", ready="False"))]
+    refusal = only_refusal(check(live))
+    assert refusal.location == "reservation.nodes.2"
+    assert refusal.message.startswith("node gpu-03 is NotReady")
+
+
+def test_a_cordoned_node_is_refused() -> None:
+    live = [NodeState.from_api(node_json("gpu-01", unschedulable=True)), *healthy("gpu-02")]
+    refusal = only_refusal(check(live, ["gpu-01", "gpu-02"]))
+    assert refusal.location == "reservation.nodes.0"
+    assert refusal.message.startswith("node gpu-01 is cordoned")
+    assert "uncordon" in refusal.message
+
+
+def test_a_node_of_another_sku_is_refused() -> None:
+    live = [*healthy("gpu-01"), NodeState.from_api(node_json("gpu-02", instance_type="a100-8x"))]
+    refusal = only_refusal(check(live, ["gpu-01", "gpu-02"]))
+    assert refusal.location == "reservation.nodes.1"
+    assert "gpu-02" in refusal.message
+    assert "'a100-8x'" in refusal.message
+    assert "'h100-8x'" in refusal.message
+
+
+def test_a_node_without_an_instance_type_is_refused() -> None:
+    live = [NodeState.from_api(node_json("gpu-01", instance_type=None))]
+    refusal = only_refusal(check(live, ["gpu-01"]))
+    assert refusal.location == "reservation.nodes.0"
+    assert "None" in refusal.message
+
+
+def test_a_node_of_another_pool_is_refused() -> None:
+    live = [*healthy("gpu-01"), NodeState.from_api(node_json("gpu-02", pool="gpu-h100-rack-b"))]
+    refusal = only_refusal(check(live, ["gpu-01", "gpu-02"]))
+    assert refusal.location == "reservation.nodes.1"
+    assert "gpu-02" in refusal.message
+    assert "'gpu-h100-rack-b'" in refusal.message
+    assert f"'{POOL}'" in refusal.message
+
+
+def test_a_node_held_by_another_tenant_is_refused_naming_tenant_and_reservation() -> None:
+    held = node_json("gpu-02", tenant="tenant-bar", reservation="tenant-bar-reservation")
+    live = [*healthy("gpu-01", "gpu-03"), NodeState.from_api(held)]
+    refusal = only_refusal(check(live))
+    assert refusal.location == "reservation.nodes.1"
+    for word in ("gpu-02", "tenant-bar", "Reservation tenant-bar-reservation"):
+        assert word in refusal.message
+
+
+def test_a_node_held_by_another_tenant_is_refused_even_if_unhealthy() -> None:
+    held = node_json("gpu-01", ready="False", tenant="tenant-bar")
+    findings = check([NodeState.from_api(held)], ["gpu-01"])
+    assert findings.warnings == []
+    messages = [r.message for r in findings.refusals]
+    assert {r.location for r in findings.refusals} == {"reservation.nodes.0"}
+    assert any("already reserved by tenant tenant-bar" in m for m in messages)
+    assert any("NotReady" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [({"ready": "False"}, "is NotReady"), ({"unschedulable": True}, "is cordoned")],
+)
+def test_our_own_node_turned_unhealthy_is_a_warning_not_a_refusal(
+    fields: dict[str, Any], words: str
+) -> None:
+    ours = node_json("gpu-02", tenant=TENANT, reservation="tenant-foo-reservation", **fields)
+    live = [*healthy("gpu-01", "gpu-03"), NodeState.from_api(ours)]
+    findings = check(live)
+    assert findings.refusals == []
+    assert len(findings.warnings) == 1
+    assert "gpu-02" in findings.warnings[0]
+    assert TENANT in findings.warnings[0]
+    assert words in findings.warnings[0]
+
+
+def test_our_own_node_of_another_sku_is_still_refused() -> None:
+    ours = node_json("gpu-01", tenant=TENANT, instance_type="a100-8x")
+    refusal = only_refusal(check([NodeState.from_api(ours)], ["gpu-01"]))
+    assert refusal.location == "reservation.nodes.0"
+
+
+def test_every_problem_is_reported_each_at_its_index() -> None:
+    live = [
+        NodeState.from_api(node_json("gpu-01", ready="False", unschedulable=True)),
+        NodeState.from_api(node_json("gpu-03", tenant="tenant-bar")),
+        *healthy("gpu-04"),
+    ]
+    findings = check(live, ["gpu-01", "gpu-02", "gpu-03", "gpu-04"])
+    assert findings.warnings == []
+    assert [r.location for r in findings.refusals] == [
+        "reservation.nodes.0",
+        "reservation.nodes.0",
+        "reservation.nodes.1",
+        "reservation.nodes.2",
+    ]
+
+
+# --- read_nodes through a stand-in kubectl -------------------------------------------------------
+
+
+def fake_kubectl(tmp_path: Path, body: str) -> Path:
+    """An executable that records its arguments and then runs `body` (POSIX sh)."""
+    script = tmp_path / "kubectl"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{tmp_path}/argv"\n{body}\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_read_nodes_parses_kubectls_node_list(tmp_path: Path) -> None:
+    items = [
+        node_json("gpu-01"),
+        node_json("gpu-02", ready="False", unschedulable=True),
+        node_json("gpu-09", tenant="tenant-bar", reservation="tenant-bar-reservation"),
+    ]
+    listing = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+        "items": items,
+    }
+    (tmp_path / "nodes.json").write_text(json.dumps(listing, indent=4))
+    kubectl = fake_kubectl(tmp_path, f'cat "{tmp_path}/nodes.json"')
+
+    nodes = read_nodes(str(kubectl))
+
+    assert (tmp_path / "argv").read_text().split() == [
+        "get",
+        "nodes",
+        "--output=json",
+        "--request-timeout=30s",
+    ]
+    assert nodes == [NodeState.from_api(item) for item in items]
+    assert [(n.name, n.ready, n.cordoned, n.reserved_by) for n in nodes] == [
+        ("gpu-01", True, False, None),
+        ("gpu-02", False, True, None),
+        ("gpu-09", True, False, "tenant-bar"),
+    ]
+
+
+def test_read_nodes_of_an_empty_cluster(tmp_path: Path) -> None:
+    kubectl = fake_kubectl(tmp_path, """echo '{"apiVersion": "v1", "kind": "List", "items": []}'""")
+    assert read_nodes(str(kubectl)) == []
+
+
+def test_a_failing_kubectl_is_a_cluster_error_with_its_words(tmp_path: Path) -> None:
+    words = "error: You must be logged in to the server (Unauthorized)"
+    kubectl = fake_kubectl(tmp_path, f'echo "{words}" >&2\nexit 1')
+    with pytest.raises(ClusterError) as caught:
+        read_nodes(str(kubectl))
+    assert str(caught.value) == (
+        f"`{kubectl} get nodes --output=json --request-timeout=30s` failed: {words}"
+    )
+
+
+def test_a_failing_silent_kubectl_reports_its_exit_code(tmp_path: Path) -> None:
+    kubectl = fake_kubectl(tmp_path, "exit 3")
+    with pytest.raises(ClusterError, match=r"failed: exit code 3$"):
+        read_nodes(str(kubectl))
+
+
+def test_a_missing_kubectl_is_a_cluster_error(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-kubectl"
+    with pytest.raises(ClusterError, match="no-such-kubectl is not on PATH"):
+        read_nodes(str(missing))
+
+
+def test_a_hung_kubectl_is_a_cluster_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # kubectl can outlive its own --request-timeout, e.g. while an exec credential plugin waits
+    # for a browser login; read_nodes' 60 s timeout then fires. The preflight promises a
+    # ClusterError ("the live cluster could not be read"), not a traceback.
+    def hang(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+
+    monkeypatch.setattr("tenant_stack.preflight.subprocess.run", hang)
+    with pytest.raises(ClusterError, match="kubectl"):
+        read_nodes("kubectl")
