@@ -31,7 +31,8 @@ sandbox-status:
 	@$(ENV) && python -m sandbox status
 
 demo: setup
-	@$(ENV) && python -m sandbox up && toolchain/demo.sh
+	@$(ENV) && python -m sandbox up && sandbox/demo.sh
 
+# Figures for the README: toolchain build times, then onboarding against the engine's floor.
 bench: setup
-	@$(ENV) && toolchain/benchmark.sh
+	@$(ENV) && benchmarks/toolchain_build.sh && python benchmarks/onboarding.py

@@ -2,8 +2,9 @@
 the same for an empty stack of the same project runtime (the engine's floor), and their ratios.
 
 Run with `make bench` (or, in the `make -s env` environment, `python benchmarks/onboarding.py`).
-Everything happens on a throwaway file backend; tenant-foo is destroyed at the end. All figures
-come from this one run; the machine is shared, so read the ratios, not the seconds.
+It runs on the tests' sandbox (never the operator's, where `make demo` may have onboarded
+tenant-foo) and a throwaway file backend; tenant-foo is destroyed at the end. All figures come
+from this one run; the machine is shared, so read the ratios, not the seconds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pulumi import automation as auto
@@ -21,8 +23,10 @@ from pulumi import automation as auto
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from sandbox.__main__ import down as sandbox_down  # noqa: E402
 from sandbox.__main__ import up as sandbox_up  # noqa: E402
 from sandbox.layout import SandboxLayout  # noqa: E402
+from sandbox.project import project_copy  # noqa: E402
 
 EMPTY_PROGRAM = '"""An empty program: what the engine and language host cost on their own."""\n'
 
@@ -43,7 +47,10 @@ def empty_project(directory: Path) -> Path:
 
 
 def main() -> int:
-    sandbox_up(SandboxLayout.from_environment())
+    os.environ["GPU_TENANTS_SANDBOX"] = "test"
+    sandbox = SandboxLayout.from_environment()
+    sandbox_up(sandbox)
+    os.environ.update(sandbox.environment())
     work = Path(tempfile.mkdtemp(prefix="bench-onboarding-"))
     backend = work / "backend"
     backend.mkdir()
@@ -55,18 +62,20 @@ def main() -> int:
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
     }
     options = auto.LocalWorkspaceOptions(env_vars=env)
-    tenant = auto.create_stack("tenant-foo", work_dir=str(ROOT), opts=options)
+    project = project_copy(work / "project")
+    tenant = auto.create_stack("tenant-foo", work_dir=str(project), opts=options)
     empty = auto.create_stack("empty", work_dir=str(empty_project(work / "empty")), opts=options)
     try:
         rows = []
         for name, stack in (("tenant-foo", tenant), ("empty stack", empty)):
             up = timed(stack.up)
-            preview = timed(lambda s=stack: s.preview(expect_no_changes=True))  # type: ignore[misc]
+            preview = timed(partial(stack.preview, expect_no_changes=True))
             rows.append((name, up, preview))
     finally:
         tenant.destroy()
         empty.destroy()
         shutil.rmtree(work)
+        sandbox_down(sandbox)
     (_, tenant_up, tenant_preview), (_, floor_up, floor_preview) = rows
     print(f"{'stack':14} {'up_s':>8} {'no-op preview_s':>16}")
     for name, up, preview in rows:

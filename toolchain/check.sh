@@ -24,9 +24,12 @@ got=$(kube-apiserver --version) || fail "kube-apiserver is missing; run make set
 echo "[check] kube-apiserver: $got"
 got=$(kube-controller-manager --version) || fail "kube-controller-manager is missing; run make setup"
 echo "[check] kube-controller-manager: $got"
-got=$(kubectl version --client | head -n1) || fail "kubectl is missing; run make setup"
+# First lines taken in bash: `| head -n1` could end the tool with SIGPIPE, failing under pipefail.
+got=$(kubectl version --client) || fail "kubectl is missing; run make setup"
+got=${got%%$'\n'*}
 [[ $got == "Client Version: v$KUBERNETES_VERSION" ]] || fail "kubectl is '$got', want v$KUBERNETES_VERSION first on PATH"
 echo "[check] kubectl: $got"
-got=$(etcd --version | head -n1) || fail "etcd is missing; run make setup"
+got=$(etcd --version) || fail "etcd is missing; run make setup"
+got=${got%%$'\n'*}
 [[ $got == "etcd Version: $ETCD_VERSION" ]] || fail "etcd reports '$got', want $ETCD_VERSION"
 echo "[check] $got"

@@ -4,7 +4,6 @@ Kubernetes API, and kubectl reads back what the runbook's steps 1, 3 and 5 leave
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,11 +13,9 @@ import pytest
 from pulumi import automation as auto
 
 from sandbox.layout import SandboxLayout
-from tests.conftest import ROOT
+from sandbox.project import project_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
-
-PROJECT_FILES = ("Pulumi.yaml", "Pulumi.prod.yaml", "__main__.py", "tenant_stack", "venv")
 
 
 def kubectl_json(*args: str) -> Any:
@@ -35,13 +32,8 @@ def labelled(tenant: str) -> list[str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """The project as symlinks, with a tenants/ of its own that a test may edit."""
-    copy = tmp_path / "project"
-    copy.mkdir()
-    for name in PROJECT_FILES:
-        (copy / name).symlink_to(ROOT / name)
-    shutil.copytree(ROOT / "tenants", copy / "tenants")
-    return copy
+    """The project with a tenants/ of its own that a test may edit."""
+    return project_copy(tmp_path / "project")
 
 
 @pytest.fixture
