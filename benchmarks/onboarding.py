@@ -23,7 +23,6 @@ from pulumi import automation as auto
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sandbox.__main__ import down as sandbox_down  # noqa: E402
 from sandbox.__main__ import up as sandbox_up  # noqa: E402
 from sandbox.layout import SandboxLayout  # noqa: E402
 from sandbox.project import project_copy  # noqa: E402
@@ -75,7 +74,6 @@ def main() -> int:
         tenant.destroy()
         empty.destroy()
         shutil.rmtree(work)
-        sandbox_down(sandbox)
     (_, tenant_up, tenant_preview), (_, floor_up, floor_preview) = rows
     print(f"{'stack':14} {'up_s':>8} {'no-op preview_s':>16}")
     for name, up, preview in rows:

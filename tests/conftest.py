@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sandbox.__main__ import down, up
+from sandbox.__main__ import up
 from sandbox.layout import SandboxLayout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,14 +33,14 @@ def pulumi_backend(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> Iterator[SandboxLayout]:
+def sandbox() -> SandboxLayout:
     """The tests' own sandbox (state and ports apart from the operator's, so `make test` never
-    touches what `make demo` onboarded). It is brought up for the session, its endpoints exported
-    to every tool the tests run, and stopped at the end with its state kept. Tests that use it
+    touches what `make demo` onboarded). It is brought up if needed and its endpoints exported to
+    every tool the tests run. It is left running, so that reruns (and test sessions running side
+    by side) share it: `GPU_TENANTS_SANDBOX=test make sandbox-down` stops it. Tests that use it
     name what they create uniquely and remove it again."""
     os.environ["GPU_TENANTS_SANDBOX"] = "test"
     layout = SandboxLayout.from_environment()
     up(layout)
     os.environ.update(layout.environment())
-    yield layout
-    down(layout)
+    return layout
