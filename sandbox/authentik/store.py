@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from sandbox.state_file import write_json_atomically
 
 STATE_FILE = "authentik-state.json"
 FORMAT_VERSION = 1
@@ -129,23 +129,7 @@ class Store:
         }
 
     def save(self) -> None:
-        data = json.dumps(self._dump(), indent=1, sort_keys=True).encode()
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".state-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        # The rename itself must reach the disk too, or a crash can bring back the old file.
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_json_atomically(self.path, self._dump())
 
     # time (tests move it forward to expire tokens without waiting)
 

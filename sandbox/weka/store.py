@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sandbox.state_file import write_json_atomically
 
 STATE_FILE = "weka-state.json"
 STATE_VERSION = 1
@@ -154,14 +155,4 @@ class Store:
 
     def save(self) -> None:
         """Replace the state file atomically, so a kill at any moment leaves old or new state."""
-        payload = {"version": STATE_VERSION, **asdict(self.state)}
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".state-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json_atomically(self.path, {"version": STATE_VERSION, **asdict(self.state)})
