@@ -8,6 +8,7 @@ import pulumi
 
 from tenant_stack.components import CapacityReservation, LoginPod, TenantNamespace
 from tenant_stack.errors import PreflightError
+from tenant_stack.handover import connection_sheet, smoke_tests
 from tenant_stack.mapping import login_args, namespace_args, reservation_args
 from tenant_stack.platform import Platform
 from tenant_stack.preflight import check_nodes, read_nodes
@@ -50,3 +51,5 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     pulumi.export("namespace", namespace.name)
     pulumi.export("login_host", login.login_host)
     pulumi.export("ssh_config", login.ssh_config)
+    pulumi.export("connection_sheet", connection_sheet(spec, platform))
+    pulumi.export("smoke_tests", smoke_tests(spec))

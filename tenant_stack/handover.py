@@ -1,0 +1,140 @@
+"""Runbook steps 7 and 8: the smoke-test job scripts, and the connection sheet the tenant receives
+(login host, users, SSH snippet, partition, account, QoS, GPU pool, wall limits, filesystems with
+quotas, and the capacity contract so the customer knows what they bought).
+
+Both are rendered from the reviewed spec alone, so a pull request shows them before `up`; the
+tenant stack exports them, and `python -m tenant_stack.handover <slug>` prints the sheet.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tenant_stack.components.login_pod import ssh_config
+from tenant_stack.errors import TenantError
+from tenant_stack.platform import Platform, load_platform
+from tenant_stack.spec import TenantSpec, load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _size(count: int) -> str:
+    for unit, size in (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6)):
+        if count >= size and count % (size // 10) == 0:
+            return f"{count / size:g} {unit}"
+    return f"{count} bytes"
+
+
+def smoke_tests(spec: TenantSpec) -> dict[str, str]:
+    """The batch scripts of runbook step 7, one per check, ready for `sbatch`."""
+    header = (
+        "#!/bin/bash\n"
+        f"#SBATCH --partition={spec.partition}\n"
+        f"#SBATCH --account={spec.account}\n"
+        f"#SBATCH --qos={spec.qos_normal}\n"
+    )
+    return {
+        "single-node-gpu.sh": header + "#SBATCH --gres=gpu:1\n#SBATCH --time=00:05:00\n"
+        "set -euo pipefail\n"
+        "hostname\n"
+        "nvidia-smi --query-gpu=name,memory.total --format=csv,noheader\n"
+        "# Exactly one GPU: cgroup ConstrainDevices is on.\n"
+        'test "$(nvidia-smi -L | wc -l)" -eq 1\n',
+        "two-node-nccl.sh": header + "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n"
+        "#SBATCH --gres=gpu:8\n#SBATCH --time=00:15:00\n"
+        "set -euo pipefail\n"
+        "module load nccl-tests\n"
+        "srun --mpi=pmix all_reduce_perf -b 8 -e 4G -f 2 -g 1\n"
+        "# Expect busbw near the tier's figure at 4 GB messages.\n",
+        "storage.sh": header + "#SBATCH --time=00:05:00\n"
+        "set -euo pipefail\n"
+        f"cd /scratch/{spec.slug}\n"
+        "dd if=/dev/urandom of=smoke.bin bs=1M count=10240 status=progress\n"
+        "dd if=smoke.bin of=/dev/null bs=1M\n"
+        "# The Weka mount, not the host's root filesystem:\n"
+        f"df -h /scratch/{spec.slug}\n"
+        "rm smoke.bin\n",
+    }
+
+
+def connection_sheet(spec: TenantSpec, platform: Platform) -> str:
+    """The Markdown sheet of runbook step 8, to send to the tenant as it is."""
+    contract = spec.contract
+    sku = platform.skus[contract.gpu_sku]
+    alias = f"login-{spec.short_name}"
+    users = ", ".join(u.username for u in spec.users)
+    nodes = len(spec.reservation.nodes)
+    pool = (
+        f"{nodes}x {sku.gpu_model} nodes ({contract.gpus} GPUs total)"
+        if nodes
+        else f"{contract.gpus} {sku.gpu_model} GPUs ({contract.partition_type})"
+    )
+    home, scratch = spec.storage.home_per_user, spec.storage.scratch
+    example = ssh_config(alias, spec.login.hostname, spec.users[0].username)
+    lines = [
+        f"# {spec.display_name}: connection sheet",
+        "",
+        f"- Tenant: `{spec.slug}`",
+        f"- Login host: `{spec.login.hostname}` (port 22)",
+        f"- Users: {users}",
+        "",
+        "## SSH",
+        "",
+        "Add this to `~/.ssh/config` (with your own user name), then `ssh " + alias + "`:",
+        "",
+        "```",
+        example.rstrip(),
+        "```",
+        "",
+        "## Slurm",
+        "",
+        f"- Partition: `{spec.partition}`",
+        "- Accounts: "
+        + ", ".join(f"`{a}`" for a in sorted({spec.user_account(u) for u in spec.users})),
+        f"- Default QoS: `{spec.qos_normal}`",
+        f"- Interactive QoS: `{spec.qos_interactive}` (`--qos={spec.qos_interactive}`)",
+        f"- GPU pool: {pool}",
+        f"- Wall limit: {contract.wall_limit} normal,"
+        f" {contract.interactive_wall_limit} interactive",
+        "",
+        "## Filesystems",
+        "",
+        f"- `/home/<user>`: {_size(home.hard)} per user (warning at {_size(home.soft)})",
+        f"- `/scratch/{spec.slug}`: {_size(scratch.hard)} shared"
+        f" (warning at {_size(scratch.soft)}), no backup",
+        "",
+        "## Containers",
+        "",
+        "pyxis + enroot: `srun --container-image=docker://pytorch/pytorch:2.4-cuda ...`",
+        "",
+        "## Your capacity contract",
+        "",
+        f"- GPUs: {contract.gpus} {contract.gpu_sku} (Slurm `GrpTRES=gres/gpu={contract.gpus}`)",
+        f"- Concurrent jobs: {spec.slurm.grp_jobs} (`GrpJobs`), {spec.slurm.max_jobs_per_user}"
+        " per user",
+        f"- GPU-minutes: {contract.gpu_minutes} in total, {spec.gpu_minutes_per_user} per user",
+        f"- Partition nodes: `{spec.nodelist or 'none (no reserved nodes)'}`",
+        f"- /scratch quota: {_size(scratch.hard)}",
+        f"- Term: {contract.term.start} to {contract.term.end}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m tenant_stack.handover <tenant-slug>", file=sys.stderr)
+        return 2
+    try:
+        platform = load_platform(ROOT / "Pulumi.prod.yaml")
+        spec = load_spec(ROOT / "tenants", argv[0], platform)
+    except TenantError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(connection_sheet(spec, platform), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,47 @@
+"""The connection sheet and smoke tests say what the spec says, in the runbook's words."""
+
+from __future__ import annotations
+
+import pytest
+
+from tenant_stack.handover import connection_sheet, main, smoke_tests
+from tenant_stack.platform import load_platform
+from tenant_stack.spec import load_spec
+from tests.conftest import ROOT
+
+PLATFORM = load_platform(ROOT / "Pulumi.prod.yaml")
+
+
+def test_connection_sheet_carries_the_runbook_fields() -> None:
+    sheet = connection_sheet(load_spec(ROOT / "tenants", "tenant-foo", PLATFORM), PLATFORM)
+    for line in (
+        "- Login host: `login.tenant-foo.example.internal` (port 22)",
+        "- Users: alice, bob, carol",
+        "Host login-foo",
+        "- Partition: `tenant-foo`",
+        "- Accounts: `ml-team-foo`",
+        "- Default QoS: `normal-foo`",
+        "- Interactive QoS: `interactive-foo` (`--qos=interactive-foo`)",
+        "- GPU pool: 8x H100-80GB nodes (64 GPUs total)",
+        "- `/home/<user>`: 100 GB per user (warning at 90 GB)",
+        "- `/scratch/tenant-foo`: 50 TB shared (warning at 45 TB), no backup",
+        "- GPUs: 64 h100-8x (Slurm `GrpTRES=gres/gpu=64`)",
+        "- GPU-minutes: 720000 in total, 240000 per user",
+        "- Partition nodes: `gpu-[01-08]`",
+    ):
+        assert line in sheet
+
+
+def test_smoke_tests_target_the_tenant_partition_account_and_scratch() -> None:
+    scripts = smoke_tests(load_spec(ROOT / "tenants", "tenant-bar", PLATFORM))
+    assert sorted(scripts) == ["single-node-gpu.sh", "storage.sh", "two-node-nccl.sh"]
+    for script in scripts.values():
+        assert "#SBATCH --partition=tenant-bar\n" in script
+        assert "#SBATCH --account=tenant-bar\n" in script
+    assert "cd /scratch/tenant-bar\n" in scripts["storage.sh"]
+    assert 'test "$(nvidia-smi -L | wc -l)" -eq 1' in scripts["single-node-gpu.sh"]
+
+
+def test_the_command_names_a_missing_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tenant-nope"]) == 1
+    assert "tenant-nope.yaml" in capsys.readouterr().err
