@@ -4,7 +4,7 @@
 # ratio, and the size on disk of its cache directory. All figures come from this one run, which
 # takes about as long as a first `make setup`.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")/../toolchain" && pwd)
 # shellcheck source=toolchain/paths.sh
 source "$here/paths.sh"
 
@@ -18,7 +18,7 @@ seconds() {
   python3 -c "print(f'{$EPOCHREALTIME - $t0:.3f}')"
 }
 
-printf '%-44s %9s %9s %8s %9s\n' binary cold_s cached_s ratio size_MiB
+printf "%-50s %9s %9s %8s %9s\n" binary cold_s cached_s ratio size_MiB
 for step in pulumi_engine kubernetes_provider_binary kubernetes_control_plane; do
   case $step in
     pulumi_engine) dir=$PULUMI_TOOLCHAIN_DIR name="pulumi + language host" ;;
@@ -30,5 +30,5 @@ for step in pulumi_engine kubernetes_provider_binary kubernetes_control_plane; d
   rm -rf "$scratch/gocache" "$scratch/cache"
   hit=$(seconds "$here/setup.sh" "$step")
   size=$(du -sb "$dir" | cut -f1)
-  python3 -c "print(f'{\"$name\":44} {$cold:9.1f} {$hit:9.2f} {$cold / $hit:8.0f} {$size / 2**20:9.1f}')"
+  python3 -c "print(f'{\"$name\":50} {$cold:9.1f} {$hit:9.2f} {$cold / $hit:8.0f} {$size / 2**20:9.1f}')"
 done
