@@ -11,7 +11,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.authentik.service import authentik_service, authentik_url, token_file
+from sandbox.authentik.service import (
+    authentik_service,
+    authentik_url,
+    seed_parent_group,
+    token_file,
+)
 from sandbox.kubernetes.client import KubeClient
 from sandbox.kubernetes.seed import seed
 from sandbox.kubernetes.services import KubernetesSandbox
@@ -78,6 +83,10 @@ class SandboxLayout:
             seed(client, self.root / "kubernetes", _kubernetes_version())
         finally:
             client.close()
+
+    def seed_authentik(self) -> bool:
+        """Creates what a tenant's identity hangs under, if missing (so: also after an upgrade)."""
+        return seed_parent_group(self.root / "authentik", self.ports.authentik)
 
     def environment(self) -> dict[str, str]:
         """What `make -s env` exports so a person can reach every part by hand."""

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ("Pulumi.yaml", "Pulumi.prod.yaml", "__main__.py", "tenant_stack", "venv")
+SHARED = ("Pulumi.yaml", "Pulumi.prod.yaml", "__main__.py", "tenant_stack", "providers", "venv")
 
 
 def project_copy(destination: Path) -> Path:

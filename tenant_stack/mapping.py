@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import pulumi
+
 from tenant_stack.components import (
     CapacityReservation,
     CapacityReservationArgs,
+    IdentityGroup,
+    IdentityGroupArgs,
     LoginPodArgs,
     TenantNamespace,
     TenantNamespaceArgs,
 )
+from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap
 from tenant_stack.components.tenant_namespace import ContainerDefaults, Quota
 from tenant_stack.platform import Platform
@@ -73,6 +78,31 @@ def namespace_args(
     )
 
 
+def identity_args(
+    spec: TenantSpec, platform: Platform, after: list[pulumi.Resource]
+) -> IdentityGroupArgs:
+    admins = set(spec.identity.admins)
+    return IdentityGroupArgs(
+        tenant=spec.slug,
+        parent_group=platform.authentik.tenants_group,
+        gid=spec.identity.gid,
+        admins_group=spec.admins_group if admins else None,
+        admins_gid=spec.identity.admins_gid,
+        users=[
+            IdentityUser(
+                username=user.username,
+                full_name=user.name,
+                email=user.email,
+                uid=user.uid,
+                ssh_keys=list(user.ssh_keys),
+                admin=user.username in admins,
+            )
+            for user in spec.users
+        ],
+        after=after,
+    )
+
+
 def filesystems(spec: TenantSpec, platform: Platform) -> tuple[str, str]:
     """The Weka filesystems (and directory) the login pod mounts as /home and /scratch."""
     if spec.storage.isolation == "org":
@@ -84,7 +114,9 @@ def filesystems(spec: TenantSpec, platform: Platform) -> tuple[str, str]:
     )
 
 
-def login_args(spec: TenantSpec, platform: Platform, namespace: TenantNamespace) -> LoginPodArgs:
+def login_args(
+    spec: TenantSpec, platform: Platform, namespace: TenantNamespace, identity: IdentityGroup
+) -> LoginPodArgs:
     home, scratch = filesystems(spec, platform)
     return LoginPodArgs(
         tenant=spec.slug,
@@ -102,5 +134,5 @@ def login_args(spec: TenantSpec, platform: Platform, namespace: TenantNamespace)
         scratch_filesystem=scratch,
         authorized_keys={user.username: list(user.ssh_keys) for user in spec.users},
         ssh_host_alias=f"login-{spec.short_name}",
-        after=[namespace],
+        after=[namespace, identity],
     )

@@ -502,6 +502,8 @@ class Reservation(StrictModel):
 class Identity(StrictModel):
     gid: PosixId  # pinned: the outpost's own gidNumber is a hash prefix that collides
     admins: list[Username]
+    # The `<slug>-admins` group's gidNumber, pinned for the same reason; needed when admins exist.
+    admins_gid: PosixId | None = None
 
 
 class User(StrictModel):
@@ -855,6 +857,21 @@ def _identity(spec: TenantSpec, platform: Platform) -> Iterator[Problem]:
                 f"{user.uid} is below the platform's uid_start_number {ldap.uid_start_number}; "
                 f"pin a uid from {ldap.uid_start_number} up",
             )
+    admins_gid = spec.identity.admins_gid
+    if spec.identity.admins and admins_gid is None:
+        yield Problem(
+            "identity.admins_gid",
+            f"required when identity.admins is set: pin the gidNumber of {spec.admins_group}",
+        )
+    if admins_gid is not None and admins_gid == spec.identity.gid:
+        yield Problem(
+            "identity.admins_gid", f"{admins_gid} is already identity.gid; pin another gid"
+        )
+    if admins_gid is not None and admins_gid < ldap.gid_start_number:
+        yield Problem(
+            "identity.admins_gid",
+            f"{admins_gid} is below the platform's gid_start_number {ldap.gid_start_number}",
+        )
     names = [u.username for u in users]
     for index, admin in enumerate(spec.identity.admins):
         if admin not in names:

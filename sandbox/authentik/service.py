@@ -42,3 +42,20 @@ def authentik_service(state_dir: Path, port: int) -> Service:
         prepare=lambda: state_dir.mkdir(parents=True, exist_ok=True),
         ready=ready,
     )
+
+
+def seed_parent_group(state_dir: Path, port: int, name: str = "tenants") -> bool:
+    """Creates the group every tenant's group sits under, as the runbook assumes it exists.
+    Returns whether it had to."""
+    token = token_file(state_dir).read_text().strip()
+    with httpx.Client(
+        base_url=f"{authentik_url(port)}/api/v3",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    ) as client:
+        found = client.get("/core/groups/", params={"name": name})
+        found.raise_for_status()
+        if found.json()["results"]:
+            return False
+        client.post("/core/groups/", json={"name": name}).raise_for_status()
+        return True

@@ -4,11 +4,13 @@ Kubernetes API, and kubectl reads back what the runbook's steps 1, 3 and 5 leave
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pulumi import automation as auto
 
@@ -23,6 +25,23 @@ def kubectl_json(*args: str) -> Any:
         ["kubectl", *args, "-o", "json"], capture_output=True, text=True, timeout=60, check=True
     )
     return json.loads(result.stdout)
+
+
+def authentik() -> httpx.Client:
+    token = Path(os.environ["AUTHENTIK_TOKEN_FILE"]).read_text().strip()
+    return httpx.Client(
+        base_url=os.environ["AUTHENTIK_URL"] + "/api/v3",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+
+
+def authentik_user(username: str) -> dict[str, Any]:
+    with authentik() as api:
+        found = api.get("/core/users/", params={"username": username}).json()["results"]
+    assert len(found) == 1, f"{username}: {found}"
+    user: dict[str, Any] = found[0]
+    return user
 
 
 def labelled(tenant: str) -> list[str]:
@@ -60,7 +79,7 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     foo = stacks("tenant-foo")
 
     preview = foo.preview()
-    assert preview.change_summary == {"create": 15}
+    assert preview.change_summary == {"create": 21}
 
     up = foo.up()
     assert up.summary.result == "succeeded"
@@ -100,6 +119,21 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     copied = kubectl_json("-n", "tenant-foo", "get", "secret", "ldap-bind-creds")["data"]
     assert copied == kubectl_json("-n", "auth", "get", "secret", "ldap-bind-creds")["data"]
 
+    # Step 2: the group under `tenants` and the users, numbers pinned as strings.
+    with authentik() as api:
+        group = api.get("/core/groups/", params={"name": "tenant-foo"}).json()["results"][0]
+        parent = api.get(f"/core/groups/{group['parent']}/").json()
+    assert parent["name"] == "tenants"
+    assert group["attributes"]["gidNumber"] == "4099"
+    assert group["attributes"]["tenant_slug"] == "tenant-foo"
+    alice = authentik_user("alice")
+    assert alice["attributes"]["uidNumber"] == "2147"
+    assert alice["attributes"]["gidNumber"] == "4099"
+    assert alice["attributes"]["ssh_keys"].startswith("ssh-ed25519 ")
+    assert alice["is_active"] is True
+    assert group["pk"] in alice["groups"]
+    assert sorted(u["username"] for u in group["users_obj"]) == ["alice", "bob", "carol"]
+
     # Step 5: the login release and the keys it mounts.
     keys = kubectl_json("-n", "tenant-foo", "get", "secret", "tenant-foo-authorized-keys")
     assert sorted(keys["data"]) == ["alice", "bob", "carol"]
@@ -118,6 +152,12 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     destroy = foo.destroy()
     assert destroy.summary.result == "succeeded"
     assert labelled("tenant-foo") == []
+    # Identity is revoked, never hard-deleted: the users stay, disabled and out of the group.
+    alice = authentik_user("alice")
+    assert alice["is_active"] is False
+    assert alice["groups"] == []
+    with authentik() as api:
+        assert api.get("/core/groups/", params={"name": "tenant-foo"}).json()["results"] == []
     node = kubectl_json("get", "node", "gpu-05")
     assert "reserved.tenant" not in node["metadata"]["labels"]
     assert not [t for t in node["spec"].get("taints") or [] if t["key"] == "reserved.tenant"]
@@ -145,3 +185,23 @@ def test_a_node_of_another_tenant_fails_preview_and_changes_nothing(
     assert kubectl_json("get", "reservations")["items"] == reservations_before
     assert labelled("tenant-bar") == []
     assert (bar.export_stack().deployment or {}).get("resources", []) == []
+
+
+def test_an_authentik_change_behind_pulumis_back_is_drift_and_up_restores_it(
+    stacks: Callable[[str], auto.Stack],
+) -> None:
+    foo = stacks("tenant-foo")
+    foo.up()
+    bob = authentik_user("bob")
+    with authentik() as api:
+        api.patch(f"/core/users/{bob['pk']}/", json={"email": "bob@elsewhere.example"})
+
+    with pytest.raises(auto.errors.CommandError, match="no changes were expected") as drifted:
+        foo.preview(refresh=True, expect_no_changes=True)
+    assert "tenant-foo-user-bob" in str(drifted.value)
+    drift = foo.preview(refresh=True)
+    assert drift.change_summary.get(auto.OpType.UPDATE) == 1
+
+    foo.up(refresh=True)
+    assert authentik_user("bob")["email"] == "bob@tenant-foo.example"
+    foo.preview(refresh=True, expect_no_changes=True)

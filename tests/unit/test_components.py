@@ -18,9 +18,8 @@ import pulumi
 import pytest
 import yaml
 
-from tenant_stack.components import CapacityReservation, LoginPod, TenantNamespace
-from tenant_stack.mapping import login_args, namespace_args, reservation_args
 from tenant_stack.platform import Platform, load_platform, parse_yaml
+from tenant_stack.program import declare_tenant
 from tenant_stack.spec import TenantSpec, load_spec
 from tests.conftest import ROOT
 from tests.unit.mocks import Recorded, Recorder, is_secret, pulumi_mocks, reveal
@@ -31,6 +30,9 @@ PLATFORM = load_platform(ROOT / "Pulumi.prod.yaml")
 RESERVATION = "gpu-tenants:reservation:CapacityReservation"
 NAMESPACE = "gpu-tenants:namespace:TenantNamespace"
 LOGIN = "gpu-tenants:login:LoginPod"
+IDENTITY = "gpu-tenants:identity:IdentityGroup"
+AUTHENTIK_GROUP = "pulumi-python:dynamic/authentik:TenantGroup"
+AUTHENTIK_USER = "pulumi-python:dynamic/authentik:TenantUser"
 K8S_RESERVATION = "kubernetes:scheduling.example.io/v1alpha1:Reservation"
 K8S_BINDING = "kubernetes:scheduling.example.io/v1alpha1:ReservationBinding"
 K8S_NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -75,13 +77,8 @@ def _deploy(recorder: Recorder, spec: TenantSpec, platform: Platform = PLATFORM)
     recorder.reads["auth/ldap-bind-creds"] = {"data": BIND_DATA}
 
     def program() -> pulumi.Output[dict[str, Any]]:
-        reservation = (
-            CapacityReservation(spec.slug, reservation_args(spec))
-            if spec.reservation.nodes
-            else None
-        )
-        namespace = TenantNamespace(spec.slug, namespace_args(spec, platform, reservation))
-        login = LoginPod(spec.slug, login_args(spec, platform, namespace))
+        tenant = declare_tenant(spec, platform)
+        reservation, namespace, login = tenant.reservation, tenant.namespace, tenant.login
         outputs: dict[str, Any] = {
             "namespace": namespace.name,
             "ldap_bind_secret": namespace.ldap_bind_secret,
@@ -337,6 +334,13 @@ FOO_CHILDREN = {
         (K8S_SECRET, "tenant-foo-ldap-bind-source"),
         (K8S_SECRET, "tenant-foo-ldap-bind"),
     },
+    IDENTITY: {
+        (AUTHENTIK_GROUP, "tenant-foo-group"),
+        (AUTHENTIK_GROUP, "tenant-foo-admins"),
+        (AUTHENTIK_USER, "tenant-foo-user-alice"),
+        (AUTHENTIK_USER, "tenant-foo-user-bob"),
+        (AUTHENTIK_USER, "tenant-foo-user-carol"),
+    },
     LOGIN: {(K8S_SECRET, "tenant-foo-authorized-keys"), (K8S_RELEASE, "tenant-foo-release")},
 }
 
@@ -388,6 +392,32 @@ def test_namespaced_objects_depend_on_the_namespace(foo: Deployment) -> None:
     for child in foo.recorder.children(component):
         if child.read_id is None and child.urn != namespace.urn:
             assert namespace.urn in child.property_dependencies["metadata"], child.name
+
+
+def test_identity_is_the_runbooks_with_pinned_numbers(foo: Deployment) -> None:
+    group = foo.one(AUTHENTIK_GROUP, "tenant-foo-group").inputs
+    assert (group["name"], group["parent"], group["gid"]) == ("tenant-foo", "tenants", 4099)
+    assert group["attributes"] == {"tenant_slug": "tenant-foo"}
+    admins = foo.one(AUTHENTIK_GROUP, "tenant-foo-admins").inputs
+    assert (admins["name"], admins["gid"]) == ("tenant-foo-admins", 4100)
+    alice = foo.one(AUTHENTIK_USER, "tenant-foo-user-alice").inputs
+    assert (alice["username"], alice["uid"], alice["gid"]) == ("alice", 2147, 4099)
+    assert alice["email"] == "alice@tenant-foo.example"
+    assert alice["groups"] == ["tenant-foo", "tenant-foo-admins"]
+    assert alice["ssh_keys"][0].startswith("ssh-ed25519 ")
+    assert foo.one(AUTHENTIK_USER, "tenant-foo-user-bob").inputs["groups"] == ["tenant-foo"]
+
+
+def test_identity_comes_after_the_namespace_and_before_the_login(foo: Deployment) -> None:
+    namespace = {r.urn for r in foo.recorder.children(foo.one(NAMESPACE, "tenant-foo"))}
+    group = foo.one(AUTHENTIK_GROUP, "tenant-foo-group")
+    assert namespace <= group.dependencies
+    # Users join the groups through the groups' name outputs, so the groups exist first.
+    bob = foo.one(AUTHENTIK_USER, "tenant-foo-user-bob")
+    assert group.urn in bob.property_dependencies["groups"]
+    identity = {r.urn for r in foo.recorder.children(foo.one(IDENTITY, "tenant-foo"))}
+    for child in foo.recorder.children(foo.one(LOGIN, "tenant-foo")):
+        assert identity <= child.dependencies, child.name
 
 
 def test_login_children_depend_on_the_whole_namespace_component(foo: Deployment) -> None:

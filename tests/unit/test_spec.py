@@ -372,6 +372,8 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
     ("uid-low", {"users.0.uid": 1999}, "users.0.uid", "below the platform's uid_start_number 2000"),
     ("gid-low", {"identity.gid": 3999}, "identity.gid", "below the platform's gid_start_number"),
     ("admin-unknown", {"identity.admins": ["dave"]}, "identity.admins.0", "not a user"),
+    ("admins-gid-missing", {"identity.admins_gid": None}, "identity.admins_gid", "required when"),
+    ("admins-gid-is-gid", {"identity.admins_gid": 4099}, "identity.admins_gid", "already identity"),
     ("team-unknown", {"users.0.team": "ml-team-bar"}, "users.0.team", "not a team in slurm.teams"),
     ("team-suffix", {"slurm.teams.0.name": "ml-team"}, "slurm.teams.0.name", "ends in '-foo'"),
     (

@@ -1,0 +1,466 @@
+"""A small client of the Authentik REST API v3 (2024.10 and later) over httpx, free of Pulumi.
+
+Every reply other than 2xx becomes an AuthentikError carrying the method, the path, the status and
+Authentik's own JSON body, never the token. Connection failures, 5xx and 429 are retried with a
+bounded exponential backoff; other 4xx are the request's fault and are not.
+
+Groups come in two shapes: up to 2025.10 a group has one `parent` (and `parent_name`), from 2025.12
+a list of `parents` (and `parents_obj`). Both are read into the same `Group`; writes use the shape
+of the groups the server has answered with (the older one until it has answered any).
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from providers.authentik.settings import DEFAULT_MAX_ATTEMPTS, Settings
+from tenant_stack.errors import AuthentikError
+
+__all__ = ["API_PREFIX", "AuthentikClient", "Group", "Member", "User"]
+
+API_PREFIX = "/api/v3"
+_T = TypeVar("_T")
+
+_RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+_BODY_LIMIT = 2000  # characters of a reply quoted in an error; an HTML error page can be huge
+
+_NEXT_STEP = {
+    400: "Authentik refused the request as invalid: fix the fields it names",
+    401: "the API token was refused: check AUTHENTIK_TOKEN or AUTHENTIK_TOKEN_FILE",
+    403: "the API token is invalid, expired or not a superuser's: check AUTHENTIK_TOKEN or "
+    "AUTHENTIK_TOKEN_FILE",
+    404: "the object is gone: run `pulumi refresh` so the state forgets it",
+    429: "Authentik kept rate-limiting; retry later",
+}
+
+
+@dataclass(frozen=True)
+class Member:
+    """A user as a group lists its members."""
+
+    pk: int
+    username: str
+    is_active: bool
+
+
+@dataclass(frozen=True)
+class Group:
+    pk: str  # a UUID
+    num_pk: int
+    name: str
+    parents: tuple[str, ...]  # UUIDs: at most one up to 2025.10
+    parent_names: tuple[str, ...] | None  # None when the reply did not name them
+    attributes: dict[str, Any]
+    members: tuple[Member, ...] | None  # None unless asked for (include_users)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> Group:
+        if "parents" in data:
+            parents = tuple(str(p) for p in data.get("parents") or ())
+            objs = data.get("parents_obj")
+            names = None if objs is None else tuple(str(o["name"]) for o in objs)
+        else:
+            parent = data.get("parent")
+            parents = () if parent is None else (str(parent),)
+            name = data.get("parent_name")
+            names = None if parents and name is None else tuple([str(name)] if parents else [])
+        users = data.get("users_obj")
+        return cls(
+            pk=str(data["pk"]),
+            num_pk=int(data["num_pk"]),
+            name=str(data["name"]),
+            parents=parents,
+            parent_names=names,
+            attributes=dict(data.get("attributes") or {}),
+            members=None
+            if users is None
+            else tuple(
+                Member(int(u["pk"]), str(u["username"]), bool(u.get("is_active", True)))
+                for u in users
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class User:
+    pk: int
+    uuid: str
+    username: str
+    name: str
+    email: str
+    is_active: bool
+    attributes: dict[str, Any]
+    groups: tuple[str, ...]  # UUIDs of the groups the user is directly in
+    groups_obj: tuple[Group, ...] | None  # the same groups, when the reply included them
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> User:
+        objs = data.get("groups_obj")
+        return cls(
+            pk=int(data["pk"]),
+            uuid=str(data["uuid"]),
+            username=str(data["username"]),
+            name=str(data.get("name") or ""),
+            email=str(data.get("email") or ""),
+            is_active=bool(data.get("is_active", True)),
+            attributes=dict(data.get("attributes") or {}),
+            groups=tuple(str(g) for g in data.get("groups") or ()),
+            groups_obj=None if objs is None else tuple(Group.from_api(g) for g in objs),
+        )
+
+
+class AuthentikClient:
+    """One Authentik server; use as a context manager, or call `close()`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        token: str,
+        verify: ssl.SSLContext | bool = True,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + API_PREFIX,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            verify=verify,
+            transport=transport,
+            timeout=timeout,
+        )
+        self._max_attempts = max(1, max_attempts)
+        self._backoff = backoff
+        self._max_backoff = max_backoff
+        self._sleep = sleep
+        self._parents_list: bool | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AuthentikClient:
+        verify: ssl.SSLContext | bool = True
+        if settings.ca_file is not None:
+            verify = ssl.create_default_context(cafile=str(settings.ca_file))
+        return cls(
+            base_url=settings.url,
+            token=settings.token,
+            verify=verify,
+            max_attempts=settings.max_attempts,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AuthentikClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # groups
+
+    def find_group(self, name: str) -> Group | None:
+        found = self._list(
+            "/core/groups/",
+            {"name": name, "include_users": "false"},
+            doing=f"looking up Authentik group {name!r}",
+        )
+        return next((g for g in map(self._group, found) if g.name == name), None)
+
+    def get_group(self, pk: str, *, include_users: bool = False) -> Group | None:
+        data = self._request(
+            "GET",
+            f"/core/groups/{pk}/",
+            doing=f"reading Authentik group {pk}",
+            params={"include_users": str(include_users).lower()},
+            missing_ok=True,
+        )
+        return None if data is None else self._group(data)
+
+    def create_group(
+        self, *, name: str, parent: str | None, attributes: Mapping[str, Any]
+    ) -> Group:
+        body = {"name": name, "attributes": dict(attributes), **self._parent_body(parent)}
+        return self._group(
+            self._request(
+                "POST",
+                "/core/groups/",
+                doing=f"creating Authentik group {name!r}",
+                params={"include_users": "false"},
+                body=body,
+            )
+        )
+
+    def patch_group(
+        self,
+        group: Group,
+        *,
+        parent: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Group:
+        """Changes only what is given; `users` is never sent, so memberships stay."""
+        body: dict[str, Any] = {}
+        if parent is not None:
+            body.update(self._parent_body(parent))
+        if attributes is not None:
+            body["attributes"] = dict(attributes)
+        return self._group(
+            self._request(
+                "PATCH",
+                f"/core/groups/{group.pk}/",
+                doing=f"updating Authentik group {group.name!r}",
+                params={"include_users": "false"},
+                body=body,
+            )
+        )
+
+    def delete_group(self, group: Group) -> None:
+        self._request(
+            "DELETE",
+            f"/core/groups/{group.pk}/",
+            doing=f"deleting Authentik group {group.name!r}",
+            missing_ok=True,
+        )
+
+    def add_user(self, group: Group, user: User) -> None:
+        self._request(
+            "POST",
+            f"/core/groups/{group.pk}/add_user/",
+            doing=f"adding user {user.username!r} to Authentik group {group.name!r}",
+            body={"pk": user.pk},
+        )
+
+    def remove_user(self, group: Group, user: User) -> None:
+        self._request(
+            "POST",
+            f"/core/groups/{group.pk}/remove_user/",
+            doing=f"removing user {user.username!r} from Authentik group {group.name!r}",
+            body={"pk": user.pk},
+        )
+
+    # users
+
+    def find_user(self, username: str) -> User | None:
+        found = self._list(
+            "/core/users/",
+            {"username": username, "include_groups": "true"},
+            doing=f"looking up Authentik user {username!r}",
+        )
+        return next((u for u in map(self._user, found) if u.username == username), None)
+
+    def get_user(self, pk: int) -> User | None:
+        data = self._request(
+            "GET",
+            f"/core/users/{pk}/",
+            doing=f"reading Authentik user {pk}",
+            params={"include_groups": "true"},
+            missing_ok=True,
+        )
+        return None if data is None else self._user(data)
+
+    def create_user(
+        self,
+        *,
+        username: str,
+        name: str,
+        email: str,
+        groups: Sequence[str],
+        attributes: Mapping[str, Any],
+        is_active: bool = True,
+    ) -> User:
+        body = {
+            "username": username,
+            "name": name,
+            "email": email,
+            "is_active": is_active,
+            "groups": list(groups),
+            "attributes": dict(attributes),
+        }
+        return self._user(
+            self._request(
+                "POST",
+                "/core/users/",
+                doing=f"creating Authentik user {username!r}",
+                body=body,
+            )
+        )
+
+    def patch_user(
+        self,
+        user: User,
+        *,
+        name: str | None = None,
+        email: str | None = None,
+        is_active: bool | None = None,
+        groups: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> User:
+        """Changes only what is given. `groups`, when given, is the user's whole membership: a
+        group left out is left by the user."""
+        body: dict[str, Any] = {
+            key: value
+            for key, value in (("name", name), ("email", email), ("is_active", is_active))
+            if value is not None
+        }
+        if groups is not None:
+            body["groups"] = list(groups)
+        if attributes is not None:
+            body["attributes"] = dict(attributes)
+        return self._user(
+            self._request(
+                "PATCH",
+                f"/core/users/{user.pk}/",
+                doing=f"updating Authentik user {user.username!r}",
+                body=body,
+            )
+        )
+
+    def delete_user(self, user: User) -> None:
+        """A hard delete: offboarding only disables users; this is for the purge after retention
+        (and for tests cleaning up)."""
+        self._request(
+            "DELETE",
+            f"/core/users/{user.pk}/",
+            doing=f"deleting Authentik user {user.username!r}",
+            missing_ok=True,
+        )
+
+    # plumbing
+
+    def _group(self, data: Any) -> Group:
+        if isinstance(data, Mapping):
+            self._parents_list = "parents" in data
+        return _parsed(Group.from_api, data, "group")
+
+    def _user(self, data: Any) -> User:
+        return _parsed(User.from_api, data, "user")
+
+    def _parent_body(self, parent: str | None) -> dict[str, Any]:
+        if self._parents_list:
+            return {"parents": [] if parent is None else [parent]}
+        return {"parent": parent}
+
+    def _list(self, path: str, params: Mapping[str, str], *, doing: str) -> list[Any]:
+        """Every page's results; Authentik's `pagination.next` is 0 on the last page."""
+        results: list[Any] = []
+        page = 1
+        while True:
+            body = self._request("GET", path, doing=doing, params={**params, "page": str(page)})
+            if not isinstance(body, Mapping) or not isinstance(body.get("results"), list):
+                raise AuthentikError(
+                    f"{doing} (GET {API_PREFIX}{path})",
+                    f"the reply is not a paginated list: {_quote(body)}",
+                    "check that AUTHENTIK_URL points at Authentik",
+                )
+            results.extend(body["results"])
+            pagination = body.get("pagination")
+            following = int(pagination.get("next") or 0) if isinstance(pagination, dict) else 0
+            if following <= page:
+                return results
+            page = following
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        doing: str,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        missing_ok: bool = False,
+    ) -> Any:
+        """The reply's JSON (None for an empty body, or for 404 when `missing_ok`)."""
+        where = f"{doing} ({method} {API_PREFIX}{path})"
+        attempt = 1
+        while True:
+            try:
+                response = self._http.request(method, path, params=params, json=body)
+            except httpx.TransportError as exc:
+                # Retrying a POST whose reply was lost may find the object made; the providers'
+                # create adopts it then, by the ownership mark it was sent with.
+                if attempt >= self._max_attempts:
+                    raise AuthentikError(
+                        where,
+                        f"connection to {self._origin()} failed after {attempt} "
+                        f"attempt{'s' if attempt > 1 else ''} ({type(exc).__name__}: {exc})",
+                        "check AUTHENTIK_URL and that Authentik is up",
+                    ) from None
+                self._sleep(self._delay(attempt, None))
+                attempt += 1
+                continue
+            if response.status_code in _RETRIED_STATUSES and attempt < self._max_attempts:
+                self._sleep(self._delay(attempt, response))
+                attempt += 1
+                continue
+            if missing_ok and response.status_code == 404:
+                return None
+            try:
+                response.raise_for_status()
+            except httpx.HTTPStatusError:
+                status = response.status_code
+                tried = f" after {attempt} attempts" if attempt > 1 else ""
+                raise AuthentikError(
+                    where,
+                    f"HTTP {status}{tried}: {_quote(_body(response))}",
+                    _NEXT_STEP.get(
+                        status,
+                        "Authentik failed; check its logs and retry"
+                        if status >= 500
+                        else "check the request against the Authentik API",
+                    ),
+                ) from None
+            return _body(response) if response.content else None
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        delay = self._backoff * 2.0 ** (attempt - 1)
+        retry_after = response.headers.get("Retry-After", "") if response is not None else ""
+        if retry_after.strip().isdigit():
+            delay = float(retry_after)
+        return min(delay, self._max_backoff)
+
+    def _origin(self) -> str:
+        # Scheme, host and port only: a URL's user:password part must not reach a message.
+        url = self._http.base_url
+        port = f":{url.port}" if url.port else ""
+        return f"{url.scheme}://{url.host}{port}"
+
+
+def _body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _quote(body: Any) -> str:
+    text = body if isinstance(body, str) else json.dumps(body, sort_keys=True)
+    return text if len(text) <= _BODY_LIMIT else text[:_BODY_LIMIT] + "..."
+
+
+def _parsed(parse: Callable[[Mapping[str, Any]], _T], data: Any, what: str) -> _T:
+    try:
+        if not isinstance(data, Mapping):
+            raise TypeError(type(data).__name__)
+        return parse(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AuthentikError(
+            f"reading an Authentik {what}",
+            f"the reply does not have the shape of one ({type(exc).__name__}: {exc}): "
+            f"{_quote(data)}",
+            "check that AUTHENTIK_URL points at Authentik 2024.10 or later",
+        ) from None

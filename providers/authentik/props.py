@@ -1,0 +1,208 @@
+"""The inputs of the Authentik resources: their names, how check() validates and normalises them,
+and the attributes they become in Authentik.
+
+Values come from the engine over gRPC, where every number is a float and a value not known yet
+(during a preview) is the UNKNOWN sentinel: ids are accepted as whole floats, and unknown values
+are passed on unchecked (check runs again once they are known).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pulumi.dynamic import CheckFailure
+from pulumi.runtime.rpc import UNKNOWN
+
+__all__ = [
+    "GID_ATTRIBUTE",
+    "GROUP_INPUTS",
+    "MARK_ATTRIBUTE",
+    "MAX_ID",
+    "SSH_KEYS_ATTRIBUTE",
+    "UID_ATTRIBUTE",
+    "USER_INPUTS",
+    "check_group",
+    "check_user",
+    "is_unknown",
+    "join_keys",
+    "posix_id",
+    "split_keys",
+]
+
+# The ownership mark: an object carrying `gpu_tenants_tenant: <slug>` was made by (or handed to)
+# that tenant's stack, which may then adopt, change and revoke it.
+MARK_ATTRIBUTE = "gpu_tenants_tenant"
+GID_ATTRIBUTE = "gidNumber"
+UID_ATTRIBUTE = "uidNumber"
+SSH_KEYS_ATTRIBUTE = "ssh_keys"
+_MANAGED_ATTRIBUTES = frozenset({MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE})
+MAX_ID = 2**31 - 1  # uidNumber/gidNumber are signed 32-bit in NSS and in Slurm's accounting
+
+GROUP_INPUTS = ("tenant", "name", "parent", "gid", "attributes")
+USER_INPUTS = ("tenant", "username", "name", "email", "uid", "gid", "ssh_keys", "groups")
+
+_HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_EMAIL = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
+
+
+def is_unknown(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(is_unknown(v) for v in value)
+    if isinstance(value, dict):
+        return any(is_unknown(v) for v in value.values())
+    return isinstance(value, str) and value == UNKNOWN
+
+
+def check_group(news: Mapping[str, Any]) -> tuple[dict[str, Any], list[CheckFailure]]:
+    """The normalised inputs of a TenantGroup, and what is wrong with them."""
+    return _check(
+        news,
+        {
+            "tenant": _slug,
+            "name": _group_name,
+            "parent": _group_name,
+            "gid": _posix_id_input,
+            "attributes": _extra_attributes,
+        },
+        defaults={"attributes": {}},
+    )
+
+
+def check_user(news: Mapping[str, Any]) -> tuple[dict[str, Any], list[CheckFailure]]:
+    """The normalised inputs of a TenantUser, and what is wrong with them."""
+    return _check(
+        news,
+        {
+            "tenant": _slug,
+            "username": _username,
+            "name": _full_name,
+            "email": _email,
+            "uid": _posix_id_input,
+            "gid": _posix_id_input,
+            "ssh_keys": _ssh_keys,
+            "groups": _group_names,
+        },
+        defaults={"groups": []},
+    )
+
+
+def _check(
+    news: Mapping[str, Any],
+    rules: Mapping[str, Callable[[Any], Any]],
+    *,
+    defaults: Mapping[str, Any],
+) -> tuple[dict[str, Any], list[CheckFailure]]:
+    inputs: dict[str, Any] = {}
+    failures: list[CheckFailure] = []
+    for key, rule in rules.items():
+        value = news.get(key, defaults.get(key))
+        if value is None:
+            failures.append(CheckFailure(key, "required"))
+        elif is_unknown(value):
+            inputs[key] = value
+        else:
+            try:
+                inputs[key] = rule(value)
+            except ValueError as exc:
+                failures.append(CheckFailure(key, str(exc)))
+    return inputs, failures
+
+
+def _hyphenated(value: Any, what: str, example: str, limit: int) -> str:
+    if not isinstance(value, str) or len(value) > limit or not _HYPHENATED.match(value):
+        raise ValueError(
+            f"{value!r} is not {what}: use up to {limit} lowercase letters and digits in "
+            f"hyphen-separated words, starting with a letter, such as {example!r}"
+        )
+    return value
+
+
+def _slug(value: Any) -> str:
+    return _hyphenated(value, "a tenant slug", "tenant-foo", 40)
+
+
+def _group_name(value: Any) -> str:
+    return _hyphenated(value, "a group name", "tenant-foo-admins", 64)
+
+
+def _username(value: Any) -> str:
+    return _hyphenated(value, "a username", "alice", 32)
+
+
+def _group_names(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        raise ValueError(f"{value!r} is not a list of group names")
+    # Membership is a set: sorted, so that the order the program lists them in is no change.
+    return sorted({_group_name(v) for v in value})
+
+
+def _full_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or not value.isprintable():
+        raise ValueError(f"{value!r} is not a name: use non-empty printable text on one line")
+    return value.strip()
+
+
+def _email(value: Any) -> str:
+    if not isinstance(value, str) or not _EMAIL.match(value):
+        raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
+    return value
+
+
+def _posix_id_input(value: Any) -> int:
+    """A uid or gid from the program: an integer (a whole float over gRPC) from 1 to 2^31-1."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        raise ValueError(f"{value!r} is not a POSIX id: use a whole number from 1 to {MAX_ID}")
+    return value
+
+
+def posix_id(value: Any) -> int | str | None:
+    """A uidNumber/gidNumber attribute as read back: an int when Authentik honours it (a string of
+    digits), else a description of what is there, so that a diff shows it."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value!r} as a number, which Authentik ignores"
+    return f"{value!r}, not a number"
+
+
+def _extra_attributes(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{value!r} is not a mapping of attribute names to values")
+    taken = sorted(_MANAGED_ATTRIBUTES & set(value))
+    if taken:
+        raise ValueError(
+            f"{', '.join(taken)} {'is' if len(taken) == 1 else 'are'} set by the provider from "
+            "the other inputs; leave them out of `attributes`"
+        )
+    return dict(value)
+
+
+def _ssh_keys(value: Any) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(
+            "at least one SSH public key is required: with none, the login pod's "
+            "authorized_keys for the user is empty"
+        )
+    keys: list[str] = []
+    for key in value:
+        if not isinstance(key, str) or not key.strip() or "\n" in key.strip():
+            raise ValueError(f"{key!r} is not an SSH public key on one line")
+        keys.append(key.strip())
+    return keys
+
+
+def join_keys(keys: list[str]) -> str:
+    """The `ssh_keys` attribute as the runbook writes it: one key per line."""
+    return "\n".join(keys)
+
+
+def split_keys(value: Any) -> list[str]:
+    if not isinstance(value, str):
+        return []
+    return [line.strip() for line in value.splitlines() if line.strip()]

@@ -1,0 +1,89 @@
+"""Where the Authentik provider finds its endpoint and token: the environment of the process that
+runs it, read at every call, never stored (the provider is pickled into the Pulumi state).
+
+    AUTHENTIK_URL            base URL, such as http://127.0.0.1:29000 (the client adds /api/v3)
+    AUTHENTIK_TOKEN          an API token of a superuser; else
+    AUTHENTIK_TOKEN_FILE     a file holding it (what `make -s env` exports)
+    SANDBOX_CA_FILE          optional: the CA that signed the server's TLS certificate
+    AUTHENTIK_MAX_ATTEMPTS   optional: tries per request on transient failures (default 5)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tenant_stack.errors import AuthentikError
+
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "Settings", "load_settings"]
+
+DEFAULT_MAX_ATTEMPTS = 5
+_READING = "reading the Authentik settings from the environment"
+_HINT = 'for the sandbox, run eval "$(make -s env)"'
+
+
+@dataclass(frozen=True)
+class Settings:
+    url: str
+    token: str = field(repr=False)
+    ca_file: Path | None = None
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings in `environ` (default: os.environ); AuthentikError names what is missing."""
+    env = os.environ if environ is None else environ
+    url = env.get("AUTHENTIK_URL", "").strip().rstrip("/")
+    if not url:
+        raise AuthentikError(_READING, "AUTHENTIK_URL is not set", f"export it; {_HINT}")
+    ca = env.get("SANDBOX_CA_FILE", "").strip()
+    return Settings(
+        url=url,
+        token=_token(env),
+        ca_file=Path(ca) if ca else None,
+        max_attempts=_max_attempts(env.get("AUTHENTIK_MAX_ATTEMPTS", "")),
+    )
+
+
+def _token(env: Mapping[str, str]) -> str:
+    token = env.get("AUTHENTIK_TOKEN", "").strip()
+    if token:
+        return token
+    name = env.get("AUTHENTIK_TOKEN_FILE", "").strip()
+    if not name:
+        raise AuthentikError(
+            _READING,
+            "neither AUTHENTIK_TOKEN nor AUTHENTIK_TOKEN_FILE is set",
+            f"export one of them; {_HINT}",
+        )
+    try:
+        token = Path(name).read_text().strip()
+    except OSError as exc:
+        raise AuthentikError(
+            _READING,
+            f"AUTHENTIK_TOKEN_FILE {name} cannot be read: {exc.strerror}",
+            "point it at the file holding the API token",
+        ) from None
+    if not token:
+        raise AuthentikError(
+            _READING, f"AUTHENTIK_TOKEN_FILE {name} is empty", "write the API token into it"
+        )
+    return token
+
+
+def _max_attempts(raw: str) -> int:
+    if not raw.strip():
+        return DEFAULT_MAX_ATTEMPTS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 20:
+        raise AuthentikError(
+            _READING,
+            f"AUTHENTIK_MAX_ATTEMPTS is {raw!r}",
+            "set it to a whole number from 1 to 20, or unset it",
+        )
+    return value

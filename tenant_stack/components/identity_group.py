@@ -1,0 +1,89 @@
+"""Runbook step 2: the tenant's Authentik group under `tenants` (with tenant_slug and its pinned
+gidNumber), the `<slug>-admins` group when the tenant names admins, and every user with name,
+email, SSH keys and pinned uidNumber/gidNumber (strings, as Authentik 2024.10 honours them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from providers.authentik import TenantGroup, TenantUser
+
+TYPE = "gpu-tenants:identity:IdentityGroup"
+
+
+@dataclass(frozen=True)
+class IdentityUser:
+    username: str
+    full_name: str
+    email: str
+    uid: int
+    ssh_keys: list[str]
+    admin: bool
+
+
+@dataclass(frozen=True)
+class IdentityGroupArgs:
+    tenant: str
+    parent_group: str
+    gid: int
+    admins_group: str | None
+    admins_gid: int | None
+    users: list[IdentityUser]
+    # Created after these, deleted before them: offboarding revokes identity before Slurm.
+    after: list[pulumi.Resource]
+
+
+class IdentityGroup(pulumi.ComponentResource):
+    group: pulumi.Output[str]
+    gid: pulumi.Output[int]
+    uids: pulumi.Output[dict[str, int]]
+
+    def __init__(
+        self, name: str, args: IdentityGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE, name, None, opts)
+        group = TenantGroup(
+            f"{name}-group",
+            tenant=args.tenant,
+            group_name=args.tenant,
+            parent=args.parent_group,
+            gid=args.gid,
+            attributes={"tenant_slug": args.tenant},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
+        )
+        admins = None
+        if args.admins_group and args.admins_gid is not None:
+            admins = TenantGroup(
+                f"{name}-admins",
+                tenant=args.tenant,
+                group_name=args.admins_group,
+                parent=args.parent_group,
+                gid=args.admins_gid,
+                attributes={"tenant_slug": args.tenant},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
+            )
+        users = []
+        for user in args.users:
+            groups = [group.name] + ([admins.name] if admins is not None and user.admin else [])
+            users.append(
+                TenantUser(
+                    f"{name}-user-{user.username}",
+                    tenant=args.tenant,
+                    username=user.username,
+                    full_name=user.full_name,
+                    email=user.email,
+                    uid=user.uid,
+                    gid=args.gid,
+                    ssh_keys=user.ssh_keys,
+                    groups=groups,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
+        self.group = group.name
+        self.gid = group.gid
+        self.uids = pulumi.Output.all(*[u.uid for u in users]).apply(
+            lambda uids: {u.username: uid for u, uid in zip(args.users, uids, strict=True)}
+        )
+        self.register_outputs({"group": self.group, "gid": self.gid, "uids": self.uids})
