@@ -15,7 +15,11 @@ cat <<'TXT'
   kubectl get reservation tenant-foo-reservation          Ready once the operator labelled all 8 nodes
   kubectl get nodes -l reserved.tenant=tenant-foo         gpu-01..gpu-08, tainted reserved.tenant=tenant-foo
   kubectl get namespace tenant-foo --show-labels          restricted pod security
-  kubectl -n tenant-foo get resourcequota,limitrange,reservationbinding,networkpolicy,rolebinding,secret,helmrelease
-  pulumi preview --stack tenant-foo --expect-no-changes   no drift
-  pulumi destroy --stack tenant-foo                       offboard it again (nodes lose label and taint)
+  kubectl -n tenant-foo get resourcequota,limitrange,reservationbinding,networkpolicy,rolebinding,secret,helmrelease,pvc
+  sacctmgr -P -n show assoc account=tenant-foo,ml-team-foo  the account, sub-account and user associations
+  sacctmgr -P -n show qos normal-foo,interactive-foo      the tenant's QoS
+  scontrol show partition tenant-foo                      nodes gpu-[01-08], AllowAccounts, MaxTime
+  curl -s -H "Authorization: Bearer $(cat $AUTHENTIK_TOKEN_FILE)" "$AUTHENTIK_URL/api/v3/core/groups/?name=tenant-foo"
+  pulumi stack output connection_sheet --stack tenant-foo  the handover sheet to send the tenant
+  pulumi preview --stack tenant-foo --refresh --expect-no-changes   no drift in any backend
 TXT

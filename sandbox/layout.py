@@ -93,6 +93,7 @@ class SandboxLayout:
         return {
             "KUBECONFIG": str(self.kubernetes.admin_kubeconfig),
             **client_env(self.root / "slurm"),
+            "SLURM_PARTITIONS_FILE": str(self.slurm.partitions_conf),
             "SANDBOX_CA_FILE": str(self.pki.ca_cert),
             "WEKA_URL": weka_url(self.ports.weka),
             "WEKA_USERNAME": "admin",

@@ -13,11 +13,14 @@ from tenant_stack.components import (
     TenantNamespace,
     TenantNamespaceArgs,
 )
+from tenant_stack.components import slurm_accounting as slurm
 from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap
 from tenant_stack.components.tenant_namespace import ContainerDefaults, Quota
+from tenant_stack.components.weka_storage import Claim, WekaStorageArgs
 from tenant_stack.platform import Platform
-from tenant_stack.spec import TenantSpec
+from tenant_stack.spec import Duration, TenantSpec
+from tenant_stack.spec import Qos as SpecQos
 
 _IEC = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _SI = ("k", "M", "G", "T", "P", "E")
@@ -78,6 +81,47 @@ def namespace_args(
     )
 
 
+def _qos(name: str, qos: SpecQos, wall: Duration) -> slurm.Qos:
+    return slurm.Qos(
+        name=name,
+        priority=qos.priority,
+        gpus=qos.gpus,
+        max_wall=None if wall.seconds is None else wall.slurm(),
+        flags=list(qos.flags),
+        preempt_mode=qos.preempt_mode,
+    )
+
+
+def slurm_args(spec: TenantSpec, after: list[pulumi.Resource]) -> slurm.SlurmAccountingArgs:
+    contract, s = spec.contract, spec.slurm
+    partition = (
+        slurm.Partition(
+            nodes=spec.nodelist,
+            max_time=contract.wall_limit.slurm(),
+            default_time=s.partition.default_time.slurm(),
+            preempt_mode=s.partition.preempt_mode.upper(),
+            oversubscribe=s.partition.oversubscribe.upper(),
+        )
+        if spec.reservation.nodes
+        else None
+    )
+    return slurm.SlurmAccountingArgs(
+        tenant=spec.slug,
+        description=spec.display_name,
+        fairshare=s.fairshare,
+        gpus=contract.gpus,
+        grp_jobs=s.grp_jobs,
+        max_jobs_per_user=s.max_jobs_per_user,
+        gpu_minutes_per_user=spec.gpu_minutes_per_user,
+        normal=_qos(spec.qos_normal, s.qos.normal, contract.wall_limit),
+        interactive=_qos(spec.qos_interactive, s.qos.interactive, contract.interactive_wall_limit),
+        teams=[slurm.Team(t.name, t.description, t.fairshare) for t in s.teams],
+        users=[slurm.User(u.username, u.team) for u in spec.users],
+        partition=partition,
+        after=after,
+    )
+
+
 def identity_args(
     spec: TenantSpec, platform: Platform, after: list[pulumi.Resource]
 ) -> IdentityGroupArgs:
@@ -99,6 +143,33 @@ def identity_args(
             )
             for user in spec.users
         ],
+        after=after,
+    )
+
+
+def storage_args(
+    spec: TenantSpec,
+    platform: Platform,
+    namespace: TenantNamespace,
+    shared_scratch_uid: str | None,
+    ca_certificate: str | None,
+    after: list[pulumi.Resource],
+) -> WekaStorageArgs:
+    storage = spec.storage
+    return WekaStorageArgs(
+        tenant=spec.slug,
+        namespace=namespace.name,
+        isolation=storage.isolation,
+        home_capacity=storage.home_capacity,
+        scratch_soft=storage.scratch.soft,
+        scratch_hard=storage.scratch.hard,
+        shared_scratch_filesystem=platform.weka.shared_scratch_filesystem,
+        shared_scratch_filesystem_uid=shared_scratch_uid,
+        filesystem_group=platform.weka.filesystem_group,
+        api_endpoints=[platform.weka.api_endpoint],
+        ca_certificate=ca_certificate,
+        claims=[Claim(pvc.name, quantity(pvc.size)) for pvc in storage.pvcs],
+        delete_without_snapshot=storage.delete_without_snapshot,
         after=after,
     )
 

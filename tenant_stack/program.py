@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
 
+from providers.weka.client import WekaClient
+from providers.weka.settings import load_settings as load_weka_settings
 from tenant_stack.components import (
     CapacityReservation,
     IdentityGroup,
     LoginPod,
+    SlurmAccounting,
     TenantNamespace,
+    WekaStorage,
 )
-from tenant_stack.errors import PreflightError
+from tenant_stack.errors import ClusterError, PreflightError
 from tenant_stack.handover import connection_sheet, smoke_tests
-from tenant_stack.mapping import identity_args, login_args, namespace_args, reservation_args
+from tenant_stack.mapping import (
+    identity_args,
+    login_args,
+    namespace_args,
+    reservation_args,
+    slurm_args,
+    storage_args,
+)
 from tenant_stack.platform import Platform
 from tenant_stack.preflight import check_nodes, read_nodes
 from tenant_stack.spec import TenantSpec
@@ -47,12 +59,20 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
 class Tenant:
     reservation: CapacityReservation | None
     namespace: TenantNamespace
+    slurm: SlurmAccounting
     identity: IdentityGroup
     login: LoginPod
+    storage: WekaStorage
 
 
-def declare_tenant(spec: TenantSpec, platform: Platform) -> Tenant:
-    """Every component of one tenant, each depending on the layers before it."""
+def declare_tenant(
+    spec: TenantSpec,
+    platform: Platform,
+    shared_scratch_uid: str | None = None,
+    ca_certificate: str | None = None,
+) -> Tenant:
+    """Every component of one tenant, each depending on the layers before it. Directory
+    isolation needs the uid of the platform's shared scratch filesystem."""
     # Destroy deletes in reverse dependency order, and the offboarding runbook fixes that order:
     # storage, identity, Slurm, namespace, reservation. So identity comes after the namespace
     # (and Slurm) here; Slurm names users but needs no uid/gid, and the login pod and storage,
@@ -61,21 +81,61 @@ def declare_tenant(spec: TenantSpec, platform: Platform) -> Tenant:
         CapacityReservation(spec.slug, reservation_args(spec)) if spec.reservation.nodes else None
     )
     namespace = TenantNamespace(spec.slug, namespace_args(spec, platform, reservation))
-    identity = IdentityGroup(spec.slug, identity_args(spec, platform, after=[namespace]))
+    slurm = SlurmAccounting(
+        spec.slug, slurm_args(spec, after=[namespace, *([reservation] if reservation else [])])
+    )
+    identity = IdentityGroup(spec.slug, identity_args(spec, platform, after=[slurm]))
     login = LoginPod(spec.slug, login_args(spec, platform, namespace, identity))
-    return Tenant(reservation, namespace, identity, login)
+    storage = WekaStorage(
+        spec.slug,
+        storage_args(
+            spec,
+            platform,
+            namespace,
+            shared_scratch_uid,
+            ca_certificate,
+            after=[identity, namespace],
+        ),
+    )
+    return Tenant(reservation, namespace, slurm, identity, login, storage)
+
+
+def shared_scratch_uid(spec: TenantSpec, platform: Platform) -> str | None:
+    """The uid of the shared scratch filesystem a directory-isolated tenant's quota goes on."""
+    if spec.storage.isolation != "directory":
+        return None
+    name = platform.weka.shared_scratch_filesystem
+    with WekaClient.from_settings(load_weka_settings()) as weka:
+        found = weka.find_filesystem(name)
+    if found is None:
+        raise ClusterError(
+            f"the platform's shared scratch filesystem {name!r} does not exist on Weka; "
+            "create it (platform setup) before onboarding a directory-isolated tenant"
+        )
+    return found.uid
+
+
+def ca_certificate() -> str | None:
+    """The PEM the CSI driver must trust for Weka's API, when it is not a public CA's."""
+    path = os.environ.get("SANDBOX_CA_FILE")
+    return Path(path).read_text() if path else None
 
 
 def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     preflight(spec, platform, spec_path)
-    tenant = declare_tenant(spec, platform)
+    tenant = declare_tenant(spec, platform, shared_scratch_uid(spec, platform), ca_certificate())
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)
         pulumi.export("reserved_nodes", tenant.reservation.nodes)
     pulumi.export("namespace", tenant.namespace.name)
+    pulumi.export("slurm_account", tenant.slurm.account)
+    pulumi.export("slurm_partition", tenant.slurm.partition)
+    pulumi.export("slurm_qos", tenant.slurm.qos)
     pulumi.export("group", tenant.identity.group)
     pulumi.export("uids", tenant.identity.uids)
     pulumi.export("login_host", tenant.login.login_host)
+    pulumi.export("scratch_filesystem", tenant.storage.scratch_filesystem)
+    pulumi.export("storage_class", tenant.storage.storage_class)
     pulumi.export("ssh_config", tenant.login.ssh_config)
     pulumi.export("connection_sheet", connection_sheet(spec, platform))
     pulumi.export("smoke_tests", smoke_tests(spec))

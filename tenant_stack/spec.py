@@ -566,6 +566,9 @@ class Storage(StrictModel):
     home_per_user: Quota
     scratch: Quota
     pvcs: list[PersistentVolumeClaim] = Field(default_factory=list)
+    # Filesystems refuse `pulumi destroy` until offboarding has recorded a verified snapshot.
+    # True only for a rehearsal or the rollback of a tenant that never held data.
+    delete_without_snapshot: bool = False
 
 
 class ResourceQuota(StrictModel):

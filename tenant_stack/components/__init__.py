@@ -6,7 +6,9 @@ from tenant_stack.components.capacity_reservation import (
 )
 from tenant_stack.components.identity_group import IdentityGroup, IdentityGroupArgs
 from tenant_stack.components.login_pod import LoginPod, LoginPodArgs
+from tenant_stack.components.slurm_accounting import SlurmAccounting, SlurmAccountingArgs
 from tenant_stack.components.tenant_namespace import TenantNamespace, TenantNamespaceArgs
+from tenant_stack.components.weka_storage import WekaStorage, WekaStorageArgs
 
 __all__ = [
     "CapacityReservation",
@@ -15,6 +17,10 @@ __all__ = [
     "IdentityGroupArgs",
     "LoginPod",
     "LoginPodArgs",
+    "SlurmAccounting",
+    "SlurmAccountingArgs",
     "TenantNamespace",
     "TenantNamespaceArgs",
+    "WekaStorage",
+    "WekaStorageArgs",
 ]

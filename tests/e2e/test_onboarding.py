@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import httpx
 import pytest
 from pulumi import automation as auto
 
+from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 
@@ -44,6 +47,34 @@ def authentik_user(username: str) -> dict[str, Any]:
     return user
 
 
+def run(*argv: str) -> str:
+    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=True)
+    return result.stdout
+
+
+def sacctmgr(*args: str) -> list[str]:
+    return run("sacctmgr", "-P", "-n", *args).splitlines()
+
+
+@contextmanager
+def weka() -> Iterator[httpx.Client]:
+    """A client of the Weka emulator, logged in as the cluster admin."""
+    ca = tls_context(Path(os.environ["SANDBOX_CA_FILE"]))
+    with httpx.Client(base_url=os.environ["WEKA_URL"], verify=ca, timeout=10) as client:
+        password = Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip()
+        login = client.post(
+            "/login", json={"username": os.environ["WEKA_USERNAME"], "password": password}
+        )
+        client.headers["Authorization"] = f"Bearer {login.json()['data']['access_token']}"
+        yield client
+
+
+def weka_org(name: str) -> dict[str, Any] | None:
+    with weka() as api:
+        orgs = api.get("/organizations").json()["data"]
+    return next((o for o in orgs if o["name"] == name), None)
+
+
 def labelled(tenant: str) -> list[str]:
     items = kubectl_json("get", "nodes", "-l", f"reserved.tenant={tenant}")["items"]
     return sorted(n["metadata"]["name"] for n in items)
@@ -51,8 +82,15 @@ def labelled(tenant: str) -> list[str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """The project with a tenants/ of its own that a test may edit."""
-    return project_copy(tmp_path / "project")
+    """The project with a tenants/ of its own that a test may edit. tenant-foo is marked as a
+    rehearsal, so that `destroy` may delete its (empty) filesystems without an offboarding
+    snapshot; the gate itself is tested in tests/contract/test_weka_provider.py."""
+    copy = project_copy(tmp_path / "project")
+    spec = copy / "tenants" / "tenant-foo.yaml"
+    spec.write_text(
+        spec.read_text().replace("\nstorage:\n", "\nstorage:\n  delete_without_snapshot: true\n")
+    )
+    return copy
 
 
 @pytest.fixture
@@ -79,7 +117,7 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     foo = stacks("tenant-foo")
 
     preview = foo.preview()
-    assert preview.change_summary == {"create": 21}
+    assert preview.change_summary == {"create": 39}
 
     up = foo.up()
     assert up.summary.result == "succeeded"
@@ -134,6 +172,61 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     assert group["pk"] in alice["groups"]
     assert sorted(u["username"] for u in group["users_obj"]) == ["alice", "bob", "carol"]
 
+    # Step 4: Slurm, read back with its own tools.
+    assert sacctmgr(
+        "show", "assoc", "account=tenant-foo", "format=Account,User,Fairshare,GrpTRES,GrpJobs"
+    ) == ["tenant-foo||300|gres/gpu=64|200"]
+    users = sacctmgr(
+        "show", "assoc", "account=ml-team-foo", "format=User,MaxJobs,GrpTRESMins,DefaultQOS"
+    )
+    # The first row is the sub-account's own association (no user).
+    assert sorted(u for u in users if not u.startswith("|")) == [
+        "alice|20|gres/gpu=240000|normal-foo",
+        "bob|20|gres/gpu=240000|normal-foo",
+        "carol|20|gres/gpu=240000|normal-foo",
+    ]
+    assert sorted(
+        sacctmgr(
+            "show",
+            "qos",
+            "normal-foo,interactive-foo",
+            "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode",
+        )
+    ) == [
+        "interactive-foo|200|gres/gpu=8|04:00:00||cluster",  # PreemptMode=OFF, as Slurm stores it
+        "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster",
+    ]
+    partition = run("scontrol", "show", "partition", "tenant-foo")
+    for field in (
+        "Nodes=gpu-[01-08]",
+        "AllowAccounts=tenant-foo",
+        "MaxTime=1-00:00:00",
+        "OverSubscribe=EXCLUSIVE",
+    ):
+        assert field in partition
+
+    # Step 6: the Weka organization and what Kubernetes gets of it.
+    org = weka_org("tenant-foo")
+    assert org is not None
+    assert org["total_quota"] == 55 * 10**12
+    csi = kubectl_json("-n", "tenant-foo", "get", "secret", "weka-tenant-foo-creds")["data"]
+    assert sorted(csi) == [
+        "caCertificate",
+        "endpoints",
+        "organization",
+        "password",
+        "scheme",
+        "username",
+    ]
+    storage_class = kubectl_json("get", "storageclass", "weka-tenant-foo")
+    assert storage_class["provisioner"] == "csi.weka.io"
+    assert storage_class["reclaimPolicy"] == "Retain"
+    params = storage_class["parameters"]
+    assert params["csi.storage.k8s.io/provisioner-secret-name"] == "weka-tenant-foo-creds"
+    assert params["filesystemName"] == "tenant-foo-scratch"
+    pvc = kubectl_json("-n", "tenant-foo", "get", "pvc", "training-scratch")
+    assert pvc["spec"]["storageClassName"] == "weka-tenant-foo"
+
     # Step 5: the login release and the keys it mounts.
     keys = kubectl_json("-n", "tenant-foo", "get", "secret", "tenant-foo-authorized-keys")
     assert sorted(keys["data"]) == ["alice", "bob", "carol"]
@@ -152,6 +245,18 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     destroy = foo.destroy()
     assert destroy.summary.result == "succeeded"
     assert labelled("tenant-foo") == []
+    assert sacctmgr("show", "assoc", "account=tenant-foo", "format=Account") == []
+    assert sacctmgr("show", "qos", "normal-foo", "format=Name") == []
+    assert (
+        "not found"
+        in subprocess.run(
+            ["scontrol", "show", "partition", "tenant-foo"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    )
+    assert weka_org("tenant-foo") is None
     # Identity is revoked, never hard-deleted: the users stay, disabled and out of the group.
     alice = authentik_user("alice")
     assert alice["is_active"] is False
@@ -187,7 +292,7 @@ def test_a_node_of_another_tenant_fails_preview_and_changes_nothing(
     assert (bar.export_stack().deployment or {}).get("resources", []) == []
 
 
-def test_an_authentik_change_behind_pulumis_back_is_drift_and_up_restores_it(
+def test_changes_behind_pulumis_back_are_drift_and_up_restores_them(
     stacks: Callable[[str], auto.Stack],
 ) -> None:
     foo = stacks("tenant-foo")
@@ -195,13 +300,23 @@ def test_an_authentik_change_behind_pulumis_back_is_drift_and_up_restores_it(
     bob = authentik_user("bob")
     with authentik() as api:
         api.patch(f"/core/users/{bob['pk']}/", json={"email": "bob@elsewhere.example"})
+    run("sacctmgr", "-i", "modify", "account", "tenant-foo", "set", "GrpJobs=5")
+    org = weka_org("tenant-foo")
+    assert org is not None
+    with weka() as api:
+        limits = {"ssd_quota": 0, "total_quota": 60 * 10**12}
+        assert api.put(f"/organizations/{org['uid']}/limits", json=limits).status_code == 200
 
     with pytest.raises(auto.errors.CommandError, match="no changes were expected") as drifted:
         foo.preview(refresh=True, expect_no_changes=True)
-    assert "tenant-foo-user-bob" in str(drifted.value)
+    # The failed preview names each resource that drifted, as one up would update.
+    for drifted_resource in ("tenant-foo-user-bob", "tenant-foo-account", "tenant-foo-org"):
+        assert re.search(rf"~ +\S+ {drifted_resource} update", str(drifted.value))
     drift = foo.preview(refresh=True)
-    assert drift.change_summary.get(auto.OpType.UPDATE) == 1
+    assert drift.change_summary.get(auto.OpType.UPDATE) == 3, drift.stdout
 
     foo.up(refresh=True)
     assert authentik_user("bob")["email"] == "bob@tenant-foo.example"
+    assert sacctmgr("show", "assoc", "account=tenant-foo", "format=GrpJobs") == ["200"]
+    assert (weka_org("tenant-foo") or {})["total_quota"] == 55 * 10**12
     foo.preview(refresh=True, expect_no_changes=True)

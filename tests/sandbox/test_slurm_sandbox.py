@@ -7,10 +7,12 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
+from providers.slurm.partitions import locked
 from sandbox.layout import SandboxLayout
 from sandbox.service import Service
 from sandbox.slurm import (
@@ -156,6 +158,15 @@ def test_account_and_qos_round_trip(slurm: Sandbox) -> None:
     assert "Nothing deleted" in gone.stdout + gone.stderr
 
 
+@pytest.fixture
+def partitions_to_ourselves(slurm: Sandbox) -> Iterator[None]:
+    """Holds the Slurm provider's lock on the partitions file, so that no tenant stack applied
+    meanwhile loses its line to this test's edit and restore."""
+    with locked(slurm.settings.partitions_conf):
+        yield
+
+
+@pytest.mark.usefixtures("partitions_to_ourselves")
 def test_partitions_file_is_applied_on_reconfigure(slurm: Sandbox) -> None:
     partitions = slurm.settings.partitions_conf
     before = partitions.read_text()
@@ -212,6 +223,7 @@ def test_slurmctld_survives_sigkill(slurm: Sandbox) -> None:
         slurm.run("sacctmgr", "-i", "delete", "account", "sbx-kill")
 
 
+@pytest.mark.usefixtures("partitions_to_ourselves")
 def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     s = slurm.settings
     # Starting what runs and answers is a no-op.

@@ -31,6 +31,18 @@ RESERVATION = "gpu-tenants:reservation:CapacityReservation"
 NAMESPACE = "gpu-tenants:namespace:TenantNamespace"
 LOGIN = "gpu-tenants:login:LoginPod"
 IDENTITY = "gpu-tenants:identity:IdentityGroup"
+SLURM = "gpu-tenants:slurm:SlurmAccounting"
+STORAGE = "gpu-tenants:storage:WekaStorage"
+SLURM_QOS = "pulumi-python:dynamic/slurm:Qos"
+SLURM_ACCOUNT = "pulumi-python:dynamic/slurm:Account"
+SLURM_USER = "pulumi-python:dynamic/slurm:User"
+SLURM_PARTITION = "pulumi-python:dynamic/slurm:Partition"
+WEKA_ORG = "pulumi-python:dynamic/weka:Organization"
+WEKA_FS = "pulumi-python:dynamic/weka:Filesystem"
+WEKA_USER = "pulumi-python:dynamic/weka:OrgUser"
+WEKA_QUOTA = "pulumi-python:dynamic/weka:DirectoryQuota"
+K8S_STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
+K8S_PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 AUTHENTIK_GROUP = "pulumi-python:dynamic/authentik:TenantGroup"
 AUTHENTIK_USER = "pulumi-python:dynamic/authentik:TenantUser"
 K8S_RESERVATION = "kubernetes:scheduling.example.io/v1alpha1:Reservation"
@@ -77,7 +89,8 @@ def _deploy(recorder: Recorder, spec: TenantSpec, platform: Platform = PLATFORM)
     recorder.reads["auth/ldap-bind-creds"] = {"data": BIND_DATA}
 
     def program() -> pulumi.Output[dict[str, Any]]:
-        tenant = declare_tenant(spec, platform)
+        shared = "fs-shared-scratch" if spec.storage.isolation == "directory" else None
+        tenant = declare_tenant(spec, platform, shared_scratch_uid=shared)
         reservation, namespace, login = tenant.reservation, tenant.namespace, tenant.login
         outputs: dict[str, Any] = {
             "namespace": namespace.name,
@@ -342,6 +355,26 @@ FOO_CHILDREN = {
         (AUTHENTIK_USER, "tenant-foo-user-carol"),
     },
     LOGIN: {(K8S_SECRET, "tenant-foo-authorized-keys"), (K8S_RELEASE, "tenant-foo-release")},
+    SLURM: {
+        (SLURM_QOS, "tenant-foo-qos-normal-foo"),
+        (SLURM_QOS, "tenant-foo-qos-interactive-foo"),
+        (SLURM_ACCOUNT, "tenant-foo-account"),
+        (SLURM_ACCOUNT, "tenant-foo-account-ml-team-foo"),
+        (SLURM_PARTITION, "tenant-foo-partition"),
+        (SLURM_USER, "tenant-foo-user-alice"),
+        (SLURM_USER, "tenant-foo-user-bob"),
+        (SLURM_USER, "tenant-foo-user-carol"),
+    },
+    STORAGE: {
+        (WEKA_ORG, "tenant-foo-org"),
+        (WEKA_FS, "tenant-foo-home"),
+        (WEKA_FS, "tenant-foo-scratch"),
+        (WEKA_USER, "tenant-foo-csi-user"),
+        (WEKA_QUOTA, "tenant-foo-scratch-quota"),
+        (K8S_SECRET, "tenant-foo-csi-secret"),
+        (K8S_STORAGE_CLASS, "tenant-foo-storage-class"),
+        (K8S_PVC, "tenant-foo-pvc-training-scratch"),
+    },
 }
 
 
@@ -408,10 +441,11 @@ def test_identity_is_the_runbooks_with_pinned_numbers(foo: Deployment) -> None:
     assert foo.one(AUTHENTIK_USER, "tenant-foo-user-bob").inputs["groups"] == ["tenant-foo"]
 
 
-def test_identity_comes_after_the_namespace_and_before_the_login(foo: Deployment) -> None:
-    namespace = {r.urn for r in foo.recorder.children(foo.one(NAMESPACE, "tenant-foo"))}
+def test_identity_comes_after_slurm_and_before_the_login(foo: Deployment) -> None:
+    # Destroy runs backwards: identity is revoked before Slurm goes (the offboarding order).
+    slurm = {r.urn for r in foo.recorder.children(foo.one(SLURM, "tenant-foo"))}
     group = foo.one(AUTHENTIK_GROUP, "tenant-foo-group")
-    assert namespace <= group.dependencies
+    assert slurm <= group.dependencies
     # Users join the groups through the groups' name outputs, so the groups exist first.
     bob = foo.one(AUTHENTIK_USER, "tenant-foo-user-bob")
     assert group.urn in bob.property_dependencies["groups"]
@@ -517,3 +551,71 @@ def test_mocks_are_restored_after_use() -> None:
         assert settings.get_root_resource() is not None
     after = (settings.SETTINGS.monitor, settings.SETTINGS.dry_run, settings.get_root_resource())
     assert after == before
+
+
+def test_slurm_accounting_is_the_runbooks(foo: Deployment) -> None:
+    account = foo.one(SLURM_ACCOUNT, "tenant-foo-account").inputs
+    assert (account["name"], account["fairshare"], account["grp_tres_gpus"]) == (
+        "tenant-foo",
+        300,
+        64,
+    )
+    assert account["grp_jobs"] == 200
+    assert (account["qos"], account["default_qos"]) == (
+        ["normal-foo", "interactive-foo"],
+        "normal-foo",
+    )
+    team = foo.one(SLURM_ACCOUNT, "tenant-foo-account-ml-team-foo").inputs
+    assert (team["parent"], team["fairshare"]) == ("tenant-foo", 200)
+    alice = foo.one(SLURM_USER, "tenant-foo-user-alice").inputs
+    assert (alice["account"], alice["max_jobs"], alice["grp_tres_mins_gpus"]) == (
+        "ml-team-foo",
+        20,
+        240000,
+    )
+    normal = foo.one(SLURM_QOS, "tenant-foo-qos-normal-foo").inputs
+    assert (normal["priority"], normal["grp_tres_gpus"], normal["max_wall"]) == (
+        100,
+        64,
+        "1-00:00:00",
+    )
+    assert normal["flags"] == ["DenyOnLimit"]
+    interactive = foo.one(SLURM_QOS, "tenant-foo-qos-interactive-foo").inputs
+    assert (interactive["priority"], interactive["grp_tres_gpus"]) == (200, 8)
+    assert (interactive["max_wall"], interactive["preempt_mode"]) == ("04:00:00", "off")
+    partition = foo.one(SLURM_PARTITION, "tenant-foo-partition").inputs
+    assert (partition["nodes"], partition["allow_accounts"]) == ("gpu-[01-08]", ["tenant-foo"])
+    assert (partition["max_time"], partition["oversubscribe"]) == ("1-00:00:00", "EXCLUSIVE")
+    namespace = {r.urn for r in foo.recorder.children(foo.one(NAMESPACE, "tenant-foo"))}
+    reservation = foo.one(K8S_RESERVATION, "tenant-foo-reservation")
+    assert (
+        namespace | {reservation.urn}
+        <= foo.one(SLURM_QOS, "tenant-foo-qos-normal-foo").dependencies
+    )
+    assert reservation.urn in foo.one(SLURM_PARTITION, "tenant-foo-partition").dependencies
+
+
+def test_weka_storage_is_an_org_of_its_own_after_identity(foo: Deployment) -> None:
+    org = foo.one(WEKA_ORG, "tenant-foo-org")
+    assert org.inputs["name"] == "tenant-foo"
+    home = foo.one(WEKA_FS, "tenant-foo-home").inputs
+    scratch = foo.one(WEKA_FS, "tenant-foo-scratch").inputs
+    assert (home["name"], home["total_capacity"]) == ("tenant-foo-home", 5 * 10**12)
+    assert (scratch["name"], scratch["total_capacity"]) == ("tenant-foo-scratch", 50 * 10**12)
+    assert scratch["allow_delete_without_snapshot"] is False
+    quota = foo.one(WEKA_QUOTA, "tenant-foo-scratch-quota").inputs
+    assert (quota["path"], quota["hard_limit_bytes"], quota["soft_limit_bytes"]) == (
+        "/",
+        50 * 10**12,
+        45 * 10**12,
+    )
+    identity = {r.urn for r in foo.recorder.children(foo.one(IDENTITY, "tenant-foo"))}
+    assert identity <= org.dependencies
+    assert foo.one(WEKA_USER, "tenant-foo-csi-user").inputs["role"] == "CSI"
+    storage_class = foo.one(K8S_STORAGE_CLASS, "tenant-foo-storage-class").inputs
+    assert storage_class["provisioner"] == "csi.weka.io"
+    assert storage_class["reclaimPolicy"] == "Retain"
+    assert storage_class["allowVolumeExpansion"] is True
+    pvc = foo.one(K8S_PVC, "tenant-foo-pvc-training-scratch").inputs
+    assert pvc["spec"]["resources"]["requests"] == {"storage": "10Ti"}
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]

@@ -1,0 +1,284 @@
+"""Slurm as the runbooks drive it: every sacctmgr and scontrol call goes through `_run`, and every
+failure becomes a `SlurmCommandError` that says what was being done and quotes Slurm.
+
+Writes are idempotent by reading state, not by return code: sacctmgr answers "Nothing new added"
+and "Nothing deleted" with rc=1, so after a failed add or delete the object is read back, and
+the outcome is whatever Slurm now holds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from providers.slurm import partitions, sacctmgr
+from providers.slurm.partitions import Partition
+from providers.slurm.sacctmgr import (
+    AccountRecord,
+    AccountSettings,
+    Association,
+    QosRecord,
+    QosSettings,
+    UserRecord,
+    UserSettings,
+)
+from providers.slurm.transport import CommandResult, SlurmCommandError, Transport
+from tenant_stack.errors import SlurmError
+
+__all__ = ["SlurmClient"]
+
+_T = TypeVar("_T")
+# One lock for every sacctmgr write from this host, whichever stack or process makes it.
+WRITE_LOCK = Path(tempfile.gettempdir()) / "gpu-tenants-sacctmgr-writes.lock"
+_UNREACHABLE = (
+    "check that slurmctld and slurmdbd answer (`scontrol ping`, `sacctmgr show cluster`) and "
+    "run again"
+)
+
+
+@contextmanager
+def _writes_serialized() -> Iterator[None]:
+    fd = os.open(WRITE_LOCK, os.O_WRONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+class SlurmClient:
+    """Reads and writes Slurm objects on one cluster through a transport."""
+
+    def __init__(self, transport: Transport, *, cluster: str) -> None:
+        self.transport = transport
+        self.cluster = cluster
+
+    # --- the one runner --------------------------------------------------------------------------
+
+    def _run(self, argv: Sequence[str], doing: str) -> CommandResult:
+        """Runs argv; raises if it never finished. A non-zero return code is the caller's."""
+        if "-i" in argv:
+            # slurmdbd loses the user record of one of two `add user`s that run at once (seen on
+            # 22.05: the association is there, `show user` is not), and Pulumi creates a
+            # tenant's users in parallel: writes from this host go one at a time.
+            with _writes_serialized():
+                result = self.transport.run(argv)
+        else:
+            result = self.transport.run(argv)
+        if result.returncode is None:
+            raise SlurmCommandError(doing, result, _UNREACHABLE)
+        return result
+
+    def _must(self, argv: Sequence[str], doing: str, next_step: str = "") -> CommandResult:
+        result = self._run(argv, doing)
+        if not result.ok:
+            raise SlurmCommandError(doing, result, next_step)
+        return result
+
+    def _read(self, argv: Sequence[str], doing: str, parse: Callable[[str], list[_T]]) -> list[_T]:
+        result = self._must(argv, doing, _UNREACHABLE)
+        try:
+            return parse(result.stdout)
+        except ValueError as error:
+            raise SlurmError(doing, f"unexpected output: {error}") from error
+
+    def _add(self, argv: Sequence[str], doing: str, exists: Callable[[], bool]) -> bool:
+        """True if this call added the object; False if it was there already (someone else made
+        it meanwhile, or sacctmgr found nothing new to add): the caller then adopts or refuses."""
+        result = self._run(argv, doing)
+        if result.ok:
+            return True
+        if exists():
+            return False
+        raise SlurmCommandError(doing, result)
+
+    def _delete(self, argv: Sequence[str], doing: str, exists: Callable[[], bool]) -> None:
+        result = self._run(argv, doing)
+        if not result.ok and exists():
+            raise SlurmCommandError(doing, result)
+
+    # --- QoS -------------------------------------------------------------------------------------
+
+    def qos(self, name: str) -> QosRecord | None:
+        doing = f"reading Slurm QoS '{name}'"
+        found = self._read(sacctmgr.show_qos(name), doing, sacctmgr.parse_qos)
+        return next((q for q in found if q.name == name), None)
+
+    def add_qos(self, name: str, settings: QosSettings) -> bool:
+        doing = f"creating Slurm QoS '{name}'"
+        return self._add(sacctmgr.add_qos(name, settings), doing, lambda: bool(self.qos(name)))
+
+    def modify_qos(self, name: str, settings: QosSettings) -> None:
+        self._must(sacctmgr.modify_qos(name, settings), f"modifying Slurm QoS '{name}'")
+
+    def delete_qos(self, name: str) -> None:
+        doing = f"deleting Slurm QoS '{name}'"
+        result = self._run(sacctmgr.delete_qos(name), doing)
+        if result.ok or self.qos(name) is None:
+            return
+        users = [
+            str(a) for a in self.associations(doing=doing) if a.default_qos == name or name in a.qos
+        ]
+        next_step = (
+            f"associations still use it: {'; '.join(users)}; delete them or bind them to "
+            "another QoS first (a tenant's accounts and users are deleted before its QoS)"
+            if users
+            else ""
+        )
+        raise SlurmCommandError(doing, result, next_step)
+
+    # --- accounts and associations ---------------------------------------------------------------
+
+    def account(self, name: str, *, all_clusters: bool = False) -> AccountRecord | None:
+        """The account record with its associations on this cluster (or on every cluster)."""
+        doing = f"reading Slurm account '{name}'"
+        argv = sacctmgr.show_account(name, None if all_clusters else self.cluster)
+        found = self._read(argv, doing, sacctmgr.parse_accounts)
+        return next((a for a in found if a.name == name), None)
+
+    def associations(self, *, doing: str, parent: str | None = None) -> list[Association]:
+        """Associations on this cluster; with `parent`, the sub-accounts of that account."""
+        argv = sacctmgr.show_associations(self.cluster, parent=parent)
+        return self._read(argv, doing, sacctmgr.parse_associations)
+
+    def children(self, record: AccountRecord) -> list[Association]:
+        """What deleting the account would delete with it: its users and sub-accounts here."""
+        doing = f"reading what hangs under Slurm account '{record.name}' on '{self.cluster}'"
+        users = [a for a in record.associations if a.user and a.cluster == self.cluster]
+        subaccounts = self.associations(doing=doing, parent=record.name)
+        return users + [a for a in subaccounts if a.account != record.name and not a.user]
+
+    def _has_association(self, name: str) -> bool:
+        record = self.account(name)
+        return record is not None and record.association(self.cluster) is not None
+
+    def add_account(self, name: str, parent: str, settings: AccountSettings) -> bool:
+        doing = f"creating Slurm account '{name}' on cluster '{self.cluster}'"
+        argv = sacctmgr.add_account(name, self.cluster, parent, settings)
+        return self._add(argv, doing, lambda: self._has_association(name))
+
+    def modify_account(self, name: str, settings: AccountSettings) -> None:
+        doing = f"modifying Slurm account '{name}' on cluster '{self.cluster}'"
+        self._must(sacctmgr.modify_account(name, self.cluster, settings), doing)
+
+    def delete_account(self, record: AccountRecord) -> None:
+        """`record` as read on every cluster. An account without associations is still a record
+        (Description, Organization: the mark), so when only this cluster has associations, the
+        whole account goes, as the runbook deletes it; otherwise only this cluster's part."""
+        doing = f"deleting Slurm account '{record.name}' on cluster '{self.cluster}'"
+        elsewhere = any(a.cluster != self.cluster for a in record.associations)
+        argv = sacctmgr.delete_account(record.name, self.cluster if elsewhere else None)
+        self._delete(argv, doing, lambda: self._has_association(record.name))
+
+    # --- users -----------------------------------------------------------------------------------
+
+    def user(self, name: str) -> UserRecord | None:
+        """The user with their associations on this cluster."""
+        doing = f"reading Slurm user '{name}' on cluster '{self.cluster}'"
+        found = self._read(sacctmgr.show_user(name, self.cluster), doing, sacctmgr.parse_users)
+        return next((u for u in found if u.name == name), None)
+
+    def user_doing(self, verb: str, name: str, account: str) -> str:
+        return (
+            f"{verb} the Slurm association of user '{name}' on account '{account}' "
+            f"(cluster '{self.cluster}')"
+        )
+
+    def add_user(
+        self, name: str, account: str, default_account: str, settings: UserSettings
+    ) -> bool:
+        doing = self.user_doing("creating", name, account)
+        argv = sacctmgr.add_user(name, account, self.cluster, default_account, settings)
+        return self._add(argv, doing, lambda: self._has_user_association(name, account))
+
+    def modify_user(self, name: str, account: str, settings: UserSettings) -> None:
+        doing = self.user_doing("modifying", name, account)
+        self._must(sacctmgr.modify_user(name, account, self.cluster, settings), doing)
+
+    def set_default_account(self, name: str, account: str) -> None:
+        doing = f"setting Slurm user '{name}''s default account to '{account}'"
+        self._must(sacctmgr.set_default_account(name, account, self.cluster), doing)
+
+    def delete_user(self, name: str, account: str) -> None:
+        doing = self.user_doing("deleting", name, account)
+        argv = sacctmgr.delete_user(name, account, self.cluster)
+        self._delete(argv, doing, lambda: self._has_user_association(name, account))
+
+    def _has_user_association(self, name: str, account: str) -> bool:
+        user = self.user(name)
+        return user is not None and user.association(self.cluster, account) is not None
+
+    # --- partitions ------------------------------------------------------------------------------
+
+    def partition(self, name: str) -> Partition | None:
+        doing = f"reading Slurm partition '{name}'"
+        result = self._run(["scontrol", "show", "partition", name, "-o"], doing)
+        if result.ok:
+            return partitions.parse_show_partition(result.stdout)
+        # scontrol has no quiet form: "not found" is told apart from a failure by its words.
+        if f"Partition {name} not found" in result.words:
+            return None
+        raise SlurmCommandError(doing, result, _UNREACHABLE)
+
+    def node_names(self, doing: str) -> set[str]:
+        result = self._must(["scontrol", "show", "node", "-o"], doing, _UNREACHABLE)
+        return partitions.parse_node_names(result.stdout)
+
+    def jobs(self, partition: str, doing: str) -> list[str]:
+        argv = ["squeue", "-h", "-p", partition, "-o", "%i"]
+        return self._must(argv, doing, _UNREACHABLE).stdout.split()
+
+    def rewrite_partition(
+        self,
+        path: Path,
+        name: str,
+        line: str | None,
+        doing: str,
+        guard: Callable[[dict[str, str] | None], None],
+    ) -> None:
+        """Sets partition `name`'s line of the include file at `path` (None removes it) and
+        applies it with `scontrol reconfigure`. Under the file's lock: `guard` sees the current
+        line's values (None: no line) and raises to refuse; then nodes are checked, the file is
+        written atomically and the controller reconfigured. If that fails, the previous file is
+        restored and applied again."""
+        try:
+            with partitions.locked(path):
+                old = path.read_text()
+                guard(partitions.find_partition(old, name))
+                new = partitions.set_partition(old, name, line)
+                if line is None and new == old:
+                    return
+                unknown = partitions.unknown_nodes(new, self.node_names(doing))
+                if unknown:
+                    listed = "; ".join(f"{p}: {', '.join(n)}" for p, n in unknown.items())
+                    raise SlurmError(
+                        doing,
+                        f"nodes slurmctld does not know (`scontrol show node`): {listed}",
+                        f"{path} was left unchanged: slurmctld exits on reconfigure when a "
+                        "partition names an unknown node; correct the node list",
+                    )
+                partitions.write_atomic(path, new)
+                self._reconfigure(path, old, doing)
+        except OSError as error:
+            raise SlurmError(doing, f"{path}: {error}") from error
+
+    def _reconfigure(self, path: Path, old: str, doing: str) -> None:
+        reconfigure = ["scontrol", "reconfigure"]
+        # Run directly, not through _run: a timeout must restore the file too.
+        result = self.transport.run(reconfigure)
+        if result.ok:
+            return
+        partitions.write_atomic(path, old)
+        again = self.transport.run(reconfigure)
+        restored = (
+            f"the previous {path} was restored and applied"
+            if again.ok
+            else f"the previous {path} was restored, but applying it failed too ({again.words}); "
+            "check slurmctld (`scontrol ping`, its log)"
+        )
+        raise SlurmCommandError(doing, result, restored)

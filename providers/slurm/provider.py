@@ -1,0 +1,548 @@
+"""The dynamic providers of the Slurm resources: runbook step 4 (create, update), the offboarding
+runbook's frozen stage (update) and step 6 (delete), and `read` for refresh and drift.
+
+A provider is pickled into the state, so it holds nothing: each call reads `Settings` from the
+environment and builds its client. Objects on a cluster are addressed on the cluster recorded
+in the outputs at create, so that a later change of SLURM_CLUSTER cannot point a delete at
+another cluster.
+
+Ownership: create adopts an object that exists already only when it carries this tenant's mark
+(a QoS's Description `gpu-tenants:<tenant>`, an account's Organization, a user association on
+one of the tenant's accounts, a partition line whose AllowAccounts names the tenant); delete
+refuses an object that no longer carries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    ResourceProvider,
+    UpdateResult,
+)
+
+from providers.slurm import partitions, props, values
+from providers.slurm.client import SlurmClient
+from providers.slurm.partitions import Partition
+from providers.slurm.sacctmgr import (
+    AccountRecord,
+    AccountSettings,
+    QosRecord,
+    QosSettings,
+    UserRecord,
+    UserSettings,
+)
+from providers.slurm.settings import Settings
+from tenant_stack.errors import SlurmError
+
+__all__ = [
+    "SlurmAccountProvider",
+    "SlurmPartitionProvider",
+    "SlurmQosProvider",
+    "SlurmUserProvider",
+]
+
+
+def _client(recorded: Mapping[str, Any] | None = None) -> tuple[Settings, SlurmClient]:
+    settings = Settings.from_environment()
+    cluster = (recorded or {}).get("cluster") or settings.cluster
+    return settings, SlurmClient(settings.make_transport(), cluster=cluster)
+
+
+def _gone() -> ReadResult:
+    """What read returns for an object that no longer exists: the engine drops it from state."""
+    return ReadResult("", {})
+
+
+def _not_marked(doing: str, what: str, mark: str, fix: str) -> SlurmError:
+    return SlurmError(
+        doing,
+        f"{what} already exists and is not marked as this tenant's ({mark})",
+        f"if it is this tenant's, mark it ({fix}) and run again; otherwise choose another name",
+    )
+
+
+class _SlurmProvider(ResourceProvider):
+    schema: ClassVar[props.Schema]
+    # Nothing secret is captured (no client, endpoint or credential), so the state need not
+    # encrypt the pickled provider.
+    serialize_as_secret_always = False
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = [CheckFailure(key, reason) for key, reason in self.schema.problems(news)]
+        return CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed, replaces = self.schema.differences(olds, news)
+        # A replacement under the same name must delete first: creating first would adopt the
+        # object that the delete then removes.
+        same_name = not any(key in replaces for key in self.schema.identity)
+        return DiffResult(
+            changes=bool(changed),
+            replaces=replaces,
+            delete_before_replace=bool(replaces) and same_name,
+        )
+
+    def _load(self, inputs: Mapping[str, Any], doing: str) -> dict[str, Any]:
+        try:
+            return self.schema.load(inputs)
+        except ValueError as error:
+            raise SlurmError(doing, f"invalid properties: {error}") from error
+
+
+# --- QoS -----------------------------------------------------------------------------------------
+
+
+def _qos_settings(p: Mapping[str, Any]) -> QosSettings:
+    return QosSettings(
+        description=values.owner_mark(p["tenant"]),
+        priority=p["priority"],
+        grp_tres_gpus=p["grp_tres_gpus"],
+        max_wall=p["max_wall"],
+        flags=p["flags"],
+        preempt_mode=p["preempt_mode"],
+    )
+
+
+def _qos_outputs(q: QosRecord, tenant: str) -> dict[str, Any]:
+    return {
+        "name": q.name,
+        "tenant": tenant,
+        "description": q.description,
+        "priority": q.priority,
+        "grp_tres_gpus": q.grp_tres_gpus,
+        "max_wall": q.max_wall,
+        "flags": list(q.flags),
+        "preempt_mode": q.preempt_mode,
+    }
+
+
+class SlurmQosProvider(_SlurmProvider):
+    """A QoS (runbook 4c), marked as the tenant's by its Description."""
+
+    schema = props.QOS
+
+    def create(self, inputs: dict[str, Any]) -> CreateResult:
+        doing = f"creating Slurm QoS '{inputs.get('name')}'"
+        p = self._load(inputs, doing)
+        name = p["name"]
+        _, client = _client()
+        settings = _qos_settings(p)
+        # Add first: a new QoS needs no check, and a failed add is decided by reading it back.
+        if not client.add_qos(name, settings):
+            live = client.qos(name)
+            found = live.description if live else ""
+            if found != settings.description:
+                raise _not_marked(
+                    doing,
+                    f"QoS '{name}'",
+                    f"its Description is '{found}', not '{settings.description}'",
+                    f"sacctmgr -i modify qos where name={name} set "
+                    f"Description={settings.description}",
+                )
+            client.modify_qos(name, settings)
+        return CreateResult(name, self._outputs(client, p, doing))
+
+    def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
+        _, client = _client()
+        live = client.qos(id_)
+        return ReadResult(id_, _qos_outputs(live, outputs["tenant"])) if live else _gone()
+
+    def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        doing = f"modifying Slurm QoS '{id_}'"
+        p = self._load(news, doing)
+        _, client = _client()
+        client.modify_qos(id_, _qos_settings(p))
+        return UpdateResult(self._outputs(client, p, doing))
+
+    def delete(self, id_: str, outputs: dict[str, Any]) -> None:
+        doing = f"deleting Slurm QoS '{id_}'"
+        _, client = _client()
+        live = client.qos(id_)
+        if live is None:
+            return
+        mark = values.owner_mark(outputs["tenant"])
+        if live.description != mark:
+            raise SlurmError(
+                doing,
+                f"it no longer carries this tenant's mark (Description is '{live.description}', "
+                f"not '{mark}')",
+                "if it is still this tenant's, restore the mark and run again; if it is not, "
+                "remove it from this stack with `pulumi state delete`",
+            )
+        client.delete_qos(id_)
+
+    @staticmethod
+    def _outputs(client: SlurmClient, p: Mapping[str, Any], doing: str) -> dict[str, Any]:
+        live = client.qos(p["name"])
+        if live is None:
+            raise SlurmError(doing, f"QoS '{p['name']}' is not there after the write")
+        return _qos_outputs(live, p["tenant"])
+
+
+# --- accounts ------------------------------------------------------------------------------------
+
+
+def _account_settings(p: Mapping[str, Any]) -> AccountSettings:
+    return AccountSettings(
+        description=p["description"],
+        organization=p["tenant"],
+        fairshare=p["fairshare"],
+        grp_tres_gpus=p["grp_tres_gpus"],
+        grp_jobs=p["grp_jobs"],
+        grp_submit_jobs=p["grp_submit_jobs"],
+        qos=p["qos"],
+        default_qos=p["default_qos"],
+    )
+
+
+class SlurmAccountProvider(_SlurmProvider):
+    """A tenant account, or a team sub-account under it (runbook 4a), with its association's
+    limits and QoS binding; marked as the tenant's by its Organization."""
+
+    schema = props.ACCOUNT
+
+    def create(self, inputs: dict[str, Any]) -> CreateResult:
+        _, client = _client()
+        name = inputs.get("name")
+        doing = f"creating Slurm account '{name}' on cluster '{client.cluster}'"
+        p = self._load(inputs, doing)
+        settings = _account_settings(p)
+        # Read first, unlike a QoS: `add` succeeds on a record left without associations and
+        # keeps its Organization, so adding blindly could take over another tenant's account.
+        record = self._marked(client, p, doing)
+        if record is None and not client.add_account(p["name"], p["parent"], settings):
+            record = self._marked(client, p, doing)
+        if record is not None:
+            if record.association(client.cluster) is None:
+                client.add_account(p["name"], p["parent"], settings)
+            # Adopting: the add above keeps the record's old Description; modify sets it all.
+            client.modify_account(p["name"], settings)
+        return CreateResult(p["name"], self._outputs(client, p, doing))
+
+    @staticmethod
+    def _marked(client: SlurmClient, p: Mapping[str, Any], doing: str) -> AccountRecord | None:
+        """The existing account if it carries the tenant's mark; None if there is none."""
+        name, tenant = p["name"], p["tenant"]
+        record = client.account(name)
+        if record is None:
+            return None
+        if record.organization != tenant:
+            raise _not_marked(
+                doing,
+                f"account '{name}'",
+                f"its Organization is '{record.organization}', not '{tenant}'",
+                f"sacctmgr -i modify account where name={name} set Organization={tenant}",
+            )
+        assoc = record.association(client.cluster)
+        if assoc is not None and assoc.parent != p["parent"]:
+            raise SlurmError(
+                doing,
+                f"account '{name}' exists under parent '{assoc.parent}', not '{p['parent']}'",
+                "move it (sacctmgr -i modify account where name=... set parent=...) or correct "
+                "the parent, and run again",
+            )
+        return record
+
+    def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
+        _, client = _client(outputs)
+        live = _account_outputs(client.account(id_), client.cluster, outputs["tenant"])
+        return ReadResult(id_, live) if live else _gone()
+
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        _, client = _client(olds)
+        doing = f"modifying Slurm account '{id_}' on cluster '{client.cluster}'"
+        p = self._load(news, doing)
+        client.modify_account(id_, _account_settings(p))
+        return UpdateResult(self._outputs(client, p, doing))
+
+    def delete(self, id_: str, outputs: dict[str, Any]) -> None:
+        _, client = _client(outputs)
+        doing = f"deleting Slurm account '{id_}' on cluster '{client.cluster}'"
+        record = client.account(id_, all_clusters=True)
+        if record is None:
+            return
+        if record.organization != outputs["tenant"]:
+            raise SlurmError(
+                doing,
+                f"it no longer carries this tenant's mark (Organization is "
+                f"'{record.organization}', not '{outputs['tenant']}')",
+                "if it is still this tenant's, restore the mark and run again; if it is not, "
+                "remove it from this stack with `pulumi state delete`",
+            )
+        # sacctmgr deletes an account's users and sub-accounts with it, without asking. The
+        # stack deletes its own first; anything left was made by hand and is not ours to drop.
+        left = client.children(record)
+        if left:
+            raise SlurmError(
+                doing,
+                f"associations this stack does not manage still hang under it: "
+                f"{'; '.join(str(a) for a in left)}",
+                f"remove them (`sacctmgr -i delete user where account={id_}`, or delete the "
+                "sub-accounts) once their owners agree, and run again",
+            )
+        client.delete_account(record)
+
+    @staticmethod
+    def _outputs(client: SlurmClient, p: Mapping[str, Any], doing: str) -> dict[str, Any]:
+        live = _account_outputs(client.account(p["name"]), client.cluster, p["tenant"])
+        if live is None:
+            raise SlurmError(doing, f"account '{p['name']}' is not there after the write")
+        return live
+
+
+def _account_outputs(
+    record: AccountRecord | None, cluster: str, tenant: str
+) -> dict[str, Any] | None:
+    assoc = record.association(cluster) if record else None
+    if record is None or assoc is None:
+        return None
+    return {
+        "name": record.name,
+        "parent": assoc.parent,
+        "tenant": tenant,
+        "organization": record.organization,
+        "description": record.description,
+        # An account's Fairshare is a number unless someone set `parent` by hand.
+        "fairshare": int(assoc.fairshare) if assoc.fairshare.isdigit() else assoc.fairshare,
+        "grp_tres_gpus": assoc.grp_tres_gpus,
+        "grp_jobs": assoc.grp_jobs,
+        "grp_submit_jobs": assoc.grp_submit_jobs,
+        "qos": list(assoc.qos),
+        "default_qos": assoc.default_qos,
+        "cluster": cluster,
+    }
+
+
+# --- user associations ---------------------------------------------------------------------------
+
+
+def _user_settings(p: Mapping[str, Any]) -> UserSettings:
+    return UserSettings(
+        fairshare=p["fairshare"],
+        max_jobs=p["max_jobs"],
+        grp_tres_mins_gpus=p["grp_tres_mins_gpus"],
+        qos=p["qos"],
+        default_qos=p["default_qos"],
+    )
+
+
+class SlurmUserProvider(_SlurmProvider):
+    """A user's association with one of the tenant's accounts (runbook 4b)."""
+
+    schema = props.USER
+
+    def create(self, inputs: dict[str, Any]) -> CreateResult:
+        _, client = _client()
+        doing = client.user_doing("creating", inputs.get("user", ""), inputs.get("account", ""))
+        p = self._load(inputs, doing)
+        user, account = p["user"], p["account"]
+        # Adopting needs no other check: an association on one of the tenant's accounts is the
+        # tenant's.
+        self._require_tenant_account(client, p, doing)
+        settings = _user_settings(p)
+        if not client.add_user(user, account, p["default_account"], settings):
+            client.modify_user(user, account, settings)
+        return CreateResult(f"{user}@{account}", self._apply_default_account(client, p, doing))
+
+    @staticmethod
+    def _require_tenant_account(client: SlurmClient, p: Mapping[str, Any], doing: str) -> None:
+        account, tenant = p["account"], p["tenant"]
+        record = client.account(account)
+        if record is None:
+            raise SlurmError(doing, f"account '{account}' does not exist", "create it first")
+        if record.organization != tenant:
+            raise SlurmError(
+                doing,
+                f"account '{account}' is not tenant '{tenant}''s (its Organization is "
+                f"'{record.organization}')",
+                "associate the user with one of the tenant's accounts",
+            )
+
+    @staticmethod
+    def _apply_default_account(
+        client: SlurmClient, p: Mapping[str, Any], doing: str
+    ) -> dict[str, Any]:
+        """The outputs, after setting the user's default account if it differs: it belongs to
+        the user, and `add user` keeps an existing user's."""
+        live = _user_outputs(client.user(p["user"]), client.cluster, p)
+        if live is not None and live["default_account"] != p["default_account"]:
+            client.set_default_account(p["user"], p["default_account"])
+            live = _user_outputs(client.user(p["user"]), client.cluster, p)
+        if live is None:
+            raise SlurmError(doing, "the association is not there after the write")
+        return live
+
+    def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
+        _, client = _client(outputs)
+        live = _user_outputs(client.user(outputs["user"]), client.cluster, outputs)
+        return ReadResult(id_, live) if live else _gone()
+
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        _, client = _client(olds)
+        doing = client.user_doing("modifying", news.get("user", ""), news.get("account", ""))
+        p = self._load(news, doing)
+        self._require_tenant_account(client, p, doing)
+        client.modify_user(p["user"], p["account"], _user_settings(p))
+        return UpdateResult(self._apply_default_account(client, p, doing))
+
+    def delete(self, _id: str, outputs: dict[str, Any]) -> None:
+        _, client = _client(outputs)
+        user, account, tenant = outputs["user"], outputs["account"], outputs["tenant"]
+        doing = client.user_doing("deleting", user, account)
+        record = client.account(account)
+        if record is not None and record.organization != tenant:
+            raise SlurmError(
+                doing,
+                f"account '{account}' no longer carries this tenant's mark (Organization is "
+                f"'{record.organization}', not '{tenant}')",
+                "restore the mark and run again, or remove the association from this stack "
+                "with `pulumi state delete`",
+            )
+        client.delete_user(user, account)
+
+
+def _user_outputs(
+    record: UserRecord | None, cluster: str, p: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    assoc = record.association(cluster, p["account"]) if record else None
+    if record is None or assoc is None:
+        return None
+    return {
+        "user": record.name,
+        "account": assoc.account,
+        "tenant": p["tenant"],
+        "default_account": record.default_account,
+        "fairshare": assoc.fairshare,
+        "max_jobs": assoc.max_jobs,
+        "grp_tres_mins_gpus": assoc.grp_tres_mins_gpus,
+        "qos": list(assoc.qos),
+        "default_qos": assoc.default_qos,
+        "cluster": cluster,
+    }
+
+
+# --- partitions ----------------------------------------------------------------------------------
+
+
+def _partition(p: Mapping[str, Any]) -> Partition:
+    return Partition(
+        name=p["name"],
+        nodes=p["nodes"],
+        allow_accounts=p["allow_accounts"],
+        max_time=p["max_time"],
+        default_time=p["default_time"],
+        preempt_mode=p["preempt_mode"],
+        oversubscribe=p["oversubscribe"],
+        state=p["state"],
+    )
+
+
+class SlurmPartitionProvider(_SlurmProvider):
+    """A tenant partition (runbook 4d) as a line of SLURM_PARTITIONS_FILE; `state` DOWN is the
+    offboarding runbook's frozen stage."""
+
+    schema = props.PARTITION
+
+    def create(self, inputs: dict[str, Any]) -> CreateResult:
+        doing = f"creating Slurm partition '{inputs.get('name')}'"
+        p = self._load(inputs, doing)
+        name = p["name"]
+        settings, client = _client()
+        path = settings.require_partitions_file(doing)
+
+        def adopt_only_marked(line: dict[str, str] | None) -> None:
+            if line is not None:
+                allowed = line.get("AllowAccounts", "").split(",")
+                if p["tenant"] not in allowed:
+                    raise _not_marked(
+                        doing,
+                        f"partition '{name}' in {path}",
+                        f"its AllowAccounts is '{','.join(allowed)}', without '{p['tenant']}'",
+                        f"add {p['tenant']} to its AllowAccounts in {path}",
+                    )
+            elif client.partition(name) is not None:
+                raise SlurmError(
+                    doing,
+                    f"partition '{name}' exists in slurmctld but not in {path} (slurm.conf, or "
+                    "made live with scontrol)",
+                    "choose another name, or move its definition into that file",
+                )
+
+        client.rewrite_partition(path, name, self._line(p, doing), doing, adopt_only_marked)
+        return CreateResult(name, self._outputs(client, p, doing))
+
+    def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
+        _, client = _client()
+        live = client.partition(id_)
+        if live is None:
+            return _gone()
+        return ReadResult(id_, self._outputs_of(live, outputs["tenant"]))
+
+    def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        doing = f"modifying Slurm partition '{id_}'"
+        p = self._load(news, doing)
+        settings, client = _client()
+        path = settings.require_partitions_file(doing)
+        # Reconfigured even when the line is unchanged: that undoes live `scontrol update`s.
+        client.rewrite_partition(path, id_, self._line(p, doing), doing, lambda _: None)
+        return UpdateResult(self._outputs(client, p, doing))
+
+    def delete(self, id_: str, outputs: dict[str, Any]) -> None:
+        doing = f"deleting Slurm partition '{id_}'"
+        settings, client = _client()
+        path = settings.require_partitions_file(doing)
+        tenant = outputs["tenant"]
+
+        def only_marked_and_empty(line: dict[str, str] | None) -> None:
+            if line is None:
+                return
+            if tenant not in line.get("AllowAccounts", "").split(","):
+                raise SlurmError(
+                    doing,
+                    f"its line in {path} no longer names '{tenant}' in AllowAccounts",
+                    "restore the mark and run again, or remove the partition from this stack "
+                    "with `pulumi state delete`",
+                )
+            jobs = client.jobs(id_, doing)
+            if jobs:
+                raise SlurmError(
+                    doing,
+                    f"{len(jobs)} jobs are still in the partition ({', '.join(jobs[:10])})",
+                    "drain it first (offboarding step 2), then run again",
+                )
+
+        client.rewrite_partition(path, id_, None, doing, only_marked_and_empty)
+
+    @staticmethod
+    def _line(p: Mapping[str, Any], doing: str) -> str:
+        try:
+            return partitions.render_line(_partition(p))
+        except ValueError as error:
+            raise SlurmError(doing, f"refusing to write the partition line: {error}") from error
+
+    def _outputs(self, client: SlurmClient, p: Mapping[str, Any], doing: str) -> dict[str, Any]:
+        live = client.partition(p["name"])
+        if live is None:
+            raise SlurmError(doing, "the partition is not there after `scontrol reconfigure`")
+        return self._outputs_of(live, p["tenant"])
+
+    @staticmethod
+    def _outputs_of(live: Partition, tenant: str) -> dict[str, Any]:
+        return {
+            "name": live.name,
+            "tenant": tenant,
+            "nodes": live.nodes,
+            "allow_accounts": list(live.allow_accounts),
+            "max_time": live.max_time,
+            "default_time": live.default_time,
+            "preempt_mode": live.preempt_mode,
+            "oversubscribe": live.oversubscribe,
+            "state": live.state,
+        }

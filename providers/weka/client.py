@@ -1,0 +1,571 @@
+"""A small client of the Weka REST API v2 (Weka 4.3), with no Pulumi in it.
+
+Every reply is `{"data": ...}` and every error `{"message": ...}`. Access tokens last five
+minutes, so `WekaAuth` logs in on first use and, when the cluster answers 401, refreshes the
+token (or logs in again) and sends the request once more. Objects are scoped to the organization
+of the token: a client logged in to Root as a ClusterAdmin manages organizations, one logged in
+to a tenant's organization as its OrgAdmin manages that organization's filesystems, quotas and
+users. Failures become `WekaError`s that name the call, its status and the backend's own message,
+and never a password or a token.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from providers.weka.settings import WekaSettings
+from tenant_stack.errors import WekaError
+
+__all__ = [
+    "ROOT_ORG",
+    "Credentials",
+    "FileSystem",
+    "Organization",
+    "Quota",
+    "Snapshot",
+    "User",
+    "WekaAuth",
+    "WekaClient",
+]
+
+ROOT_ORG = "Root"
+# Waits between attempts: four tries in about 3.5 s, short enough for a `pulumi up` to stay
+# responsive, long enough to ride out a management-process failover.
+RETRY_DELAYS = (0.5, 1.0, 2.0)
+# Methods that may be sent again after the cluster may already have acted on them.
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+# The real cluster answers 500 for a directory without a quota; csi-wekafs matches this text.
+_NO_QUOTA = "Directory has no quota"
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    username: str
+    password: str = field(repr=False)
+    org: str = ROOT_ORG
+
+
+class WekaAuth(httpx.Auth):
+    """Bearer tokens for one user: logs in on the first request; on a 401 refreshes the access
+    token, or logs in again when the refresh token is refused, then retries the request once.
+
+    A failed login ends the flow with the login's own response, so the caller reports the
+    cluster's answer to the login (401 "Invalid username or password") rather than guessing."""
+
+    requires_response_body = True
+
+    def __init__(self, base_url: str, credentials: Credentials) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._credentials = credentials
+        self._access_token: str | None = None
+        self._refresh_token: str | None = None
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if self._access_token is None:
+            login = yield self._login_request()
+            if not self._accept(login):
+                return
+        request.headers["Authorization"] = f"Bearer {self._access_token}"
+        response = yield request
+        if response.status_code != 401:
+            return
+        renewed = False
+        if self._refresh_token is not None:
+            refreshed = yield self._post("login/refresh", {"refresh_token": self._refresh_token})
+            renewed = self._accept(refreshed)
+        if not renewed:
+            login = yield self._login_request()
+            if not self._accept(login):
+                return
+        request.headers["Authorization"] = f"Bearer {self._access_token}"
+        yield request
+
+    def redact(self, text: str) -> str:
+        """`text` with the password and the tokens blanked out, for error messages."""
+        for secret in (self._credentials.password, self._access_token, self._refresh_token):
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    def _login_request(self) -> httpx.Request:
+        creds = self._credentials
+        body = {"username": creds.username, "password": creds.password, "org": creds.org}
+        return self._post("login", body)
+
+    def _post(self, path: str, body: Mapping[str, str]) -> httpx.Request:
+        return httpx.Request("POST", f"{self._base_url}/{path}", json=body)
+
+    def _accept(self, response: httpx.Response) -> bool:
+        """Keep the tokens of a successful login or refresh reply."""
+        if response.status_code != 200:
+            self._access_token = self._refresh_token = None
+            return False
+        try:
+            tokens = response.json()["data"]
+            access, refresh = tokens["access_token"], tokens.get("refresh_token")
+        except (ValueError, KeyError, TypeError) as error:
+            raise WekaError(
+                f"logging in to Weka as {self._credentials.username!r}",
+                f"{response.request.url.path} answered 200 without an access token",
+                "check that WEKA_URL points at the Weka API (https://HOST:14000/api/v2)",
+            ) from error
+        self._access_token = str(access)
+        self._refresh_token = str(refresh) if refresh else None
+        return True
+
+
+# --- what the API returns, read tolerantly ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Organization:
+    uid: str
+    name: str
+    ssd_quota: int
+    total_quota: int
+
+    @classmethod
+    def from_json(cls, data: Any) -> Organization:
+        return cls(
+            str(data["uid"]), str(data["name"]), int(data["ssd_quota"]), int(data["total_quota"])
+        )
+
+
+@dataclass(frozen=True)
+class User:
+    uid: str
+    username: str
+    role: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> User:
+        return cls(str(data["uid"]), str(data["username"]), str(data["role"]))
+
+
+@dataclass(frozen=True)
+class FileSystem:
+    uid: str
+    name: str
+    group_name: str
+    total_capacity: int
+    ssd_capacity: int
+
+    @classmethod
+    def from_json(cls, data: Any) -> FileSystem:
+        return cls(
+            str(data["uid"]),
+            str(data["name"]),
+            str(data["group_name"]),
+            int(data["total_budget"]),
+            int(data["ssd_budget"]),
+        )
+
+
+@dataclass(frozen=True)
+class Quota:
+    inode_id: str  # a string in resolvePath, a number in quota replies: kept as a string
+    path: str
+    hard_limit_bytes: int
+    soft_limit_bytes: int
+    grace_seconds: int
+    owner: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> Quota:
+        return cls(
+            str(data["inode_id"]),
+            str(data["path"]),
+            int(data["hard_limit_bytes"]),
+            int(data["soft_limit_bytes"]),
+            int(data["grace_seconds"]),
+            str(data.get("owner") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Snapshots are the one camelCase object of the API."""
+
+    uid: str
+    name: str
+    filesystem_uid: str
+    is_removing: bool
+
+    @classmethod
+    def from_json(cls, data: Any) -> Snapshot:
+        return cls(
+            str(data["uid"]),
+            str(data["name"]),
+            str(data["filesystemUid"]),
+            bool(data.get("isRemoving", False)),
+        )
+
+
+# --- the client -------------------------------------------------------------------------------
+
+
+class WekaClient:
+    """One user's session with the cluster. Use it as a context manager, one per operation."""
+
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        *,
+        verify: ssl.SSLContext | bool = True,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
+    ) -> None:
+        self.org = credentials.org
+        self._auth = WekaAuth(base_url, credentials)
+        self._retry_delays = tuple(retry_delays)
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            auth=self._auth,
+            verify=verify,
+            transport=transport,
+            timeout=timeout,
+        )
+
+    @classmethod
+    def from_settings(
+        cls, settings: WekaSettings, credentials: Credentials | None = None
+    ) -> WekaClient:
+        """A client of the cluster in `settings`, as its cluster admin unless `credentials`
+        (an organization's admin) are given."""
+        return cls(
+            settings.url,
+            credentials or Credentials(settings.username, settings.password),
+            verify=settings.tls_verify(),
+        )
+
+    def __enter__(self) -> WekaClient:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        doing: str,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        absent_ok: bool = False,
+        next_step: str = "",
+    ) -> Any:
+        """The `data` of the reply to `method path` (relative to the API base). With
+        `absent_ok`, None when the object is missing: 404, or 500 "Directory has no quota".
+        Otherwise a failure raises WekaError(doing, <call, status, backend message>, next_step
+        or a step that fits the status)."""
+        response = self._send(method, path, json, params, doing)
+        # After a failed login the response is the login's: never mistake it for an answer.
+        answered = response.request.url.path == self._http.base_url.join(path).path
+        if response.is_success and answered:
+            return self._unwrap(response, doing)
+        message = self._auth.redact(_message(response))
+        if absent_ok and answered and (response.status_code == 404 or message == _NO_QUOTA):
+            return None
+        call = f"{response.request.method} {response.request.url.path}"
+        status = response.status_code
+        raise WekaError(
+            doing, f"{call} answered {status}: {message}", next_step or _next_step(status)
+        )
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        json: Any,
+        params: Mapping[str, str] | None,
+        doing: str,
+    ) -> httpx.Response:
+        delays: Iterator[float] = iter(self._retry_delays)
+        while True:
+            try:
+                response = self._http.request(method, path, json=json, params=params)
+            except httpx.TransportError as error:
+                delay = next(delays, None) if _may_resend(error, method) else None
+                if delay is None:
+                    raise WekaError(
+                        doing,
+                        f"{method} {self._http.base_url.join(path).path} reached no answer: "
+                        f"{type(error).__name__}: {self._auth.redact(str(error))}",
+                        "check WEKA_URL and that the cluster's management API is up",
+                    ) from error
+            else:
+                delay = next(delays, None) if _should_retry(response, method) else None
+                if delay is None:
+                    return response
+            time.sleep(delay)
+
+    def _unwrap(self, response: httpx.Response, doing: str) -> Any:
+        try:
+            return response.json()["data"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise WekaError(
+                doing,
+                f"{response.request.method} {response.request.url.path} answered "
+                f'{response.status_code} without Weka\'s {{"data": ...}} envelope',
+                "check that WEKA_URL points at the Weka API (https://HOST:14000/api/v2)",
+            ) from error
+
+    def _parse(self, parse: Callable[[Any], _T], data: Any, doing: str) -> _T:
+        try:
+            return parse(data)
+        except (KeyError, TypeError, ValueError) as error:
+            raise WekaError(
+                doing, f"the reply lacks or garbles the field {error}", "report it: API mismatch"
+            ) from error
+
+    # --- organizations (cluster admin) --------------------------------------------------------
+
+    def list_organizations(self) -> list[Organization]:
+        doing = "listing Weka organizations"
+        data = self.request("GET", "organizations", doing=doing)
+        return [self._parse(Organization.from_json, item, doing) for item in data]
+
+    def find_organization(self, name: str) -> Organization | None:
+        return next((o for o in self.list_organizations() if o.name == name), None)
+
+    def get_organization(self, uid: str) -> Organization | None:
+        doing = f"reading Weka organization {uid}"
+        data = self.request("GET", f"organizations/{uid}", doing=doing, absent_ok=True)
+        return None if data is None else self._parse(Organization.from_json, data, doing)
+
+    def create_organization(
+        self, name: str, admin_username: str, admin_password: str, ssd_quota: int, total_quota: int
+    ) -> Organization:
+        doing = f"creating Weka organization {name!r}"
+        body = {
+            "name": name,
+            "username": admin_username,
+            "password": admin_password,
+            "ssd_quota": ssd_quota,
+            "total_quota": total_quota,
+        }
+        data = self.request("POST", "organizations", doing=doing, json=body)
+        return self._parse(Organization.from_json, data, doing)
+
+    def rename_organization(self, uid: str, name: str) -> Organization:
+        doing = f"renaming Weka organization {uid} to {name!r}"
+        data = self.request("PUT", f"organizations/{uid}", doing=doing, json={"new_name": name})
+        return self._parse(Organization.from_json, data, doing)
+
+    def set_organization_limits(self, uid: str, ssd_quota: int, total_quota: int) -> Organization:
+        doing = f"setting the quotas of Weka organization {uid}"
+        body = {"ssd_quota": ssd_quota, "total_quota": total_quota}
+        data = self.request("PUT", f"organizations/{uid}/limits", doing=doing, json=body)
+        return self._parse(Organization.from_json, data, doing)
+
+    def delete_organization(self, uid: str, name: str) -> None:
+        doing = f"deleting Weka organization {name!r} ({uid})"
+        self.request(
+            "DELETE",
+            f"organizations/{uid}",
+            doing=doing,
+            absent_ok=True,
+            next_step="delete its filesystems first (each is gated on a verified snapshot)",
+        )
+
+    # --- users of the client's organization ---------------------------------------------------
+
+    def list_users(self) -> list[User]:
+        doing = f"listing the users of Weka organization {self.org!r}"
+        data = self.request("GET", "users", doing=doing)
+        return [self._parse(User.from_json, item, doing) for item in data]
+
+    def create_user(self, username: str, password: str, role: str) -> User:
+        doing = f"creating Weka user {username!r} in organization {self.org!r}"
+        body = {"username": username, "password": password, "role": role}
+        data = self.request("POST", "users", doing=doing, json=body)
+        return self._parse(User.from_json, data, doing)
+
+    def update_user(
+        self, uid: str, username: str, *, role: str | None = None, password: str | None = None
+    ) -> User:
+        doing = f"updating Weka user {username!r} in organization {self.org!r}"
+        body = {k: v for k, v in (("role", role), ("password", password)) if v is not None}
+        data = self.request("PUT", f"users/{uid}", doing=doing, json=body)
+        return self._parse(User.from_json, data, doing)
+
+    def delete_user(self, uid: str, username: str) -> None:
+        doing = f"deleting Weka user {username!r} from organization {self.org!r}"
+        self.request("DELETE", f"users/{uid}", doing=doing, absent_ok=True)
+
+    # --- filesystems of the client's organization ---------------------------------------------
+
+    def find_filesystem(self, name: str) -> FileSystem | None:
+        doing = f"looking up Weka filesystem {name!r} in organization {self.org!r}"
+        data = self.request("GET", "fileSystems", doing=doing, params={"name": name})
+        found = [self._parse(FileSystem.from_json, item, doing) for item in data]
+        return next((fs for fs in found if fs.name == name), None)
+
+    def get_filesystem(self, uid: str) -> FileSystem | None:
+        doing = f"reading Weka filesystem {uid} in organization {self.org!r}"
+        data = self.request("GET", f"fileSystems/{uid}", doing=doing, absent_ok=True)
+        return None if data is None else self._parse(FileSystem.from_json, data, doing)
+
+    def create_filesystem(
+        self, name: str, group_name: str, total_capacity: int, ssd_capacity: int
+    ) -> FileSystem:
+        doing = f"creating Weka filesystem {name!r} in organization {self.org!r}"
+        body = {
+            "name": name,
+            "group_name": group_name,
+            "total_capacity": total_capacity,
+            "ssd_capacity": ssd_capacity,
+        }
+        data = self.request(
+            "POST",
+            "fileSystems",
+            doing=doing,
+            json=body,
+            next_step="lower the capacity or raise the organization's quota, as the message says",
+        )
+        return self._parse(FileSystem.from_json, data, doing)
+
+    def update_filesystem(
+        self, uid: str, name: str, total_capacity: int, ssd_capacity: int
+    ) -> FileSystem:
+        doing = f"updating Weka filesystem {name!r} ({uid}) in organization {self.org!r}"
+        body = {"new_name": name, "total_capacity": total_capacity, "ssd_capacity": ssd_capacity}
+        data = self.request("PUT", f"fileSystems/{uid}", doing=doing, json=body)
+        return self._parse(FileSystem.from_json, data, doing)
+
+    def delete_filesystem(self, uid: str, name: str) -> None:
+        doing = f"deleting Weka filesystem {name!r} ({uid}) in organization {self.org!r}"
+        try:
+            self.request("DELETE", f"fileSystems/{uid}", doing=doing, absent_ok=True)
+        except WekaError as error:
+            if "in use" not in error.backend_says:
+                raise
+            raise WekaError(
+                error.doing,
+                error.backend_says,
+                "a client still mounts it, often a stale wekafs mount on a node that left the "
+                "cluster: find the holder, unmount it, and run the destroy again",
+            ) from error
+
+    # --- directories and quotas ---------------------------------------------------------------
+
+    def resolve_path(self, fs_uid: str, path: str) -> str | None:
+        """The inode id of the directory at `path`, or None when no such directory exists."""
+        doing = f"resolving {path} in Weka filesystem {fs_uid}"
+        data = self.request(
+            "GET",
+            f"fileSystems/{fs_uid}/resolvePath",
+            doing=doing,
+            params={"path": path},
+            absent_ok=True,
+        )
+        return None if data is None else str(self._parse(lambda d: d["inode_id"], data, doing))
+
+    def get_quota(self, fs_uid: str, inode_id: str) -> Quota | None:
+        doing = f"reading the quota of inode {inode_id} in Weka filesystem {fs_uid}"
+        data = self.request(
+            "GET", f"fileSystems/{fs_uid}/quota/{inode_id}", doing=doing, absent_ok=True
+        )
+        return None if data is None else self._parse(Quota.from_json, data, doing)
+
+    def set_quota(
+        self,
+        fs_uid: str,
+        inode_id: str,
+        *,
+        path: str,
+        hard_limit_bytes: int,
+        soft_limit_bytes: int,
+        grace_seconds: int,
+        owner: str,
+    ) -> Quota:
+        """Create or replace the quota (PUT sets every field; a missing limit would mean 0)."""
+        doing = f"setting the quota of {path} in Weka filesystem {fs_uid}"
+        body = {
+            "hard_limit_bytes": hard_limit_bytes,
+            "soft_limit_bytes": soft_limit_bytes,
+            "grace_seconds": grace_seconds,
+            "owner": owner,
+        }
+        data = self.request("PUT", f"fileSystems/{fs_uid}/quota/{inode_id}", doing=doing, json=body)
+        return self._parse(Quota.from_json, data, doing)
+
+    def delete_quota(self, fs_uid: str, inode_id: str, path: str) -> None:
+        doing = f"removing the quota of {path} in Weka filesystem {fs_uid}"
+        self.request(
+            "DELETE", f"fileSystems/{fs_uid}/quota/{inode_id}", doing=doing, absent_ok=True
+        )
+
+    # --- snapshots ----------------------------------------------------------------------------
+
+    def get_snapshot(self, uid: str) -> Snapshot | None:
+        doing = f"reading Weka snapshot {uid} in organization {self.org!r}"
+        data = self.request("GET", f"snapshots/{uid}", doing=doing, absent_ok=True)
+        return None if data is None else self._parse(Snapshot.from_json, data, doing)
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    return response.text.strip()[:300]
+
+
+def _may_resend(error: httpx.TransportError, method: str) -> bool:
+    """A request that never left (no connection) is safe to send again; one that may have
+    reached the cluster only if sending it twice does no harm."""
+    not_sent = isinstance(error, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+    return not_sent or method in _IDEMPOTENT
+
+
+def _should_retry(response: httpx.Response, method: str) -> bool:
+    """429 and 503 say the request was not processed: any method may try again. Other 5xx may
+    come after the cluster acted, so only idempotent calls are repeated (a repeated POST would
+    meet its own object as a 409). "Directory has no quota" is an answer, not a failure."""
+    status = response.status_code
+    if status in (429, 503):
+        return True
+    if status < 500 or method not in _IDEMPOTENT:
+        return False
+    return not (status == 500 and _message(response) == _NO_QUOTA)
+
+
+def _next_step(status: int) -> str:
+    if status == 401:
+        return (
+            "check the credentials: WEKA_USERNAME with WEKA_PASSWORD or WEKA_PASSWORD_FILE for "
+            "the cluster admin, or the organization admin's password; if the organization was "
+            "deleted outside Pulumi, `pulumi state delete` the resources that were in it"
+        )
+    if status == 403:
+        return "log in as a ClusterAdmin of Root, or as the organization's OrgAdmin"
+    if status == 404:
+        return "it is gone from the cluster: `pulumi refresh` brings the state up to date"
+    if status == 409:
+        return "an object of that name exists already: see the resource's ownership rule"
+    if status >= 500:
+        return "the cluster failed after retries: check its health (`weka status`) and retry"
+    return "change the resource's inputs as the message says"

@@ -1,0 +1,206 @@
+"""The Weka dynamic resources a tenant's storage is made of (types `dynamic/weka:<Name>`).
+
+Passwords are secret both ways: the credential inputs are wrapped as secrets whatever the caller
+passes, and the generated passwords are declared `additional_secret_outputs`, so the state holds
+them encrypted and `pulumi stack output` shows them only with `--show-secrets`.
+"""
+
+from __future__ import annotations
+
+import pulumi
+from pulumi.dynamic import Resource
+
+from providers.weka.client import ROOT_ORG
+from providers.weka.provider import (
+    DirectoryQuotaProvider,
+    FilesystemProvider,
+    OrganizationProvider,
+    OrgUserProvider,
+)
+
+__all__ = ["WekaDirectoryQuota", "WekaFilesystem", "WekaOrgUser", "WekaOrganization"]
+
+
+def _secret_outputs(
+    opts: pulumi.ResourceOptions | None, *names: str
+) -> pulumi.ResourceOptions | None:
+    return pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(additional_secret_outputs=list(names))
+    )
+
+
+def _secret(value: pulumi.Input[str] | None) -> pulumi.Input[str] | None:
+    return None if value is None else pulumi.Output.secret(value)
+
+
+class WekaOrganization(Resource, module="weka", name="Organization"):
+    """An organization of its own for a tenant with strict isolation, with its admin user
+    `<name>-admin`. A same-named organization found at create is refused, never adopted."""
+
+    name: pulumi.Output[str]
+    ssd_quota: pulumi.Output[int]
+    total_quota: pulumi.Output[int]
+    admin_username: pulumi.Output[str]
+    admin_password: pulumi.Output[str]  # secret
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        name: pulumi.Input[str],
+        ssd_quota: pulumi.Input[int] = 0,
+        total_quota: pulumi.Input[int] = 0,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """`name` is the tenant's slug; quotas in bytes, 0 for unlimited."""
+        props = {
+            "name": name,
+            "ssd_quota": ssd_quota,
+            "total_quota": total_quota,
+            "admin_username": None,
+            "admin_password": None,
+        }
+        super().__init__(
+            OrganizationProvider(),
+            resource_name,
+            props,
+            _secret_outputs(opts, "admin_password"),
+        )
+
+
+class WekaFilesystem(Resource, module="weka", name="Filesystem"):
+    """A filesystem in `org` (Root, the default, is the cluster admin's; a tenant's organization
+    needs its admin's credentials). Deleting it is refused unless `retained_snapshot_id` names
+    a verified, still existing snapshot of it, or `allow_delete_without_snapshot` is true."""
+
+    name: pulumi.Output[str]
+    org: pulumi.Output[str]
+    org_admin_username: pulumi.Output[str]
+    org_admin_password: pulumi.Output[str]  # secret
+    group_name: pulumi.Output[str]
+    total_capacity: pulumi.Output[int]
+    ssd_capacity: pulumi.Output[int]
+    retained_snapshot_id: pulumi.Output[str]
+    allow_delete_without_snapshot: pulumi.Output[bool]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        name: pulumi.Input[str],
+        total_capacity: pulumi.Input[int],
+        ssd_capacity: pulumi.Input[int] | None = None,
+        group_name: pulumi.Input[str] = "default",
+        org: pulumi.Input[str] = ROOT_ORG,
+        org_admin_username: pulumi.Input[str] | None = None,
+        org_admin_password: pulumi.Input[str] | None = None,
+        retained_snapshot_id: pulumi.Input[str] | None = None,
+        allow_delete_without_snapshot: pulumi.Input[bool] = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """Capacities in bytes; without `ssd_capacity` all of it is on SSD."""
+        props = {
+            "name": name,
+            "org": org,
+            "org_admin_username": org_admin_username,
+            "org_admin_password": _secret(org_admin_password),
+            "group_name": group_name,
+            "total_capacity": total_capacity,
+            "ssd_capacity": ssd_capacity,
+            "retained_snapshot_id": retained_snapshot_id,
+            "allow_delete_without_snapshot": allow_delete_without_snapshot,
+        }
+        super().__init__(
+            FilesystemProvider(),
+            resource_name,
+            props,
+            _secret_outputs(opts, "org_admin_password"),
+        )
+
+
+class WekaDirectoryQuota(Resource, module="weka", name="DirectoryQuota"):
+    """A quota on an existing directory of a filesystem, marked with `owner` (the tenant's
+    slug): a quota already there is taken over only if it carries the same mark."""
+
+    filesystem_uid: pulumi.Output[str]
+    path: pulumi.Output[str]
+    org: pulumi.Output[str]
+    org_admin_username: pulumi.Output[str]
+    org_admin_password: pulumi.Output[str]  # secret
+    hard_limit_bytes: pulumi.Output[int]
+    soft_limit_bytes: pulumi.Output[int]
+    grace_seconds: pulumi.Output[int]
+    owner: pulumi.Output[str]
+    inode_id: pulumi.Output[str]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        filesystem_uid: pulumi.Input[str],
+        path: pulumi.Input[str],
+        hard_limit_bytes: pulumi.Input[int],
+        soft_limit_bytes: pulumi.Input[int],
+        owner: pulumi.Input[str],
+        grace_seconds: pulumi.Input[int] = 0,
+        org: pulumi.Input[str] = ROOT_ORG,
+        org_admin_username: pulumi.Input[str] | None = None,
+        org_admin_password: pulumi.Input[str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props = {
+            "filesystem_uid": filesystem_uid,
+            "path": path,
+            "org": org,
+            "org_admin_username": org_admin_username,
+            "org_admin_password": _secret(org_admin_password),
+            "hard_limit_bytes": hard_limit_bytes,
+            "soft_limit_bytes": soft_limit_bytes,
+            "grace_seconds": grace_seconds,
+            "owner": owner,
+            "inode_id": None,
+        }
+        super().__init__(
+            DirectoryQuotaProvider(),
+            resource_name,
+            props,
+            _secret_outputs(opts, "org_admin_password"),
+        )
+
+
+class WekaOrgUser(Resource, module="weka", name="OrgUser"):
+    """A local user of `org` with a generated password, such as the CSI driver's (role CSI)."""
+
+    username: pulumi.Output[str]
+    role: pulumi.Output[str]
+    org: pulumi.Output[str]
+    org_admin_username: pulumi.Output[str]
+    org_admin_password: pulumi.Output[str]  # secret
+    password: pulumi.Output[str]  # secret
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        username: pulumi.Input[str],
+        role: pulumi.Input[str],
+        org: pulumi.Input[str] = ROOT_ORG,
+        org_admin_username: pulumi.Input[str] | None = None,
+        org_admin_password: pulumi.Input[str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """`role` is CSI, OrgAdmin or Regular."""
+        props = {
+            "username": username,
+            "role": role,
+            "org": org,
+            "org_admin_username": org_admin_username,
+            "org_admin_password": _secret(org_admin_password),
+            "password": None,
+        }
+        super().__init__(
+            OrgUserProvider(),
+            resource_name,
+            props,
+            _secret_outputs(opts, "password", "org_admin_password"),
+        )

@@ -1,0 +1,537 @@
+"""The Slurm provider's pure parts: parsers on output captured from the sandbox's Slurm 22.05
+(runbook step 4 applied with this provider's own commands), command building, partition lines,
+diffs in Slurm's stored forms, and the values refused before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from providers.slurm import partitions, props, sacctmgr, values
+from providers.slurm.partitions import Partition
+from providers.slurm.provider import SlurmAccountProvider, SlurmPartitionProvider, SlurmQosProvider
+from providers.slurm.settings import Settings
+from providers.slurm.transport import KubectlExecTransport, LocalTransport
+from tenant_stack.errors import SlurmError
+
+# --- captured from the sandbox -------------------------------------------------------------------
+
+SHOW_QOS_NORMAL = (
+    "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster|gpu-tenants:tenant-foo\n"
+)
+SHOW_QOS_INTERACTIVE = "interactive-foo|200|gres/gpu=8|04:00:00||cluster|gpu-tenants:tenant-foo\n"
+# `show account|user ... withassoc`: the record and its associations, one row per association.
+SHOW_ACCOUNT = (
+    "tenant-foo|production|tenant-foo||root|300|gres/gpu=64|200||||normal-foo|normal-foo|"
+    "tenant foo\n"
+)
+SHOW_TEAM = (
+    "tenant-foo|production|ml-team-foo||tenant-foo|200||||||normal-foo|normal-foo|"
+    "tenant foo ml team\n"
+    "tenant-foo|production|ml-team-foo|alice||parent||||20|gres/gpu=240000|normal-foo|normal-foo|"
+    "tenant foo ml team\n"
+)
+# What `delete account where name=... cluster=...` leaves: the record, without associations.
+SHOW_TEAM_WITHOUT_ASSOCIATIONS = "tenant-foo||ml-team-foo|||0||0|0|0||||tenant foo ml team\n"
+SHOW_USER = (
+    "ml-team-foo|production|ml-team-foo|alice||parent||||20|gres/gpu=240000|normal-foo|normal-foo\n"
+)
+# `show association where parent=tenant-foo`: the sub-account, with the QoS it inherits.
+SHOW_SUBACCOUNTS = (
+    "production|ml-team-foo||tenant-foo|200||||||interactive-foo,normal-foo|normal-foo\n"
+)
+SHOW_PARTITION = (
+    "PartitionName=tenant-foo AllowGroups=ALL AllowAccounts=tenant-foo AllowQos=ALL "
+    "AllocNodes=ALL Default=NO QoS=N/A DefaultTime=01:00:00 DisableRootJobs=NO ExclusiveUser=NO "
+    "GraceTime=0 Hidden=NO MaxNodes=UNLIMITED MaxTime=1-00:00:00 MinNodes=0 LLN=NO "
+    "MaxCPUsPerNode=UNLIMITED Nodes=gpu-[01-08] PriorityJobFactor=1 PriorityTier=1 RootOnly=NO "
+    "ReqResv=NO OverSubscribe=EXCLUSIVE OverTimeLimit=NONE PreemptMode=OFF State=UP "
+    "TotalCPUs=1792 TotalNodes=8 SelectTypeParameters=NONE JobDefaults=(null) "
+    "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED "
+    "TRES=cpu=1792,mem=15625G,node=8,billing=1792,gres/gpu=64\n"
+)
+SHOW_NODES = (
+    "NodeName=gpu-01 CoresPerSocket=56  CPUAlloc=0 CPUEfctv=224 CPUTot=224 CPULoad=N/A "
+    "AvailableFeatures=h100 ActiveFeatures=h100 Gres=gpu:8 NodeAddr=gpu-01 NodeHostName=gpu-01  "
+    "RealMemory=2000000 State=IDLE+CLOUD+POWERED_DOWN Partitions=platform  BootTime=None\n"
+    "NodeName=gpu-02 CoresPerSocket=56  CPUAlloc=0 CPUEfctv=224 CPUTot=224 CPULoad=N/A "
+    "AvailableFeatures=h100 ActiveFeatures=h100 Gres=gpu:8 NodeAddr=gpu-02 NodeHostName=gpu-02  "
+    "RealMemory=2000000 State=IDLE+CLOUD+POWERED_DOWN Partitions=platform  BootTime=None\n"
+)
+PARTITIONS_FILE = (
+    "# Tenant partitions (runbook step 4d), written by the Slurm provider.\n"
+    "PartitionName=tenant-bar Nodes=gpu-[09-10] AllowAccounts=tenant-bar \\\n"
+    "    MaxTime=04:00:00   DefaultTime=01:00:00 # written by hand\n"
+)
+
+RUNBOOK_LINE = (
+    "PartitionName=tenant-foo Nodes=gpu-[01-08] AllowAccounts=tenant-foo Default=NO State=UP "
+    "MaxTime=1-00:00:00 DefaultTime=01:00:00 PreemptMode=OFF OverSubscribe=EXCLUSIVE\n"
+)
+
+
+def runbook_partition(**changes: str) -> Partition:
+    fields = {
+        "name": "tenant-foo",
+        "nodes": "gpu-[01-08]",
+        "max_time": "24:00:00",
+        "default_time": "01:00:00",
+        "preempt_mode": "OFF",
+        "oversubscribe": "EXCLUSIVE",
+        "state": "UP",
+        **changes,
+    }
+    return Partition(allow_accounts=("tenant-foo",), **fields)
+
+
+NORMAL = sacctmgr.QosSettings(
+    description="gpu-tenants:tenant-foo",
+    priority=100,
+    grp_tres_gpus=64,
+    max_wall="24:00:00",
+    flags=("DenyOnLimit",),
+)
+TENANT_ACCOUNT = sacctmgr.AccountSettings(
+    description="Tenant Foo",
+    organization="tenant-foo",
+    fairshare=300,
+    grp_tres_gpus=64,
+    grp_jobs=200,
+    qos=("interactive-foo", "normal-foo"),
+    default_qos="normal-foo",
+)
+ALICE = sacctmgr.UserSettings(
+    fairshare="parent",
+    max_jobs=20,
+    grp_tres_mins_gpus=240000,
+    qos=("interactive-foo", "normal-foo"),
+    default_qos="normal-foo",
+)
+
+# --- parsers -------------------------------------------------------------------------------------
+
+
+def test_qos_records_are_parsed_in_slurms_stored_forms() -> None:
+    [normal] = sacctmgr.parse_qos(SHOW_QOS_NORMAL)
+    assert normal == sacctmgr.QosRecord(
+        name="normal-foo",
+        description="gpu-tenants:tenant-foo",
+        priority=100,
+        grp_tres_gpus=64,
+        max_wall="1-00:00:00",
+        flags=("DenyOnLimit",),
+        preempt_mode="cluster",
+    )
+    [interactive] = sacctmgr.parse_qos(SHOW_QOS_INTERACTIVE)
+    assert (interactive.grp_tres_gpus, interactive.flags) == (8, ())
+    assert sacctmgr.parse_qos("") == []
+
+
+def test_accounts_with_their_associations() -> None:
+    [tenant] = sacctmgr.parse_accounts(SHOW_ACCOUNT)
+    assert (tenant.name, tenant.organization, tenant.description) == (
+        "tenant-foo",
+        "tenant-foo",
+        "tenant foo",
+    )
+    own = tenant.association("production")
+    assert own is not None
+    assert (own.parent, own.fairshare, own.grp_tres_gpus, own.grp_jobs) == ("root", "300", 64, 200)
+    assert (own.grp_submit_jobs, own.qos, own.default_qos) == (None, ("normal-foo",), "normal-foo")
+    assert tenant.association("staging") is None
+    [team] = sacctmgr.parse_accounts(SHOW_TEAM)
+    assert [a.user for a in team.associations] == ["", "alice"]
+    assert str(team.associations[1]) == "account ml-team-foo user alice on production"
+    [left] = sacctmgr.parse_accounts(SHOW_TEAM_WITHOUT_ASSOCIATIONS)
+    assert (left.organization, left.associations) == ("tenant-foo", ())
+
+
+def test_users_and_subaccounts() -> None:
+    [alice] = sacctmgr.parse_users(SHOW_USER)
+    assert alice.default_account == "ml-team-foo"
+    assoc = alice.association("production", "ml-team-foo")
+    assert assoc is not None
+    assert (assoc.parent, assoc.fairshare, assoc.max_jobs, assoc.grp_tres_mins_gpus) == (
+        "",
+        "parent",
+        20,
+        240000,
+    )
+    assert alice.association("production", "tenant-foo") is None
+    [team] = sacctmgr.parse_associations(SHOW_SUBACCOUNTS)
+    assert (team.account, team.parent, team.qos) == (
+        "ml-team-foo",
+        "tenant-foo",
+        ("interactive-foo", "normal-foo"),
+    )
+    assert sacctmgr.parse_users("") == []
+
+
+def test_free_text_is_the_last_field_so_a_bar_inside_it_shifts_nothing() -> None:
+    row = ["someone", "production", "other", "", "root", "1", *[""] * 5, "normal", ""]
+    [record] = sacctmgr.parse_accounts("|".join([*row, "made | by hand"]) + "\n")
+    assert (record.description, record.organization) == ("made | by hand", "someone")
+
+
+def test_output_of_another_shape_is_refused() -> None:
+    with pytest.raises(ValueError, match="expected 7 fields"):
+        sacctmgr.parse_qos("normal-foo|100\n")
+
+
+def test_tres_lists_yield_the_gpu_entry() -> None:
+    [assoc] = sacctmgr.parse_associations("production|a||root|1|cpu=4,gres/gpu=16|||||normal|\n")
+    assert (assoc.grp_tres_gpus, assoc.default_qos) == (16, None)
+
+
+# --- command building ----------------------------------------------------------------------------
+
+
+def test_qos_commands_are_the_runbooks() -> None:
+    assert sacctmgr.add_qos("normal-foo", NORMAL) == [
+        "sacctmgr", "-i", "add", "qos", "normal-foo", "Description=gpu-tenants:tenant-foo",
+        "Priority=100", "GrpTRES=gres/gpu=64", "MaxWall=24:00:00", "Flags=DenyOnLimit",
+        "PreemptMode=OFF",
+    ]  # fmt: skip
+    assert sacctmgr.show_qos("normal-foo") == [
+        "sacctmgr", "-P", "-n", "show", "qos", "where", "name=normal-foo",
+        "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode,Description",
+    ]  # fmt: skip
+    assert sacctmgr.delete_qos("normal-foo") == [
+        "sacctmgr", "-i", "delete", "qos", "where", "name=normal-foo",
+    ]  # fmt: skip
+
+
+def test_modify_clears_what_is_unset_with_minus_one() -> None:
+    bare = sacctmgr.QosSettings(description="gpu-tenants:tenant-foo", priority=5)
+    assert sacctmgr.modify_qos("q", bare)[-6:] == [
+        "Description=gpu-tenants:tenant-foo", "Priority=5", "GrpTRES=gres/gpu=-1",
+        "MaxWall=-1", "Flags=-1", "PreemptMode=OFF",
+    ]  # fmt: skip
+    assert "GrpTRES=gres/gpu=-1" not in sacctmgr.add_qos("q", bare)
+
+
+def test_account_and_user_commands() -> None:
+    # The Description stays one argv element: no shell, so no quoting.
+    assert sacctmgr.add_account("tenant-foo", "production", "root", TENANT_ACCOUNT) == [
+        "sacctmgr", "-i", "add", "account", "tenant-foo", "Cluster=production", "Parent=root",
+        "Description=Tenant Foo", "Organization=tenant-foo", "Fairshare=300",
+        "GrpTRES=gres/gpu=64", "GrpJobs=200", "QOS=interactive-foo,normal-foo",
+        "DefaultQOS=normal-foo",
+    ]  # fmt: skip
+    frozen = sacctmgr.AccountSettings(
+        description="Tenant Foo", organization="tenant-foo", fairshare=300, grp_jobs=0,
+        grp_submit_jobs=0,
+    )  # fmt: skip
+    assert sacctmgr.modify_account("tenant-foo", "production", frozen) == [
+        "sacctmgr", "-i", "modify", "account", "where", "name=tenant-foo", "cluster=production",
+        "set", "Description=Tenant Foo", "Organization=tenant-foo", "Fairshare=300",
+        "GrpTRES=gres/gpu=-1", "GrpJobs=0", "GrpSubmitJobs=0",
+    ]  # fmt: skip
+    assert sacctmgr.add_user("alice", "ml-team-foo", "production", "ml-team-foo", ALICE) == [
+        "sacctmgr", "-i", "add", "user", "alice", "Account=ml-team-foo", "Cluster=production",
+        "DefaultAccount=ml-team-foo", "Fairshare=parent", "MaxJobs=20",
+        "GrpTRESMins=gres/gpu=240000", "QOS=interactive-foo,normal-foo", "DefaultQOS=normal-foo",
+    ]  # fmt: skip
+    assert sacctmgr.delete_user("alice", "ml-team-foo", "production")[-3:] == [
+        "name=alice", "account=ml-team-foo", "cluster=production",
+    ]  # fmt: skip
+    assert sacctmgr.delete_account("tenant-foo", None)[-1] == "name=tenant-foo"
+    assert sacctmgr.show_account("tenant-foo", "production") == [
+        "sacctmgr", "-P", "-n", "show", "account", "where", "name=tenant-foo",
+        "cluster=production", "withassoc",
+        "format=Organization,Cluster,Account,User,ParentName,Fairshare,GrpTRES,GrpJobs,"
+        "GrpSubmitJobs,MaxJobs,GrpTRESMins,QOS,DefaultQOS,Description",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (lambda: sacctmgr.QosSettings(description="Tenant, Foo", priority=1), "misread"),
+        (lambda: sacctmgr.QosSettings(description='say "hi"', priority=1), "misread"),
+        (lambda: sacctmgr.QosSettings(description="-i", priority=1), "misread"),
+        (lambda: sacctmgr.QosSettings(description="ok", priority=-1), "outside"),
+        (
+            lambda: sacctmgr.QosSettings(description="ok", priority=1, max_wall="24:00"),
+            "not a time limit",
+        ),
+        (
+            lambda: sacctmgr.QosSettings(description="ok", priority=1, flags=("Bogus",)),
+            "not one of",
+        ),
+        (
+            lambda: sacctmgr.AccountSettings(
+                description="ok", organization="o", fairshare=1, qos=("a",), default_qos="b"
+            ),
+            "not in the QoS list",
+        ),
+        (lambda: sacctmgr.UserSettings(fairshare="half"), "not a whole number"),
+        (lambda: sacctmgr.show_qos("normal foo"), "not a Slurm name"),
+        (lambda: sacctmgr.show_qos("a=b"), "not a Slurm name"),
+        (lambda: sacctmgr.show_qos("a|b"), "not a Slurm name"),
+        (lambda: sacctmgr.show_qos("Normal"), "not a Slurm name"),
+        (lambda: sacctmgr.show_user("alice,bob", "production"), "not a Slurm user name"),
+        (lambda: sacctmgr.delete_account("root", None), "reserved"),
+    ],
+)
+def test_values_sacctmgr_would_misread_are_refused(build: Callable[[], object], says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        build()
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "hosts"),
+    [
+        ("gpu-[01-03,05]", ("gpu-01", "gpu-02", "gpu-03", "gpu-05")),
+        ("gpu-07", ("gpu-07",)),
+        ("gpu-01,gpu-[09-10]", ("gpu-01", "gpu-09", "gpu-10")),
+        ("n[8-10]", ("n10", "n8", "n9")),
+    ],
+)
+def test_hostlists_expand(text: str, hosts: tuple[str, ...]) -> None:
+    assert values.expand_hosts(text) == hosts
+
+
+@pytest.mark.parametrize("text", ["", "gpu-[08-01]", "gpu-[01-", "gpu 01", "gpu-[a-b]"])
+def test_bad_hostlists_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=r"not a (hostlist|host|range)"):
+        values.expand_hosts(text)
+
+
+def test_time_limits_take_slurms_printed_form() -> None:
+    assert values.time_limit("24:00:00") == "1-00:00:00"
+    assert values.time_limit("1-00:00:00") == "1-00:00:00"
+    assert values.time_limit("04:00:00") == "04:00:00"
+    assert values.time_limit("unlimited") == "UNLIMITED"
+    assert values.optional_time_limit("") is None
+    for ambiguous in ("24:00", "90", "01:00:30", 86400):
+        with pytest.raises(ValueError, match=r"not a time limit|whole minutes"):
+            values.time_limit(ambiguous)
+
+
+def test_counts_accept_pulumis_floats_only_when_whole() -> None:
+    assert values.count(64.0) == 64
+    for bad in (64.5, True, "64", -1):
+        with pytest.raises(ValueError, match=r"not a whole number|outside"):
+            values.count(bad)
+
+
+# --- partition lines -----------------------------------------------------------------------------
+
+
+def test_the_runbook_partition_renders_as_one_line() -> None:
+    line = partitions.render_line(runbook_partition())
+    assert line == RUNBOOK_LINE.replace("1-00:00:00", "24:00:00")
+    assert partitions.parse_line(line) == runbook_partition().pairs()
+
+
+def test_setting_a_partition_keeps_every_other_line_byte_for_byte() -> None:
+    added = partitions.set_partition(PARTITIONS_FILE, "tenant-foo", RUNBOOK_LINE)
+    assert added == PARTITIONS_FILE + RUNBOOK_LINE
+    down = RUNBOOK_LINE.replace("State=UP", "State=DOWN")
+    replaced = partitions.set_partition(added, "tenant-foo", down)
+    assert replaced == PARTITIONS_FILE + down
+    assert partitions.set_partition(replaced, "tenant-foo", None) == PARTITIONS_FILE
+    assert partitions.set_partition(PARTITIONS_FILE, "absent", None) == PARTITIONS_FILE
+
+
+def test_a_file_without_final_newline_gets_one_before_the_new_line() -> None:
+    assert partitions.set_partition("# x", "tenant-foo", RUNBOOK_LINE) == "# x\n" + RUNBOOK_LINE
+
+
+def test_continued_lines_and_comments_are_read_as_slurm_does() -> None:
+    entries = partitions.parse_file(PARTITIONS_FILE)
+    assert [e.name for e in entries] == [None, "tenant-bar"]
+    bar = partitions.find_partition(PARTITIONS_FILE, "tenant-bar")
+    assert bar is not None
+    assert (bar["AllowAccounts"], bar["MaxTime"]) == ("tenant-bar", "04:00:00")
+    assert partitions.find_partition(PARTITIONS_FILE, "tenant-foo") is None
+    # slurm.conf keys are case-insensitive.
+    assert partitions.parse_line("partitionname=x nodes=gpu-01")["Nodes"] == "gpu-01"
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"nodes": "gpu-01 gpu-02"}, "not a host"),
+        ({"nodes": "gpu-[01-08]#"}, "not a host"),
+        ({"state": "DRAIN"}, "not one of"),
+        ({"oversubscribe": "FORCE"}, "not one of"),
+        ({"default_time": "UNLIMITED"}, "not UNLIMITED"),
+        ({"default_time": "2-00:00:00"}, "longer than MaxTime"),
+        ({"name": "default"}, "reserved"),
+        ({"max_time": "24:00"}, "not a time limit"),
+    ],
+)
+def test_partition_lines_that_would_not_parse_back_are_refused(
+    changes: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        partitions.render_line(runbook_partition(**changes))
+
+
+def test_show_partition_and_nodes() -> None:
+    live = partitions.parse_show_partition(SHOW_PARTITION)
+    assert live == Partition(
+        name="tenant-foo",
+        nodes="gpu-[01-08]",
+        allow_accounts=("tenant-foo",),
+        max_time="1-00:00:00",
+        default_time="01:00:00",
+        preempt_mode="OFF",
+        oversubscribe="EXCLUSIVE",
+        state="UP",
+        default="NO",
+    )
+    assert partitions.parse_show_partition("Partition nope not found\n") is None
+    assert partitions.parse_node_names(SHOW_NODES) == {"gpu-01", "gpu-02"}
+
+
+def test_unknown_nodes_are_found_in_every_partition_of_the_file() -> None:
+    text = PARTITIONS_FILE + RUNBOOK_LINE
+    known = {f"gpu-{n:02d}" for n in range(1, 9)}
+    assert partitions.unknown_nodes(text, known) == {"tenant-bar": ["gpu-09", "gpu-10"]}
+    assert partitions.unknown_nodes(RUNBOOK_LINE, known) == {}
+
+
+# --- provider logic without Slurm ----------------------------------------------------------------
+
+QOS_INPUTS = {
+    "name": "normal-foo",
+    "tenant": "tenant-foo",
+    "priority": 100.0,
+    "grp_tres_gpus": 64.0,
+    "max_wall": "24:00:00",
+    "flags": ["DenyOnLimit"],
+    "preempt_mode": None,
+}
+
+
+def test_diff_compares_in_slurms_stored_form() -> None:
+    [record] = sacctmgr.parse_qos(SHOW_QOS_NORMAL)
+    outputs = {**QOS_INPUTS, **vars(record), "flags": list(record.flags)}
+    result = SlurmQosProvider().diff("normal-foo", outputs, QOS_INPUTS)
+    assert (result.changes, result.replaces) == (False, [])
+    off = SlurmQosProvider().diff("normal-foo", outputs, {**QOS_INPUTS, "preempt_mode": "off"})
+    assert off.changes is False
+
+
+def test_diff_says_what_replaces_and_what_updates() -> None:
+    outputs = {**QOS_INPUTS, "description": "gpu-tenants:tenant-foo"}
+    provider = SlurmQosProvider()
+    renamed = provider.diff("normal-foo", outputs, {**QOS_INPUTS, "name": "normal-bar"})
+    assert (renamed.changes, renamed.replaces, renamed.delete_before_replace) == (
+        True,
+        ["name"],
+        False,
+    )
+    wider = provider.diff("normal-foo", outputs, {**QOS_INPUTS, "max_wall": "48:00:00"})
+    assert (wider.changes, wider.replaces) == (True, [])
+    unmarked = provider.diff("normal-foo", {**outputs, "description": "by hand"}, QOS_INPUTS)
+    assert unmarked.changes is True
+
+
+def test_an_account_moved_to_another_parent_is_deleted_before_it_is_made_again() -> None:
+    inputs = {
+        "name": "ml-team-foo",
+        "parent": "tenant-foo",
+        "tenant": "tenant-foo",
+        "description": "Tenant Foo ML Team",
+        "fairshare": 200,
+    }
+    outputs = {**inputs, "description": "tenant foo ml team", "organization": "tenant-foo"}
+    provider = SlurmAccountProvider()
+    assert provider.diff("ml-team-foo", outputs, inputs).changes is False
+    # Unset QoS are inherited from the parent: what Slurm shows is not a change.
+    inherited = {**outputs, "qos": ["normal-foo"], "default_qos": "normal-foo"}
+    assert provider.diff("ml-team-foo", inherited, inputs).changes is False
+    moved = provider.diff("ml-team-foo", outputs, {**inputs, "parent": "root"})
+    assert (moved.replaces, moved.delete_before_replace) == (["parent"], True)
+
+
+def test_partition_nodes_compare_as_sets() -> None:
+    inputs = {
+        "name": "tenant-foo",
+        "tenant": "tenant-foo",
+        "nodes": "gpu-01,gpu-02,gpu-[03-08]",
+        "allow_accounts": ["tenant-foo"],
+        "max_time": "24:00:00",
+        "default_time": "01:00:00",
+    }
+    live = partitions.parse_show_partition(SHOW_PARTITION)
+    assert live is not None
+    outputs = {**vars(live), "tenant": "tenant-foo", "allow_accounts": ["tenant-foo"]}
+    assert SlurmPartitionProvider().diff("tenant-foo", outputs, inputs).changes is False
+    down = SlurmPartitionProvider().diff("tenant-foo", outputs, {**inputs, "state": "DOWN"})
+    assert (down.changes, down.replaces) == (True, [])
+
+
+def test_check_lists_every_problem_and_skips_unknown_values() -> None:
+    failures = (
+        SlurmQosProvider()
+        .check({}, {**QOS_INPUTS, "name": "Normal Foo", "priority": -1, "max_wall": "24:00"})
+        .failures
+    )
+    assert sorted(f.property for f in failures) == ["max_wall", "name", "priority"]
+    unknown = props.QOS.problems({**QOS_INPUTS, "name": "04da6b54-80e4-46f7-96ec-b56ff0331ba9"})
+    assert unknown == []
+    unmarked = props.PARTITION.problems(
+        {
+            "name": "tenant-foo",
+            "tenant": "tenant-foo",
+            "nodes": "gpu-[01-08]",
+            "allow_accounts": ["someone-else"],
+            "max_time": "04:00:00",
+            "default_time": "08:00:00",
+        }
+    )
+    assert [key for key, _ in unmarked] == ["allow_accounts", "default_time"]
+
+
+def test_account_rules_across_fields() -> None:
+    inputs = {
+        "name": "tenant-foo",
+        "tenant": "tenant-foo",
+        "description": "Tenant Foo",
+        "fairshare": 300,
+        "qos": ["normal-foo"],
+        "default_qos": "interactive-foo",
+    }
+    assert [key for key, _ in props.ACCOUNT.problems(inputs)] == ["default_qos"]
+
+
+# --- transports and settings ---------------------------------------------------------------------
+
+
+def test_kubectl_transport_runs_in_the_controller_pod_as_the_runbooks_do() -> None:
+    transport = KubectlExecTransport()
+    assert transport.command(["sacctmgr", "-P", "-n", "show", "qos"]) == [
+        "kubectl", "-n", "slurm-control", "exec", "deploy/slurmctld", "--",
+        "sacctmgr", "-P", "-n", "show", "qos",
+    ]  # fmt: skip
+
+
+def test_a_command_that_does_not_answer_in_time_is_a_result_not_a_hang() -> None:
+    result = LocalTransport(timeout=0.2).run(["sleep", "5"])
+    assert result.returncode is None
+    assert "no answer within 0.2 s" in result.words
+    missing = LocalTransport().run(["no-such-slurm-client"])
+    assert missing.returncode is None
+    assert "could not run" in missing.words
+
+
+def test_settings_come_from_the_environment() -> None:
+    settings = Settings.from_environment(
+        {"SLURM_TRANSPORT": "kubectl", "SLURM_TIMEOUT": "3", "SLURM_CLUSTER": "staging"}
+    )
+    assert (settings.cluster, settings.timeout, settings.partitions_file) == ("staging", 3.0, None)
+    assert isinstance(settings.make_transport(), KubectlExecTransport)
+    with pytest.raises(SlurmError, match="SLURM_PARTITIONS_FILE is not set"):
+        settings.require_partitions_file("creating Slurm partition 'x'")
+    for bad in ({"SLURM_TRANSPORT": "ssh"}, {"SLURM_TIMEOUT": "soon"}, {"SLURM_TIMEOUT": "0"}):
+        with pytest.raises(SlurmError):
+            Settings.from_environment(bad)
