@@ -3,9 +3,11 @@ Kubernetes API, and kubectl reads back what the runbook's steps 1, 3 and 5 leave
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +20,7 @@ from pulumi import automation as auto
 
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
-from sandbox.project import project_copy
+from sandbox.project import ROOT, project_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -75,6 +77,19 @@ def weka_org(name: str) -> dict[str, Any] | None:
     return next((o for o in orgs if o["name"] == name), None)
 
 
+def run_pulumi(env: dict[str, str], project: Path, *args: str) -> str:
+    result = subprocess.run(
+        ["pulumi", *args, "--non-interactive"],
+        cwd=project,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return result.stdout
+
+
 def labelled(tenant: str) -> list[str]:
     items = kubectl_json("get", "nodes", "-l", f"reserved.tenant={tenant}")["items"]
     return sorted(n["metadata"]["name"] for n in items)
@@ -112,7 +127,7 @@ def stacks(
 
 
 def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
-    stacks: Callable[[str], auto.Stack],
+    stacks: Callable[[str], auto.Stack], pulumi_backend: dict[str, str], project: Path
 ) -> None:
     foo = stacks("tenant-foo")
 
@@ -239,6 +254,23 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
         "login.tenant-foo.example.internal"
     )
 
+    # No secret is in the state in clear: the backends' credentials, the LDAP bind password the
+    # stack copied, and the passwords it generated for Weka's org admin and CSI user. (The
+    # Automation API's export_stack shows secrets, so read what the backend stores, and what
+    # `pulumi stack export` prints.)
+    backend = Path(pulumi_backend["PULUMI_BACKEND_URL"].removeprefix("file://"))
+    state = "".join(f.read_text() for f in backend.rglob("*.json"))
+    state += run_pulumi(pulumi_backend, project, "stack", "export", "--stack", "tenant-foo")
+    secrets = {
+        "authentik token": Path(os.environ["AUTHENTIK_TOKEN_FILE"]).read_text().strip(),
+        "weka admin password": Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip(),
+        "ldap bind password": base64.b64decode(copied["password"]).decode(),
+        "weka csi password": base64.b64decode(csi["password"]).decode(),
+    }
+    for what, value in secrets.items():
+        assert len(value) >= 8, what
+        assert value not in state, f"the {what} is in the state in clear"
+
     # Nothing drifted: a second preview plans nothing (the run fails otherwise).
     foo.preview(expect_no_changes=True)
 
@@ -293,7 +325,7 @@ def test_a_node_of_another_tenant_fails_preview_and_changes_nothing(
 
 
 def test_changes_behind_pulumis_back_are_drift_and_up_restores_them(
-    stacks: Callable[[str], auto.Stack],
+    stacks: Callable[[str], auto.Stack], project: Path
 ) -> None:
     foo = stacks("tenant-foo")
     foo.up()
@@ -320,3 +352,16 @@ def test_changes_behind_pulumis_back_are_drift_and_up_restores_them(
     assert sacctmgr("show", "assoc", "account=tenant-foo", "format=GrpJobs") == ["200"]
     assert (weka_org("tenant-foo") or {})["total_quota"] == 55 * 10**12
     foo.preview(refresh=True, expect_no_changes=True)
+
+    # Refresh and destroy work from the state alone: the program is gone and the providers'
+    # code has changed since `up` (dynamic providers are pickled by reference to their module).
+    (project / "__main__.py").unlink()
+    (project / "__main__.py").write_text("raise SystemExit('this program must not run')\n")
+    (project / "providers").unlink()
+    shutil.copytree(ROOT / "providers", project / "providers")
+    for module in (project / "providers").glob("*/provider.py"):
+        module.write_text(module.read_text() + "\n\nCHANGED_AFTER_UP = True\n")
+    assert foo.refresh().summary.result == "succeeded"
+    assert foo.destroy().summary.result == "succeeded"
+    assert sacctmgr("show", "assoc", "account=tenant-foo", "format=Account") == []
+    assert authentik_user("bob")["is_active"] is False
