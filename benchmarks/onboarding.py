@@ -1,5 +1,6 @@
 """Wall time of `pulumi up` and of a no-op `pulumi preview` for tenant-foo on the sandbox, next to
-the same for an empty stack of the same project runtime (the engine's floor), and their ratios.
+the same for an empty stack of the same project runtime (the engine's floor), and their ratios;
+then the backend calls per resource that up, a no-op preview and a refresh of tenant-foo make.
 
 Run with `make bench` (or, in the `make -s env` environment, `python benchmarks/onboarding.py`).
 It runs on the tests' sandbox (never the operator's, where `make demo` may have onboarded
@@ -14,6 +15,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -23,6 +25,7 @@ from pulumi import automation as auto
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from providers.call_log import VARIABLE  # noqa: E402
 from sandbox.__main__ import up as sandbox_up  # noqa: E402
 from sandbox.layout import SandboxLayout  # noqa: E402
 from sandbox.project import project_copy  # noqa: E402
@@ -60,16 +63,35 @@ def main() -> int:
         "PULUMI_SKIP_UPDATE_CHECK": "true",
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
     }
+    calls = work / "calls.log"
     options = auto.LocalWorkspaceOptions(env_vars=env)
-    project = project_copy(work / "project")
-    tenant = auto.create_stack("tenant-foo", work_dir=str(project), opts=options)
+    project = project_copy(work / "project", rehearsals=("tenant-foo",))
+    tenant = auto.create_stack(
+        "tenant-foo",
+        work_dir=str(project),
+        opts=auto.LocalWorkspaceOptions(env_vars={**env, VARIABLE: str(calls)}),
+    )
     empty = auto.create_stack("empty", work_dir=str(empty_project(work / "empty")), opts=options)
     try:
         rows = []
+        counted: dict[str, Counter[str]] = {}
         for name, stack in (("tenant-foo", tenant), ("empty stack", empty)):
+            calls.write_text("")
             up = timed(stack.up)
+            after_up = _backends(calls)
+            calls.write_text("")
             preview = timed(partial(stack.preview, expect_no_changes=True))
             rows.append((name, up, preview))
+            if stack is tenant:
+                counted = {"up": after_up, "no-op preview": _backends(calls)}
+                resources = Counter(
+                    r["type"].split("/")[1].split(":")[0]
+                    for r in (tenant.export_stack().deployment or {})["resources"]
+                    if r["type"].startswith("pulumi-python:dynamic/")
+                )
+                calls.write_text("")
+                tenant.refresh()
+                counted["refresh"] = _backends(calls)
     finally:
         tenant.destroy()
         empty.destroy()
@@ -79,7 +101,17 @@ def main() -> int:
     for name, up, preview in rows:
         print(f"{name:14} {up:8.2f} {preview:16.2f}")
     print(f"{'ratio':14} {tenant_up / floor_up:8.1f} {tenant_preview / floor_preview:16.1f}")
+    print()
+    print(f"{'backend':10} {'resources':>9} " + " ".join(f"{phase:>14}" for phase in counted))
+    for backend in sorted(resources):
+        per = [counted[phase][backend] / resources[backend] for phase in counted]
+        print(f"{backend:10} {resources[backend]:9d} " + " ".join(f"{p:14.1f}" for p in per))
+    print("(backend calls per resource: HTTP requests, logins included, or Slurm commands)")
     return 0
+
+
+def _backends(calls: Path) -> Counter[str]:
+    return Counter(line.split(" ", 1)[0] for line in calls.read_text().splitlines())
 
 
 if __name__ == "__main__":

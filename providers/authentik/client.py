@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import httpx
 
 from providers.authentik.settings import DEFAULT_MAX_ATTEMPTS, Settings
+from providers.call_log import httpx_hooks
 from tenant_stack.errors import AuthentikError
 
 __all__ = ["API_PREFIX", "AuthentikClient", "Group", "Member", "User"]
@@ -139,6 +140,7 @@ class AuthentikClient:
             verify=verify,
             transport=transport,
             timeout=timeout,
+            event_hooks=httpx_hooks("authentik"),
         )
         self._max_attempts = max(1, max_attempts)
         self._backoff = backoff

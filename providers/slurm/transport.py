@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from providers.call_log import record
 from tenant_stack.errors import SlurmError
 
 __all__ = [
@@ -75,6 +76,7 @@ class Transport(Protocol):
 def _execute(
     argv: Sequence[str], full: list[str], env: dict[str, str] | None, timeout: float
 ) -> CommandResult:
+    record("slurm", " ".join(a for a in argv[:3] if not a.startswith("-")))
     try:
         done = subprocess.run(
             full,

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from providers.call_log import httpx_hooks
 from providers.weka.settings import WekaSettings
 from tenant_stack.errors import WekaError
 
@@ -235,6 +236,7 @@ class WekaClient:
             verify=verify,
             transport=transport,
             timeout=timeout,
+            event_hooks=httpx_hooks("weka"),
         )
 
     @classmethod

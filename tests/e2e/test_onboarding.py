@@ -103,12 +103,7 @@ def project(tmp_path: Path) -> Path:
     """The project with a tenants/ of its own that a test may edit. tenant-foo is marked as a
     rehearsal, so that `destroy` may delete its (empty) filesystems without an offboarding
     snapshot; the gate itself is tested in tests/contract/test_weka_provider.py."""
-    copy = project_copy(tmp_path / "project")
-    spec = copy / "tenants" / "tenant-foo.yaml"
-    spec.write_text(
-        spec.read_text().replace("\nstorage:\n", "\nstorage:\n  delete_without_snapshot: true\n")
-    )
-    return copy
+    return project_copy(tmp_path / "project", rehearsals=("tenant-foo",))
 
 
 @pytest.fixture
