@@ -125,7 +125,10 @@ def stacks(
 
 
 def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
-    stacks: Callable[[str], auto.Stack], pulumi_backend: dict[str, str], project: Path
+    stacks: Callable[[str], auto.Stack],
+    pulumi_backend: dict[str, str],
+    project: Path,
+    sandbox: SandboxLayout,
 ) -> None:
     foo = stacks("tenant-foo")
 
@@ -265,9 +268,17 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
         "ldap bind password": base64.b64decode(copied["password"]).decode(),
         "weka csi password": base64.b64decode(csi["password"]).decode(),
     }
+    # ...nor in what the engine printed (the providers' logs come through it), nor in the logs
+    # the sandbox's emulators wrote.
+    printed = preview.stdout + preview.stderr + up.stdout + up.stderr
+    logs = "".join(
+        f.read_text(errors="replace") for f in (sandbox.root / "logs").glob("*-emulator.log")
+    )
     for what, value in secrets.items():
         assert len(value) >= 8, what
         assert value not in state, f"the {what} is in the state in clear"
+        assert value not in printed, f"the {what} was printed"
+        assert value not in logs, f"the {what} is in an emulator's log"
 
     # Nothing drifted: a second preview plans nothing (the run fails otherwise).
     foo.preview(expect_no_changes=True)
