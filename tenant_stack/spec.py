@@ -55,6 +55,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, ValidationError
 
+from providers.slurm.sacctmgr import QOS_FLAGS
 from tenant_stack.errors import Problem, SpecError
 from tenant_stack.platform import (
     MAX_ID,
@@ -458,18 +459,18 @@ SshKey = Annotated[str, AfterValidator(_ssh_key)]
 PosixId = Annotated[int, Field(ge=1, le=MAX_ID)]
 Count = Annotated[int, Field(ge=1, le=MAX_ID)]
 Day = Annotated[date, Field(strict=False)]  # a quoted ISO date is as clear as an unquoted one
-QosFlag = Literal[
-    "DenyOnLimit",
-    "EnforceUsageThreshold",
-    "NoDecay",
-    "NoReserve",
-    "OverPartQOS",
-    "PartitionMaxNodes",
-    "PartitionMinNodes",
-    "PartitionTimeLimit",
-    "RequiresReservation",
-    "UsageFactorSafe",
-]
+
+
+def _qos_flag(value: str) -> str:
+    # The Slurm provider's list: the spec accepts exactly what it can write.
+    if value not in QOS_FLAGS:
+        raise ValueError(
+            f"{value!r} is not a Slurm 22.05 QoS flag; use one of {', '.join(QOS_FLAGS)}"
+        )
+    return value
+
+
+QosFlag = Annotated[str, AfterValidator(_qos_flag)]
 PreemptMode = Literal["off", "cancel", "requeue"]
 Stage = Literal["active", "frozen", "drained", "archived", "snapshotted", "destroy"]
 

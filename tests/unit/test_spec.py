@@ -279,7 +279,7 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
         "qos-flag",
         {"slurm.qos.normal.flags": ["NoSuchFlag"]},
         "slurm.qos.normal.flags.0",
-        "Input should be",
+        "'NoSuchFlag' is not a Slurm 22.05 QoS flag; use one of DenyOnLimit,",
     ),
     (
         "qos-flag-twice",
