@@ -89,6 +89,11 @@ pulumi_engine() {
   fi
   if [[ -x $PULUMI_TOOLCHAIN_DIR/bin/pulumi && -x $PULUMI_TOOLCHAIN_DIR/bin/pulumi-language-python ]]; then
     say "pulumi v$PULUMI_VERSION: cached in $PULUMI_TOOLCHAIN_DIR"
+    # The language host is this repo's code, not a pinned build: keep the cached copy current.
+    if ! cmp -s "$here/langhost/pulumi_language_python.py" "$PULUMI_TOOLCHAIN_DIR/bin/pulumi_language_python.py"; then
+      install -m 644 "$here/langhost/pulumi_language_python.py" "$PULUMI_TOOLCHAIN_DIR/bin/"
+      say "updated the Python language host from toolchain/langhost"
+    fi
     return
   fi
   check_go

@@ -93,6 +93,17 @@ def run_pulumi(env: dict[str, str], project: Path, *args: str) -> str:
     return result.stdout
 
 
+def processes_running_from(directory: Path) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(directory) in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue  # the process ended while we looked
+    return found
+
+
 def labelled(tenant: str) -> list[str]:
     items = kubectl_json("get", "nodes", "-l", f"reserved.tenant={tenant}")["items"]
     return sorted(n["metadata"]["name"] for n in items)
@@ -398,6 +409,10 @@ def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
             time.sleep(0.2)
         os.killpg(up.pid, signal.SIGKILL)
         up.wait()
+        # The engine starts each plugin in a process group of its own. Our language host stops
+        # once the engine is gone; upstream's dynamic-provider host does not, so end it here.
+        for pid in processes_running_from(project):
+            os.kill(pid, signal.SIGKILL)
 
         # The operator's recovery: release the dead update's lock; drop the creates it started
         # but never recorded; the next up finds those objects in the backends and adopts them

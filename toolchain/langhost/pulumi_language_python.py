@@ -14,8 +14,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -181,6 +184,25 @@ class PythonLanguageRuntime(language_pb2_grpc.LanguageRuntimeServicer):
         return empty_pb2.Empty()
 
 
+def engine_alive(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def watch_engine(address: str, server: grpc.Server, interval: float = 5, misses: int = 3) -> None:
+    """Stops the host once the engine stops answering: an engine killed with SIGKILL cannot
+    interrupt its plugins, and an orphaned host would otherwise run forever."""
+    missed = 0
+    while missed < misses:
+        time.sleep(interval)
+        missed = 0 if engine_alive(address) else missed + 1
+    server.stop(grace=None)
+
+
 def main(argv: list[str]) -> int:
     positional = [a for a in argv if not a.startswith("-")]
     if not positional:
@@ -199,6 +221,7 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: server.stop(grace=None))
     print(port, flush=True)
+    threading.Thread(target=watch_engine, args=(positional[-1], server), daemon=True).start()
     server.wait_for_termination()
     return 0
 
