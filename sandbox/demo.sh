@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pulumi stack select --create tenant-foo --non-interactive
-pulumi up --stack tenant-foo --yes --non-interactive --suppress-progress
+# --refresh: a rehearsal sandbox is often changed by hand between runs; up puts it back.
+pulumi up --stack tenant-foo --refresh --yes --non-interactive --suppress-progress
 
 cat <<'TXT'
 
