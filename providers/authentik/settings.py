@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from providers.env_secret import secret_from_env
 from tenant_stack.errors import AuthentikError
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "Settings", "load_settings"]
@@ -48,29 +49,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 def _token(env: Mapping[str, str]) -> str:
-    token = env.get("AUTHENTIK_TOKEN", "").strip()
-    if token:
-        return token
-    name = env.get("AUTHENTIK_TOKEN_FILE", "").strip()
-    if not name:
-        raise AuthentikError(
-            _READING,
-            "neither AUTHENTIK_TOKEN nor AUTHENTIK_TOKEN_FILE is set",
-            f"export one of them; {_HINT}",
-        )
     try:
-        token = Path(name).read_text().strip()
-    except OSError as exc:
+        return secret_from_env(env, "AUTHENTIK_TOKEN")
+    except ValueError as error:
         raise AuthentikError(
-            _READING,
-            f"AUTHENTIK_TOKEN_FILE {name} cannot be read: {exc.strerror}",
-            "point it at the file holding the API token",
+            _READING, str(error), f"export it, or point AUTHENTIK_TOKEN_FILE at it; {_HINT}"
         ) from None
-    if not token:
-        raise AuthentikError(
-            _READING, f"AUTHENTIK_TOKEN_FILE {name} is empty", "write the API token into it"
-        )
-    return token
 
 
 def _max_attempts(raw: str) -> int:

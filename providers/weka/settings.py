@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from providers.env_secret import secret_from_env
 from tenant_stack.errors import WekaError
 
 __all__ = ["WekaSettings", "load_settings"]
@@ -69,16 +70,7 @@ def _required(env: Mapping[str, str], name: str) -> str:
 
 
 def _password(env: Mapping[str, str]) -> str:
-    if env.get("WEKA_PASSWORD"):
-        return env["WEKA_PASSWORD"]
-    path = env.get("WEKA_PASSWORD_FILE", "").strip()
-    if not path:
-        raise WekaError(_DOING, "neither WEKA_PASSWORD nor WEKA_PASSWORD_FILE is set", _HOW)
     try:
-        password = Path(path).read_text().strip()
-    except OSError as error:
-        # The error names the file and the reason, never its contents.
-        raise WekaError(_DOING, f"WEKA_PASSWORD_FILE cannot be read: {error}", _HOW) from error
-    if not password:
-        raise WekaError(_DOING, f"WEKA_PASSWORD_FILE {path} is empty", _HOW)
-    return password
+        return secret_from_env(env, "WEKA_PASSWORD")
+    except ValueError as error:
+        raise WekaError(_DOING, str(error), _HOW) from None
