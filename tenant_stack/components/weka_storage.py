@@ -18,9 +18,9 @@ from providers.weka import (
     csi_secret_data,
     storage_class_parameters,
 )
+from providers.weka.client import ROOT_ORG
 
 TYPE = "gpu-tenants:storage:WekaStorage"
-ROOT_ORG = "Root"
 
 
 @dataclass(frozen=True)
