@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TEST_SANDBOX_OFFSET = 10000
+# Every port of both sandboxes stays below 32768, where Linux hands out the local ports of
+# outgoing connections: a listener there can find its port taken for a while.
+TEST_SANDBOX_OFFSET = 1000
 
 
 @dataclass(frozen=True)

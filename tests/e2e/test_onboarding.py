@@ -93,15 +93,25 @@ def run_pulumi(env: dict[str, str], project: Path, *args: str) -> str:
     return result.stdout
 
 
-def processes_running_from(directory: Path) -> list[int]:
-    found = []
+def plugins_of_killed_engine(project: Path) -> list[int]:
+    """The plugins a killed engine left: the dynamic-provider host runs from the project, and
+    every plugin of that engine was given the same engine address as its last argument."""
+    commands = {}
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if str(directory) in cmdline.read_bytes().decode(errors="replace"):
-                found.append(int(cmdline.parent.name))
+            commands[int(cmdline.parent.name)] = cmdline.read_bytes().decode(errors="replace")
         except OSError:
             continue  # the process ended while we looked
-    return found
+    engines = {
+        args.rstrip("\0").rsplit("\0", 1)[-1]
+        for args in commands.values()
+        if str(project) in args and "pulumi.dynamic" in args
+    }
+    return [
+        pid
+        for pid, args in commands.items()
+        if args.rstrip("\0").rsplit("\0", 1)[-1] in engines or str(project) in args
+    ]
 
 
 def labelled(tenant: str) -> list[str]:
@@ -409,9 +419,9 @@ def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
             time.sleep(0.2)
         os.killpg(up.pid, signal.SIGKILL)
         up.wait()
-        # The engine starts each plugin in a process group of its own. Our language host stops
-        # once the engine is gone; upstream's dynamic-provider host does not, so end it here.
-        for pid in processes_running_from(project):
+        # The engine starts each plugin in a process group of its own, and hands each its address.
+        # Our language host stops once the engine is gone; the other plugins may not: end them.
+        for pid in plugins_of_killed_engine(project):
             os.kill(pid, signal.SIGKILL)
 
         # The operator's recovery: release the dead update's lock; drop the creates it started
