@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 
 from tenant_stack.components import (
@@ -17,7 +19,12 @@ from tenant_stack.components import slurm_accounting as slurm
 from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap
 from tenant_stack.components.tenant_namespace import ContainerDefaults, Quota
-from tenant_stack.components.weka_storage import Claim, WekaStorageArgs
+from tenant_stack.components.weka_storage import (
+    Claim,
+    HomeUser,
+    SharedFilesystem,
+    WekaStorageArgs,
+)
 from tenant_stack.platform import Platform
 from tenant_stack.spec import Duration, TenantSpec
 from tenant_stack.spec import Qos as SpecQos
@@ -147,11 +154,19 @@ def identity_args(
     )
 
 
+@dataclass(frozen=True)
+class SharedFilesystems:
+    """The platform's shared filesystems a directory-isolated tenant's directories go on."""
+
+    home: SharedFilesystem
+    scratch: SharedFilesystem
+
+
 def storage_args(
     spec: TenantSpec,
     platform: Platform,
     namespace: TenantNamespace,
-    shared_scratch_uid: str | None,
+    shared: SharedFilesystems | None,
     ca_certificate: str | None,
     after: list[pulumi.Resource],
 ) -> WekaStorageArgs:
@@ -160,11 +175,15 @@ def storage_args(
         tenant=spec.slug,
         namespace=namespace.name,
         isolation=storage.isolation,
+        gid=spec.identity.gid,
+        users=[HomeUser(user.username, user.uid) for user in spec.users],
         home_capacity=storage.home_capacity,
+        home_soft=storage.home_per_user.soft,
+        home_hard=storage.home_per_user.hard,
         scratch_soft=storage.scratch.soft,
         scratch_hard=storage.scratch.hard,
-        shared_scratch_filesystem=platform.weka.shared_scratch_filesystem,
-        shared_scratch_filesystem_uid=shared_scratch_uid,
+        shared_home=shared.home if shared else None,
+        shared_scratch=shared.scratch if shared else None,
         filesystem_group=platform.weka.filesystem_group,
         api_endpoints=[platform.weka.api_endpoint],
         ca_certificate=ca_certificate,

@@ -18,9 +18,11 @@ from tenant_stack.components import (
     TenantNamespace,
     WekaStorage,
 )
+from tenant_stack.components.weka_storage import SharedFilesystem
 from tenant_stack.errors import ClusterError, PreflightError
 from tenant_stack.handover import connection_sheet, smoke_tests
 from tenant_stack.mapping import (
+    SharedFilesystems,
     identity_args,
     login_args,
     namespace_args,
@@ -68,11 +70,11 @@ class Tenant:
 def declare_tenant(
     spec: TenantSpec,
     platform: Platform,
-    shared_scratch_uid: str | None = None,
+    shared: SharedFilesystems | None = None,
     ca_certificate: str | None = None,
 ) -> Tenant:
     """Every component of one tenant, each depending on the layers before it. Directory
-    isolation needs the uid of the platform's shared scratch filesystem."""
+    isolation needs the platform's shared filesystems (`shared_filesystems`)."""
     # Destroy deletes in reverse dependency order, and the offboarding runbook fixes that order:
     # storage, identity, Slurm, namespace, reservation. So identity comes after the namespace
     # (and Slurm) here; Slurm names users but needs no uid/gid, and the login pod and storage,
@@ -92,7 +94,7 @@ def declare_tenant(
             spec,
             platform,
             namespace,
-            shared_scratch_uid,
+            shared,
             ca_certificate,
             after=[identity, namespace],
         ),
@@ -100,19 +102,23 @@ def declare_tenant(
     return Tenant(reservation, namespace, slurm, identity, login, storage)
 
 
-def shared_scratch_uid(spec: TenantSpec, platform: Platform) -> str | None:
-    """The uid of the shared scratch filesystem a directory-isolated tenant's quota goes on."""
+def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystems | None:
+    """The shared home and scratch filesystems a directory-isolated tenant's directories go on,
+    looked up on Weka (their uids are what quotas are set through)."""
     if spec.storage.isolation != "directory":
         return None
-    name = platform.weka.shared_scratch_filesystem
+    names = (platform.weka.shared_home_filesystem, platform.weka.shared_scratch_filesystem)
     with WekaClient.from_settings(load_weka_settings()) as weka:
-        found = weka.find_filesystem(name)
-    if found is None:
-        raise ClusterError(
-            f"the platform's shared scratch filesystem {name!r} does not exist on Weka; "
-            "create it (platform setup) before onboarding a directory-isolated tenant"
-        )
-    return found.uid
+        found = [(name, weka.find_filesystem(name)) for name in names]
+    shared = []
+    for name, fs in found:
+        if fs is None:
+            raise ClusterError(
+                f"the platform's shared filesystem {name!r} does not exist on Weka; create it "
+                "(platform setup) before onboarding a directory-isolated tenant"
+            )
+        shared.append(SharedFilesystem(name, fs.uid))
+    return SharedFilesystems(home=shared[0], scratch=shared[1])
 
 
 def ca_certificate() -> str | None:
@@ -123,7 +129,7 @@ def ca_certificate() -> str | None:
 
 def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     preflight(spec, platform, spec_path)
-    tenant = declare_tenant(spec, platform, shared_scratch_uid(spec, platform), ca_certificate())
+    tenant = declare_tenant(spec, platform, shared_filesystems(spec, platform), ca_certificate())
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)
         pulumi.export("reserved_nodes", tenant.reservation.nodes)

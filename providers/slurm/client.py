@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from providers.command import CommandResult, Transport
 from providers.slurm import partitions, sacctmgr
 from providers.slurm.partitions import Partition
 from providers.slurm.sacctmgr import (
@@ -27,7 +28,7 @@ from providers.slurm.sacctmgr import (
     UserRecord,
     UserSettings,
 )
-from providers.slurm.transport import CommandResult, SlurmCommandError, Transport
+from providers.slurm.transport import SlurmCommandError
 from tenant_stack.errors import SlurmError
 
 __all__ = ["SlurmClient"]

@@ -24,12 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from providers.slurm.transport import (
-    DEFAULT_TIMEOUT,
-    KubectlExecTransport,
-    LocalTransport,
-    Transport,
-)
+from providers.command import KubectlExecTransport, LocalTransport, Transport
+from providers.slurm.transport import BACKEND, DEFAULT_TIMEOUT
 from tenant_stack.errors import SlurmError
 
 __all__ = ["Settings"]
@@ -76,9 +72,13 @@ class Settings:
     def make_transport(self) -> Transport:
         if self.transport == "kubectl":
             return KubectlExecTransport(
-                namespace=self.kubectl_namespace, target=self.kubectl_target, timeout=self.timeout
+                backend=BACKEND,
+                timeout=self.timeout,
+                namespace=self.kubectl_namespace,
+                target=self.kubectl_target,
             )
-        return LocalTransport(slurm_conf=self.slurm_conf, timeout=self.timeout)
+        env = {"SLURM_CONF": self.slurm_conf} if self.slurm_conf else {}
+        return LocalTransport(backend=BACKEND, timeout=self.timeout, env=env)
 
     def require_partitions_file(self, doing: str) -> Path:
         if self.partitions_file is None:

@@ -21,6 +21,8 @@ Ownership, when create finds the object already there (an interrupted `up`, or s
   be in the same group (its capacities are then set as asked); the user gets the asked role and
   a new password.
 - Filesystem and OrgUser in Root: refused; nothing shows whose they are.
+- Directory: adopted only when it already belongs to the asked uid:gid (the tenant's pinned
+  numbers); directories are made through a mount (`mount`), not the REST API.
 - DirectoryQuota: adopted only when the quota's `owner` field is this resource's `owner` (the
   tenant's slug), which the provider writes on every quota it sets.
 Python dynamic resources cannot be imported (pulumi/pulumi#16175), hence the rules above.
@@ -49,10 +51,12 @@ from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
 from providers.weka.client import ROOT_ORG, Credentials, FileSystem, WekaClient
+from providers.weka.mount import MountClient, normalize_mode
 from providers.weka.settings import load_settings
 from tenant_stack.errors import WekaError
 
 __all__ = [
+    "DirectoryProvider",
     "DirectoryQuotaProvider",
     "FilesystemProvider",
     "OrgUserProvider",
@@ -526,6 +530,128 @@ class DirectoryQuotaProvider(_WekaProvider):
         fs_uid, _, inode = id_.rpartition(":")
         with _client(props) as weka:
             weka.delete_quota(fs_uid, inode, str(props.get("path")))
+
+
+# --- directory ------------------------------------------------------------------------------
+
+_MODE = re.compile(r"[0-7]{3,4}")
+_PATH_PART = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,254}")
+
+
+class DirectoryProvider(_WekaProvider):
+    """A directory of a filesystem (a tenant's /scratch/tenant-foo, a user's home), made through
+    the mount host (`mount`) with its owner and mode. Its owner is the ownership mark: a directory
+    found at create is adopted only when it already belongs to `uid`:`gid`. Delete removes an
+    empty directory; one that holds data is removed only with `allow_delete_with_data` (the
+    rehearsal flag), otherwise delete refuses and says what offboarding does first.
+
+    The root ("/") of a filesystem in a tenant's own organization is taken over as it is (the
+    organization is the mark) and left to the filesystem at delete: its data goes only with the
+    filesystem, behind the snapshot gate."""
+
+    kind = "directory"
+    fields = (
+        _Field("org", str, ROOT_ORG, replaces=True),
+        _Field("filesystem", str, replaces=True),
+        _Field("path", str, replaces=True),
+        _Field("uid", int),
+        _Field("gid", int),
+        _Field("mode", str, "0750"),
+        _Field("allow_delete_with_data", bool, False),
+    )
+
+    def _rules(self, inputs: dict[str, Any], *, creating: bool) -> list[CheckFailure]:
+        failures = []
+        path, mode = inputs["path"], inputs["mode"]
+        if _known(path):
+            parts = path.split("/")
+            if parts[0] != "" or not all(_PATH_PART.fullmatch(p) for p in parts[1:]):
+                reason = f"{path!r} is not an absolute path of plain names (no '..', no '//')"
+                failures.append(CheckFailure("path", reason))
+            elif path == "/" and inputs["org"] == ROOT_ORG:
+                reason = "the root of a shared filesystem is the platform's, not a tenant's"
+                failures.append(CheckFailure("path", reason))
+        if _known(inputs["filesystem"]) and not _NAME.fullmatch(inputs["filesystem"]):
+            reason = f"{inputs['filesystem']!r} is not a Weka filesystem name"
+            failures.append(CheckFailure("filesystem", reason))
+        for key in ("uid", "gid"):
+            if _known(inputs[key]) and not 0 <= inputs[key] < 2**32 - 1:
+                failures.append(CheckFailure(key, "must be a POSIX id"))
+        if _known(mode):
+            if _MODE.fullmatch(mode):
+                inputs["mode"] = normalize_mode(mode)
+            else:
+                failures.append(CheckFailure("mode", f"{mode!r} is not an octal mode like 0750"))
+        return failures
+
+    def _doing(self, what: str, props: Mapping[str, Any]) -> str:
+        where = f"{props.get('path')} of filesystem {props.get('filesystem')!r}"
+        return f"{what} the Weka directory {where} (organization {props.get('org')!r})"
+
+    @staticmethod
+    def _where(inputs: Mapping[str, Any]) -> tuple[str, str, str]:
+        return inputs["org"], inputs["filesystem"], inputs["path"]
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        inputs = self._inputs(props)
+        doing = self._doing("creating", inputs)
+        mount = MountClient.from_environment()
+        where = self._where(inputs)
+        owner = (inputs["uid"], inputs["gid"])
+        found = mount.stat(*where, doing)
+        if found is None:
+            mount.make(*where, *owner, inputs["mode"], doing)
+        elif inputs["path"] == "/":
+            mount.set_owner(*where, *owner, inputs["mode"], doing)
+        elif (found.uid, found.gid) != owner:
+            raise WekaError(
+                doing,
+                f"it exists already, owned by {found.uid}:{found.gid}, not by this tenant's "
+                f"{owner[0]}:{owner[1]}",
+                f"if an interrupted `pulumi up` of this tenant made it, `chown {owner[0]}:"
+                f"{owner[1]} {mount.mount_path(*where)}` on the mount host and run `pulumi up` "
+                "again; otherwise it is not this tenant's: choose another path",
+            )
+        elif found.mode != inputs["mode"]:
+            mount.set_owner(*where, *owner, inputs["mode"], doing)
+        return CreateResult("/".join(where), inputs)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        inputs = self._inputs(props)
+        found = MountClient.from_environment().stat(
+            *self._where(inputs), self._doing("reading", inputs)
+        )
+        if found is None:
+            return _gone()
+        return ReadResult(id_, {**inputs, "uid": found.uid, "gid": found.gid, "mode": found.mode})
+
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        inputs = self._inputs(news)
+        MountClient.from_environment().set_owner(
+            *self._where(inputs),
+            inputs["uid"],
+            inputs["gid"],
+            inputs["mode"],
+            self._doing("updating", inputs),
+        )
+        return UpdateResult(inputs)
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        inputs = self._inputs(props)
+        doing = self._doing("deleting", inputs)
+        mount = MountClient.from_environment()
+        where = self._where(inputs)
+        if inputs["path"] == "/" or mount.remove_if_empty(*where, doing):
+            return
+        if not inputs["allow_delete_with_data"]:
+            raise WekaError(
+                doing,
+                "refused: it holds the tenant's data",
+                "offboarding snapshots the data first (runbook step 4), then empties the "
+                f"directory ({mount.mount_path(*where)} on the mount host); destroy again after "
+                "that, or mark a rehearsal with storage.delete_without_snapshot",
+            )
+        mount.remove_with_data(*where, doing)
 
 
 # --- organization user ----------------------------------------------------------------------

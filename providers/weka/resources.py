@@ -12,13 +12,20 @@ from pulumi.dynamic import Resource
 
 from providers.weka.client import ROOT_ORG
 from providers.weka.provider import (
+    DirectoryProvider,
     DirectoryQuotaProvider,
     FilesystemProvider,
     OrganizationProvider,
     OrgUserProvider,
 )
 
-__all__ = ["WekaDirectoryQuota", "WekaFilesystem", "WekaOrgUser", "WekaOrganization"]
+__all__ = [
+    "WekaDirectory",
+    "WekaDirectoryQuota",
+    "WekaFilesystem",
+    "WekaOrgUser",
+    "WekaOrganization",
+]
 
 
 def _secret_outputs(
@@ -116,6 +123,45 @@ class WekaFilesystem(Resource, module="weka", name="Filesystem"):
             props,
             _secret_outputs(opts, "org_admin_password"),
         )
+
+
+class WekaDirectory(Resource, module="weka", name="Directory"):
+    """A directory of filesystem `filesystem` in `org`, made through the mount host with owner
+    `uid`:`gid` and `mode`. Its parent must exist (declare it first). Removed at delete only when
+    empty, or with `allow_delete_with_data`."""
+
+    org: pulumi.Output[str]
+    filesystem: pulumi.Output[str]
+    path: pulumi.Output[str]
+    uid: pulumi.Output[int]
+    gid: pulumi.Output[int]
+    mode: pulumi.Output[str]
+    allow_delete_with_data: pulumi.Output[bool]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        filesystem: pulumi.Input[str],
+        path: pulumi.Input[str],
+        uid: pulumi.Input[int],
+        gid: pulumi.Input[int],
+        mode: pulumi.Input[str] = "0750",
+        org: pulumi.Input[str] = ROOT_ORG,
+        allow_delete_with_data: pulumi.Input[bool] = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """`path` is absolute inside the filesystem ("/tenant-foo/alice"); `mode` is octal."""
+        props = {
+            "org": org,
+            "filesystem": filesystem,
+            "path": path,
+            "uid": uid,
+            "gid": gid,
+            "mode": mode,
+            "allow_delete_with_data": allow_delete_with_data,
+        }
+        super().__init__(DirectoryProvider(), resource_name, props, opts)
 
 
 class WekaDirectoryQuota(Resource, module="weka", name="DirectoryQuota"):

@@ -1,7 +1,24 @@
 """Runbook steps 4e and 6: the tenant's Weka storage. With strict isolation, an organization of its
 own holding home and scratch filesystems; with directory isolation, its directories on the
-platform's shared filesystems. The tenant's scratch quota (soft and hard), the CSI driver's user
-and its Secret in csi.weka.io's format, the StorageClass (Retain, expandable) and the PVCs."""
+platform's shared filesystems. The directories (made through the mount host, owned by the
+tenant's group), the per-user home quotas and the tenant's scratch quota (soft and hard), the CSI
+driver's user and its Secret in csi.weka.io's format, the StorageClass (Retain, expandable) and
+the PVCs.
+
+Where the directories are, with G the tenant's gid:
+
+    org        <slug>-home:/          root:G 0750   (the filesystem is the tenant's own)
+               <slug>-home:/<user>    uid:G  0700   quota: home_per_user
+               <slug>-scratch:/       root:G 2770   quota: scratch
+    directory  <home fs>:/<slug>         root:G 0750   quota: home_capacity (hard)
+               <home fs>:/<slug>/<user>  uid:G  0700   quota: home_per_user
+               <scratch fs>:/<slug>      root:G 2770   quota: scratch
+
+This is what the login pod mounts as /home and /scratch (runbook 5a), so /home/alice is alice's.
+A user's home directory in the tenant's own filesystem is left in place when the user is removed
+(`retain_on_delete`): its data goes only with the filesystem, behind the snapshot gate. On the
+shared filesystems the directories are removed at destroy only when empty, or for a rehearsal.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from providers.weka import (
+    WekaDirectory,
     WekaDirectoryQuota,
     WekaFilesystem,
     WekaOrganization,
@@ -21,6 +39,7 @@ from providers.weka import (
 from providers.weka.client import ROOT_ORG
 
 TYPE = "gpu-tenants:storage:WekaStorage"
+ROOT_UID = 0
 
 
 @dataclass(frozen=True)
@@ -33,9 +52,33 @@ class OrgCredentials:
 
 
 @dataclass(frozen=True)
+class SharedFilesystem:
+    """One of the platform's shared filesystems in Root (directory isolation)."""
+
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class Place:
+    """A filesystem the tenant's directories go on, and the directory that is the tenant's."""
+
+    org: pulumi.Input[str]
+    name: pulumi.Input[str]
+    uid: pulumi.Input[str]
+    path: str  # "/" on the tenant's own filesystem, "/<slug>" on a shared one
+
+
+@dataclass(frozen=True)
 class Claim:
     name: str
     size: str  # a Kubernetes quantity
+
+
+@dataclass(frozen=True)
+class HomeUser:
+    username: str
+    uid: int
 
 
 @dataclass(frozen=True)
@@ -43,12 +86,16 @@ class WekaStorageArgs:
     tenant: str
     namespace: pulumi.Input[str]
     isolation: str  # "org" or "directory"
+    gid: int  # the tenant group's gidNumber: the group of all its directories
+    users: list[HomeUser]
     home_capacity: int
+    home_soft: int  # per user
+    home_hard: int
     scratch_soft: int
     scratch_hard: int
-    # Directory isolation: the platform's shared filesystems (their uids and names).
-    shared_scratch_filesystem: str
-    shared_scratch_filesystem_uid: str | None
+    # Directory isolation: the platform's shared filesystems.
+    shared_home: SharedFilesystem | None
+    shared_scratch: SharedFilesystem | None
     filesystem_group: str
     api_endpoints: list[str]
     ca_certificate: str | None
@@ -91,28 +138,67 @@ class WekaStorage(pulumi.ComponentResource):
                 )
                 for kind, capacity in (("home", args.home_capacity), ("scratch", args.scratch_hard))
             }
-            scratch_uid: pulumi.Input[str] = filesystems["scratch"].id
-            scratch_name: pulumi.Input[str] = filesystems["scratch"].name
-            scratch_path = "/"
+            home, scratch = (
+                Place(org.name, fs.name, fs.id, "/")
+                for fs in (filesystems["home"], filesystems["scratch"])
+            )
         else:
-            if args.shared_scratch_filesystem_uid is None:
-                raise ValueError("directory isolation needs the shared scratch filesystem's uid")
+            if args.shared_home is None or args.shared_scratch is None:
+                raise ValueError("directory isolation needs the platform's shared filesystems")
             credentials = OrgCredentials(ROOT_ORG, None, None)
-            scratch_uid = args.shared_scratch_filesystem_uid
-            scratch_name = args.shared_scratch_filesystem
-            scratch_path = f"/{tenant}"
-        WekaDirectoryQuota(
-            f"{name}-scratch-quota",
-            filesystem_uid=scratch_uid,
-            path=scratch_path,
-            hard_limit_bytes=args.scratch_hard,
-            soft_limit_bytes=args.scratch_soft,
-            owner=tenant,
-            org=credentials.org,
-            org_admin_username=credentials.username,
-            org_admin_password=credentials.password,
-            opts=first,
-        )
+            home, scratch = (
+                Place(ROOT_ORG, shared.name, shared.uid, f"/{tenant}")
+                for shared in (args.shared_home, args.shared_scratch)
+            )
+        own_filesystems = args.isolation == "org"
+
+        def directory(
+            suffix: str, place: Place, path: str, uid: int, mode: str, after: list[pulumi.Resource]
+        ) -> WekaDirectory:
+            return WekaDirectory(
+                f"{name}-dir-{suffix}",
+                org=place.org,
+                filesystem=place.name,
+                path=path,
+                uid=uid,
+                gid=args.gid,
+                mode=mode,
+                allow_delete_with_data=args.delete_without_snapshot,
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[*args.after, *after],
+                    retain_on_delete=own_filesystems and path != "/",
+                ),
+            )
+
+        def quota(
+            suffix: str, place: Place, on: WekaDirectory, soft: int, hard: int
+        ) -> WekaDirectoryQuota:
+            return WekaDirectoryQuota(
+                f"{name}-{suffix}-quota",
+                filesystem_uid=place.uid,
+                path=on.path,
+                hard_limit_bytes=hard,
+                soft_limit_bytes=soft,
+                owner=tenant,
+                org=credentials.org,
+                org_admin_username=credentials.username,
+                org_admin_password=credentials.password,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[on]),
+            )
+
+        home_dir = directory("home", home, home.path, ROOT_UID, "0750", [])
+        if not own_filesystems:
+            # The filesystem is the tenant's whole home allowance only when it is its own.
+            quota("home", home, home_dir, 0, args.home_capacity)
+        for user in args.users:
+            user_path = f"{home.path.rstrip('/')}/{user.username}"
+            user_dir = directory(
+                f"home-{user.username}", home, user_path, user.uid, "0700", [home_dir]
+            )
+            quota(f"home-{user.username}", home, user_dir, args.home_soft, args.home_hard)
+        scratch_dir = directory("scratch", scratch, scratch.path, ROOT_UID, "2770", [])
+        quota("scratch", scratch, scratch_dir, args.scratch_soft, args.scratch_hard)
         csi_user = WekaOrgUser(
             f"{name}-csi-user",
             username=f"{tenant}-csi",
@@ -147,7 +233,7 @@ class WekaStorage(pulumi.ComponentResource):
             f"{name}-storage-class",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=f"weka-{tenant}"),
             provisioner="csi.weka.io",
-            parameters=pulumi.Output.all(secret_name, args.namespace, scratch_name).apply(
+            parameters=pulumi.Output.all(secret_name, args.namespace, scratch.name).apply(
                 lambda v: storage_class_parameters(v[0], v[1], v[2])
             ),
             # A deleted claim must not delete the tenant's data (runbook 6c).
@@ -175,7 +261,7 @@ class WekaStorage(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-        self.scratch_filesystem = pulumi.Output.from_input(scratch_name)
+        self.scratch_filesystem = pulumi.Output.from_input(scratch.name)
         self.storage_class = class_name
         self.csi_secret = secret_name
         self.register_outputs(

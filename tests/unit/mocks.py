@@ -51,6 +51,7 @@ class Recorded:
     inputs: dict[str, Any]
     dependencies: frozenset[str]
     property_dependencies: dict[str, frozenset[str]]
+    retain_on_delete: bool = False
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -93,6 +94,7 @@ class RecordingMonitor(MockMonitor):
                         key: frozenset(deps.urns)
                         for key, deps in request.propertyDependencies.items()
                     },
+                    retain_on_delete=request.retainOnDelete,
                 )
             )
         return response

@@ -18,6 +18,8 @@ import pulumi
 import pytest
 import yaml
 
+from tenant_stack.components.weka_storage import SharedFilesystem
+from tenant_stack.mapping import SharedFilesystems
 from tenant_stack.platform import Platform, load_platform, parse_yaml
 from tenant_stack.program import declare_tenant
 from tenant_stack.spec import TenantSpec, load_spec
@@ -41,6 +43,7 @@ WEKA_ORG = "pulumi-python:dynamic/weka:Organization"
 WEKA_FS = "pulumi-python:dynamic/weka:Filesystem"
 WEKA_USER = "pulumi-python:dynamic/weka:OrgUser"
 WEKA_QUOTA = "pulumi-python:dynamic/weka:DirectoryQuota"
+WEKA_DIR = "pulumi-python:dynamic/weka:Directory"
 K8S_STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 K8S_PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 AUTHENTIK_GROUP = "pulumi-python:dynamic/authentik:TenantGroup"
@@ -89,8 +92,15 @@ def _deploy(recorder: Recorder, spec: TenantSpec, platform: Platform = PLATFORM)
     recorder.reads["auth/ldap-bind-creds"] = {"data": BIND_DATA}
 
     def program() -> pulumi.Output[dict[str, Any]]:
-        shared = "fs-shared-scratch" if spec.storage.isolation == "directory" else None
-        tenant = declare_tenant(spec, platform, shared_scratch_uid=shared)
+        shared = (
+            SharedFilesystems(
+                home=SharedFilesystem("cluster-home", "fs-shared-home"),
+                scratch=SharedFilesystem("cluster-scratch", "fs-shared-scratch"),
+            )
+            if spec.storage.isolation == "directory"
+            else None
+        )
+        tenant = declare_tenant(spec, platform, shared)
         reservation, namespace, login = tenant.reservation, tenant.namespace, tenant.login
         outputs: dict[str, Any] = {
             "namespace": namespace.name,
@@ -371,6 +381,10 @@ FOO_CHILDREN = {
         (WEKA_FS, "tenant-foo-scratch"),
         (WEKA_USER, "tenant-foo-csi-user"),
         (WEKA_QUOTA, "tenant-foo-scratch-quota"),
+        (WEKA_DIR, "tenant-foo-dir-home"),
+        (WEKA_DIR, "tenant-foo-dir-scratch"),
+        *((WEKA_DIR, f"tenant-foo-dir-home-{user}") for user in ("alice", "bob", "carol")),
+        *((WEKA_QUOTA, f"tenant-foo-home-{user}-quota") for user in ("alice", "bob", "carol")),
         (K8S_SECRET, "tenant-foo-csi-secret"),
         (K8S_STORAGE_CLASS, "tenant-foo-storage-class"),
         (K8S_PVC, "tenant-foo-pvc-training-scratch"),
@@ -619,3 +633,84 @@ def test_weka_storage_is_an_org_of_its_own_after_identity(foo: Deployment) -> No
     pvc = foo.one(K8S_PVC, "tenant-foo-pvc-training-scratch").inputs
     assert pvc["spec"]["resources"]["requests"] == {"storage": "10Ti"}
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def _directories(deployment: Deployment) -> dict[str, tuple[str, str, int, int, str]]:
+    """Every Weka directory declared: resource name -> (filesystem, path, uid, gid, mode)."""
+    return {
+        r.name: (
+            r.inputs["filesystem"],
+            r.inputs["path"],
+            r.inputs["uid"],
+            r.inputs["gid"],
+            r.inputs["mode"],
+        )
+        for r in deployment.of_type(WEKA_DIR)
+    }
+
+
+def test_org_tenant_homes_are_per_user_directories_with_quotas(foo: Deployment) -> None:
+    assert _directories(foo) == {
+        "tenant-foo-dir-home": ("tenant-foo-home", "/", 0, 4099, "0750"),
+        "tenant-foo-dir-home-alice": ("tenant-foo-home", "/alice", 2147, 4099, "0700"),
+        "tenant-foo-dir-home-bob": ("tenant-foo-home", "/bob", 2148, 4099, "0700"),
+        "tenant-foo-dir-home-carol": ("tenant-foo-home", "/carol", 2149, 4099, "0700"),
+        "tenant-foo-dir-scratch": ("tenant-foo-scratch", "/", 0, 4099, "2770"),
+    }
+    alice_dir = foo.one(WEKA_DIR, "tenant-foo-dir-home-alice")
+    # Runbook 4e: weka fs quota set --path /home/alice --hard 100GB --soft 90GB
+    alice = foo.one(WEKA_QUOTA, "tenant-foo-home-alice-quota")
+    assert (alice.inputs["path"], alice.inputs["hard_limit_bytes"]) == ("/alice", 100 * 10**9)
+    assert alice.inputs["soft_limit_bytes"] == 90 * 10**9
+    assert alice.inputs["owner"] == "tenant-foo"
+    assert alice_dir.urn in alice.dependencies
+    assert foo.one(WEKA_DIR, "tenant-foo-dir-home").urn in alice_dir.dependencies
+    # The tenant's own filesystem holds the data: a removed user's home stays until the
+    # filesystem goes, behind the snapshot gate.
+    assert alice_dir.retain_on_delete is True
+    assert foo.one(WEKA_DIR, "tenant-foo-dir-home").inputs["allow_delete_with_data"] is False
+    # The filesystem is the tenant's whole home: no second quota on its root.
+    assert not [q for q in foo.of_type(WEKA_QUOTA) if q.name == "tenant-foo-home-quota"]
+
+
+def test_directory_tenant_gets_its_directories_and_quotas_on_the_shared_filesystems(
+    mocks: Recorder,
+) -> None:
+    bar = _deploy(mocks, load_spec(TENANTS, "tenant-bar", PLATFORM))
+    users = {user.username: user.uid for user in load_spec(TENANTS, "tenant-bar", PLATFORM).users}
+    assert _directories(bar) == {
+        "tenant-bar-dir-home": ("cluster-home", "/tenant-bar", 0, 4102, "0750"),
+        "tenant-bar-dir-scratch": ("cluster-scratch", "/tenant-bar", 0, 4102, "2770"),
+        **{
+            f"tenant-bar-dir-home-{name}": (
+                "cluster-home",
+                f"/tenant-bar/{name}",
+                uid,
+                4102,
+                "0700",
+            )
+            for name, uid in users.items()
+        },
+    }
+    assert not bar.of_type(WEKA_ORG) and not bar.of_type(WEKA_FS)
+    quotas = {
+        q.name: (q.inputs["filesystem_uid"], q.inputs["path"], q.inputs["soft_limit_bytes"],
+                 q.inputs["hard_limit_bytes"], q.inputs["org"])
+        for q in bar.of_type(WEKA_QUOTA)
+    }  # fmt: skip
+    assert quotas == {
+        "tenant-bar-home-quota": ("fs-shared-home", "/tenant-bar", 0, 400 * 10**9, "Root"),
+        "tenant-bar-scratch-quota": (
+            "fs-shared-scratch", "/tenant-bar", 18 * 10**12, 20 * 10**12, "Root",
+        ),
+        **{
+            f"tenant-bar-home-{name}-quota": (
+                "fs-shared-home", f"/tenant-bar/{name}", 180 * 10**9, 200 * 10**9, "Root",
+            )
+            for name in users
+        },
+    }  # fmt: skip
+    for directory in bar.of_type(WEKA_DIR):
+        # On the shared filesystems nothing is left behind by a destroy; data is refused.
+        assert directory.retain_on_delete is False
+        assert directory.inputs["allow_delete_with_data"] is False
