@@ -17,7 +17,13 @@ from typing import Protocol
 
 from providers.call_log import record
 
-__all__ = ["CommandResult", "KubectlExecTransport", "LocalTransport", "Transport"]
+__all__ = [
+    "CommandResult",
+    "KubectlExecTransport",
+    "LocalTransport",
+    "Transport",
+    "TransportSettings",
+]
 
 
 @dataclass(frozen=True)
@@ -119,3 +125,45 @@ class KubectlExecTransport:
 
     def run(self, argv: Sequence[str]) -> CommandResult:
         return _execute(self.backend, argv, self.command(argv), None, self.timeout)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransportSettings:
+    """How to reach a host that runs a provider's commands, read from `<PREFIX>_TRANSPORT`
+    (`local` or `kubectl`), `<PREFIX>_TIMEOUT` (seconds), `<PREFIX>_KUBECTL_NAMESPACE` and
+    `<PREFIX>_KUBECTL_TARGET`."""
+
+    kind: str
+    timeout: float
+    namespace: str
+    target: str
+
+    @classmethod
+    def from_environment(
+        cls, env: Mapping[str, str], prefix: str, *, namespace: str, target: str
+    ) -> TransportSettings:
+        """The settings, or ValueError naming the variable that is wrong and how to fix it."""
+        kind = env.get(f"{prefix}_TRANSPORT") or "local"
+        if kind not in ("local", "kubectl"):
+            raise ValueError(f"{prefix}_TRANSPORT={kind!r}: set it to 'local' or 'kubectl'")
+        raw_timeout = env.get(f"{prefix}_TIMEOUT") or "20"
+        try:
+            timeout = float(raw_timeout)
+        except ValueError:
+            timeout = 0.0
+        if not timeout > 0:
+            raise ValueError(f"{prefix}_TIMEOUT={raw_timeout!r}: give seconds, such as 20")
+        return cls(
+            kind=kind,
+            timeout=timeout,
+            namespace=env.get(f"{prefix}_KUBECTL_NAMESPACE") or namespace,
+            target=env.get(f"{prefix}_KUBECTL_TARGET") or target,
+        )
+
+    def make(self, backend: str, local_env: Mapping[str, str] | None = None) -> Transport:
+        """The transport; `local_env` is added to the environment of local commands."""
+        if self.kind == "kubectl":
+            return KubectlExecTransport(
+                backend=backend, timeout=self.timeout, namespace=self.namespace, target=self.target
+            )
+        return LocalTransport(backend=backend, timeout=self.timeout, env=dict(local_env or {}))

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from providers.command import KubectlExecTransport, LocalTransport, Transport
-from providers.slurm.transport import BACKEND, DEFAULT_TIMEOUT
+from providers.command import Transport, TransportSettings
+from providers.slurm.transport import BACKEND
 from tenant_stack.errors import SlurmError
 
 __all__ = ["Settings"]
@@ -35,50 +35,32 @@ _DOING = "reading the Slurm provider's settings from the environment"
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
-    transport: str = "local"
+    transport: TransportSettings
     slurm_conf: str | None = None
-    kubectl_namespace: str = "slurm-control"
-    kubectl_target: str = "deploy/slurmctld"
     cluster: str = "production"
-    timeout: float = DEFAULT_TIMEOUT
     partitions_file: Path | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        transport = env.get("SLURM_TRANSPORT") or "local"
-        if transport not in ("local", "kubectl"):
-            raise SlurmError(
-                _DOING, f"SLURM_TRANSPORT={transport!r}", "set it to 'local' or 'kubectl'"
-            )
-        raw_timeout = env.get("SLURM_TIMEOUT") or str(DEFAULT_TIMEOUT)
         try:
-            timeout = float(raw_timeout)
-        except ValueError:
-            timeout = 0.0
-        if not timeout > 0:
-            raise SlurmError(_DOING, f"SLURM_TIMEOUT={raw_timeout!r}", "give seconds, such as 20")
+            transport = TransportSettings.from_environment(
+                env, "SLURM", namespace="slurm-control", target="deploy/slurmctld"
+            )
+        except ValueError as error:
+            raise SlurmError(_DOING, str(error)) from None
         partitions = env.get("SLURM_PARTITIONS_FILE")
         return cls(
             transport=transport,
             slurm_conf=env.get("SLURM_CONF") or None,
-            kubectl_namespace=env.get("SLURM_KUBECTL_NAMESPACE") or "slurm-control",
-            kubectl_target=env.get("SLURM_KUBECTL_TARGET") or "deploy/slurmctld",
             cluster=env.get("SLURM_CLUSTER") or "production",
-            timeout=timeout,
             partitions_file=Path(partitions) if partitions else None,
         )
 
     def make_transport(self) -> Transport:
-        if self.transport == "kubectl":
-            return KubectlExecTransport(
-                backend=BACKEND,
-                timeout=self.timeout,
-                namespace=self.kubectl_namespace,
-                target=self.kubectl_target,
-            )
-        env = {"SLURM_CONF": self.slurm_conf} if self.slurm_conf else {}
-        return LocalTransport(backend=BACKEND, timeout=self.timeout, env=env)
+        return self.transport.make(
+            BACKEND, {"SLURM_CONF": self.slurm_conf} if self.slurm_conf else None
+        )
 
     def require_partitions_file(self, doing: str) -> Path:
         if self.partitions_file is None:

@@ -18,63 +18,35 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from providers.command import CommandResult, KubectlExecTransport, LocalTransport, Transport
+from providers.command import CommandResult, Transport, TransportSettings
 from tenant_stack.errors import WekaError
 
-__all__ = ["DirectoryStat", "MountClient", "MountSettings"]
+__all__ = ["DirectoryStat", "MountClient", "mount_client", "normalize_mode"]
 
 BACKEND = "weka-mount"
-_DOING = "reading the Weka mount settings from the environment"
+_UNREACHABLE = (
+    "check that the mount host answers (WEKA_MOUNT_TRANSPORT, and for kubectl the pod "
+    "WEKA_MOUNT_KUBECTL_TARGET in WEKA_MOUNT_KUBECTL_NAMESPACE), then run again"
+)
 
 
-@dataclass(frozen=True, kw_only=True)
-class MountSettings:
-    transport: str = "local"
-    root: str = "/mnt/weka"
-    kubectl_namespace: str = "weka-system"
-    kubectl_target: str = "deploy/weka-admin"
-    timeout: float = 20.0
-
-    @classmethod
-    def from_environment(cls, env: Mapping[str, str] | None = None) -> MountSettings:
-        env = os.environ if env is None else env
-        transport = env.get("WEKA_MOUNT_TRANSPORT") or "local"
-        if transport not in ("local", "kubectl"):
-            raise WekaError(
-                _DOING, f"WEKA_MOUNT_TRANSPORT={transport!r}", "set it to 'local' or 'kubectl'"
-            )
-        root = env.get("WEKA_MOUNT_ROOT") or "/mnt/weka"
+def mount_client() -> MountClient:
+    """A client of the mount host the environment names."""
+    env = os.environ
+    root = env.get("WEKA_MOUNT_ROOT") or "/mnt/weka"
+    try:
         if not posixpath.isabs(root):
-            raise WekaError(_DOING, f"WEKA_MOUNT_ROOT={root!r} is not absolute", "give a path")
-        raw_timeout = env.get("WEKA_MOUNT_TIMEOUT") or "20"
-        try:
-            timeout = float(raw_timeout)
-        except ValueError:
-            timeout = 0.0
-        if not timeout > 0:
-            raise WekaError(
-                _DOING, f"WEKA_MOUNT_TIMEOUT={raw_timeout!r}", "give seconds, such as 20"
-            )
-        return cls(
-            transport=transport,
-            root=posixpath.normpath(root),
-            kubectl_namespace=env.get("WEKA_MOUNT_KUBECTL_NAMESPACE") or "weka-system",
-            kubectl_target=env.get("WEKA_MOUNT_KUBECTL_TARGET") or "deploy/weka-admin",
-            timeout=timeout,
+            raise ValueError(f"WEKA_MOUNT_ROOT={root!r}: give an absolute path")
+        transport = TransportSettings.from_environment(
+            env, "WEKA_MOUNT", namespace="weka-system", target="deploy/weka-admin"
         )
-
-    def make_transport(self) -> Transport:
-        if self.transport == "kubectl":
-            return KubectlExecTransport(
-                backend=BACKEND,
-                timeout=self.timeout,
-                namespace=self.kubectl_namespace,
-                target=self.kubectl_target,
-            )
-        return LocalTransport(backend=BACKEND, timeout=self.timeout)
+    except ValueError as error:
+        raise WekaError(
+            "reading the Weka mount settings from the environment", str(error)
+        ) from None
+    return MountClient(transport.make(BACKEND), posixpath.normpath(root))
 
 
 @dataclass(frozen=True)
@@ -97,11 +69,6 @@ class MountClient:
     def __init__(self, transport: Transport, root: str) -> None:
         self.transport = transport
         self.root = root
-
-    @classmethod
-    def from_environment(cls) -> MountClient:
-        settings = MountSettings.from_environment()
-        return cls(settings.make_transport(), settings.root)
 
     def mount_path(self, org: str, filesystem: str, path: str = "/") -> str:
         return posixpath.normpath(posixpath.join(self.root, org, filesystem, path.lstrip("/")))
@@ -160,20 +127,22 @@ class MountClient:
     def _require_mount(self, org: str, filesystem: str, doing: str) -> None:
         mount = self.mount_path(org, filesystem)
         result = self._run(["stat", "--format=%F", mount], doing)
-        if not result.ok or result.stdout.strip() != "directory":
+        if result.ok and result.stdout.strip() == "directory":
+            return
+        if result.ok or "No such file or directory" in result.words:
             raise WekaError(
                 doing,
-                f"filesystem {filesystem!r} of organization {org!r} is not mounted at {mount} "
-                f"({result.words})",
+                f"filesystem {filesystem!r} of organization {org!r} is not mounted at {mount}",
                 "mount it there on the mount host (WEKA_MOUNT_ROOT/<org>/<filesystem>), or point "
                 "WEKA_MOUNT_ROOT or WEKA_MOUNT_TRANSPORT at the host that mounts it, and run "
                 "`pulumi up` again",
             )
+        raise _error(doing, result, _UNREACHABLE)
 
     def _run(self, argv: list[str], doing: str) -> CommandResult:
         result = self.transport.run(argv)
         if result.returncode is None:
-            raise _error(doing, result, "check that the mount host answers, then run again")
+            raise _error(doing, result, _UNREACHABLE)
         return result
 
     def _must(self, argv: list[str], doing: str) -> CommandResult:

@@ -51,7 +51,7 @@ from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
 from providers.weka.client import ROOT_ORG, Credentials, FileSystem, WekaClient
-from providers.weka.mount import MountClient, normalize_mode
+from providers.weka.mount import mount_client, normalize_mode
 from providers.weka.settings import load_settings
 from tenant_stack.errors import WekaError
 
@@ -595,7 +595,7 @@ class DirectoryProvider(_WekaProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = self._inputs(props)
         doing = self._doing("creating", inputs)
-        mount = MountClient.from_environment()
+        mount = mount_client()
         where = self._where(inputs)
         owner = (inputs["uid"], inputs["gid"])
         found = mount.stat(*where, doing)
@@ -618,16 +618,14 @@ class DirectoryProvider(_WekaProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         inputs = self._inputs(props)
-        found = MountClient.from_environment().stat(
-            *self._where(inputs), self._doing("reading", inputs)
-        )
+        found = mount_client().stat(*self._where(inputs), self._doing("reading", inputs))
         if found is None:
             return _gone()
         return ReadResult(id_, {**inputs, "uid": found.uid, "gid": found.gid, "mode": found.mode})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         inputs = self._inputs(news)
-        MountClient.from_environment().set_owner(
+        mount_client().set_owner(
             *self._where(inputs),
             inputs["uid"],
             inputs["gid"],
@@ -639,7 +637,7 @@ class DirectoryProvider(_WekaProvider):
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         inputs = self._inputs(props)
         doing = self._doing("deleting", inputs)
-        mount = MountClient.from_environment()
+        mount = mount_client()
         where = self._where(inputs)
         if inputs["path"] == "/" or mount.remove_if_empty(*where, doing):
             return

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from providers.command import KubectlExecTransport, LocalTransport
+import pytest
+
+from providers.command import KubectlExecTransport, LocalTransport, TransportSettings
 
 
 def test_a_command_that_does_not_answer_in_time_is_a_result_not_a_hang() -> None:
@@ -30,3 +32,22 @@ def test_kubectl_transport_wraps_the_argv_without_a_shell() -> None:
     assert transport.command(["stat", "-c", "%u:%g", "/mnt/a dir"]) == [
         "kubectl", "-n", "ns", "exec", "pod/x", "--", "stat", "-c", "%u:%g", "/mnt/a dir",
     ]  # fmt: skip
+
+
+def test_transport_settings_come_from_the_prefixed_variables() -> None:
+    env = {"WEKA_MOUNT_TRANSPORT": "kubectl", "WEKA_MOUNT_TIMEOUT": "3"}
+    settings = TransportSettings.from_environment(env, "WEKA_MOUNT", namespace="n", target="t")
+    transport = settings.make("test")
+    assert isinstance(transport, KubectlExecTransport)
+    assert (transport.timeout, transport.namespace, transport.target) == (3.0, "n", "t")
+    local = TransportSettings.from_environment({}, "X", namespace="n", target="t")
+    made = local.make("test", {"SLURM_CONF": "/etc/slurm.conf"})
+    assert isinstance(made, LocalTransport)
+    assert made.env == {"SLURM_CONF": "/etc/slurm.conf"}
+    for bad, named in (
+        ({"X_TRANSPORT": "ssh"}, "X_TRANSPORT='ssh'"),
+        ({"X_TIMEOUT": "soon"}, "X_TIMEOUT='soon'"),
+        ({"X_TIMEOUT": "-1"}, "X_TIMEOUT='-1'"),
+    ):
+        with pytest.raises(ValueError, match=named):
+            TransportSettings.from_environment(bad, "X", namespace="n", target="t")

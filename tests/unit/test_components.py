@@ -692,7 +692,8 @@ def test_directory_tenant_gets_its_directories_and_quotas_on_the_shared_filesyst
             for name, uid in users.items()
         },
     }
-    assert not bar.of_type(WEKA_ORG) and not bar.of_type(WEKA_FS)
+    assert not bar.of_type(WEKA_ORG)
+    assert not bar.of_type(WEKA_FS)
     quotas = {
         q.name: (q.inputs["filesystem_uid"], q.inputs["path"], q.inputs["soft_limit_bytes"],
                  q.inputs["hard_limit_bytes"], q.inputs["org"])

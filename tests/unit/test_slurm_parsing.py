@@ -519,7 +519,8 @@ def test_settings_come_from_the_environment() -> None:
     settings = Settings.from_environment(
         {"SLURM_TRANSPORT": "kubectl", "SLURM_TIMEOUT": "3", "SLURM_CLUSTER": "staging"}
     )
-    assert (settings.cluster, settings.timeout, settings.partitions_file) == ("staging", 3.0, None)
+    assert (settings.cluster, settings.partitions_file) == ("staging", None)
+    assert settings.transport.timeout == 3.0
     assert isinstance(settings.make_transport(), KubectlExecTransport)
     with pytest.raises(SlurmError, match="SLURM_PARTITIONS_FILE is not set"):
         settings.require_partitions_file("creating Slurm partition 'x'")

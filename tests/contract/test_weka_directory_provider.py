@@ -1,0 +1,208 @@
+"""Contract tests of the Weka directory provider: directories made, read, changed and removed
+through the mount host (the local transport on the sandbox's emulated wekafs mounts), then found
+by the Weka REST API and given a quota there, as the onboarding runbook's step 4e does.
+
+Calls go as the engine makes them (through `check`, numbers as floats); every test makes its own
+filesystem in Root and removes it again.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.dynamic import CreateResult, ReadResult
+
+from providers.weka.client import WekaClient
+from providers.weka.provider import DirectoryProvider, DirectoryQuotaProvider
+from providers.weka.settings import load_settings
+from tenant_stack.errors import WekaError
+from tests.contract.test_weka_provider import GB, checked, no_changes, wire
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
+
+DIRS = DirectoryProvider()
+TENANT_GID = 4099
+ALICE = 2147
+
+
+@pytest.fixture
+def filesystem() -> Iterator[tuple[str, str, Path]]:
+    """A fresh filesystem in Root: its name, its uid and where the mount host sees it."""
+    name = f"dirtest-{uuid.uuid4().hex[:8]}"
+    with WekaClient.from_settings(load_settings()) as admin:
+        fs = admin.create_filesystem(name, "default", 10 * GB, 10 * GB)
+        try:
+            yield name, fs.uid, Path(os.environ["WEKA_MOUNT_ROOT"]) / "Root" / name
+        finally:
+            admin.delete_filesystem(fs.uid, name)
+
+
+def directory(
+    fs_name: str, path: str, uid: int = 0, mode: str = "750", **more: Any
+) -> dict[str, Any]:
+    return checked(
+        DIRS,
+        {"filesystem": fs_name, "path": path, "uid": uid, "gid": TENANT_GID, "mode": mode, **more},
+    )
+
+
+def outs(result: CreateResult | ReadResult) -> dict[str, Any]:
+    assert result.outs is not None
+    return result.outs
+
+
+def owner_and_mode(path: Path) -> tuple[int, int, str]:
+    stat = path.stat()
+    return stat.st_uid, stat.st_gid, format(stat.st_mode & 0o7777, "04o")
+
+
+def test_directories_are_made_with_owner_and_mode_and_found_by_the_rest_api(
+    filesystem: tuple[str, str, Path],
+) -> None:
+    name, fs_uid, mount = filesystem
+    tenant = directory(name, "/tenant-x", mode="2770")
+    assert tenant["mode"] == "2770"
+    made = DIRS.create(tenant)
+    assert made.id == f"Root/{name}/tenant-x"
+    assert owner_and_mode(mount / "tenant-x") == (0, TENANT_GID, "2770")
+    home = directory(name, "/tenant-x/alice", uid=ALICE, mode="0700")
+    DIRS.create(home)
+    assert owner_and_mode(mount / "tenant-x" / "alice") == (ALICE, TENANT_GID, "0700")
+
+    # Runbook 4e: the REST API finds the directory the mount made, and takes a quota on it.
+    quotas = DirectoryQuotaProvider()
+    quota_inputs = checked(
+        quotas,
+        {
+            "filesystem_uid": fs_uid,
+            "path": "/tenant-x/alice",
+            "hard_limit_bytes": 100 * GB,
+            "soft_limit_bytes": 90 * GB,
+            "owner": "tenant-x",
+        },
+    )
+    quota = quotas.create(quota_inputs)
+    with WekaClient.from_settings(load_settings()) as admin:
+        live = admin.get_quota(fs_uid, outs(quota)["inode_id"])
+    assert live is not None
+    assert (live.path, live.hard_limit_bytes, live.soft_limit_bytes, live.owner) == (
+        "/tenant-x/alice",
+        100 * GB,
+        90 * GB,
+        "tenant-x",
+    )
+    quotas.delete(quota.id, wire(outs(quota)))
+
+    # Read gives back what create recorded; no diff right after.
+    read = DIRS.read(made.id, wire(outs(made)))
+    assert read.id == made.id
+    no_changes(DIRS, made.id, outs(read), tenant)
+
+
+def test_a_change_behind_pulumis_back_is_read_and_put_back(
+    filesystem: tuple[str, str, Path],
+) -> None:
+    name, _, mount = filesystem
+    inputs = directory(name, "/tenant-x", mode="2770")
+    made = DIRS.create(inputs)
+    os.chown(mount / "tenant-x", 0, 5555)
+    os.chmod(mount / "tenant-x", 0o777)
+    read = DIRS.read(made.id, wire(outs(made)))
+    assert (outs(read)["gid"], outs(read)["mode"]) == (5555, "0777")
+    diff = DIRS.diff(made.id, wire(outs(read)), inputs)
+    assert diff.changes is True
+    assert not diff.replaces
+    DIRS.update(made.id, wire(outs(read)), inputs)
+    assert owner_and_mode(mount / "tenant-x") == (0, TENANT_GID, "2770")
+    # A path change is a new directory, not a rename of the tenant's data.
+    moved = DIRS.diff(made.id, wire(outs(made)), directory(name, "/tenant-y", mode="2770"))
+    assert moved.replaces == ["path"]
+
+
+def test_an_interrupted_create_is_adopted_and_a_foreign_directory_refused(
+    filesystem: tuple[str, str, Path],
+) -> None:
+    name, _, mount = filesystem
+    (mount / "ours").mkdir()
+    os.chown(mount / "ours", ALICE, TENANT_GID)
+    adopted = DIRS.create(directory(name, "/ours", uid=ALICE, mode="0700"))
+    assert owner_and_mode(mount / "ours") == (ALICE, TENANT_GID, "0700")
+    assert outs(adopted)["uid"] == ALICE
+
+    (mount / "theirs").mkdir()
+    os.chown(mount / "theirs", 3000, 5000)
+    with pytest.raises(WekaError) as refused:
+        DIRS.create(directory(name, "/theirs", uid=ALICE))
+    message = str(refused.value)
+    assert "owned by 3000:5000, not by this tenant's 2147:4099" in message
+    assert f"chown 2147:4099 {mount / 'theirs'}" in message
+    assert owner_and_mode(mount / "theirs")[:2] == (3000, 5000)
+
+
+def test_delete_removes_an_empty_directory_and_refuses_one_with_data(
+    filesystem: tuple[str, str, Path],
+) -> None:
+    name, _, mount = filesystem
+    empty = DIRS.create(directory(name, "/empty"))
+    DIRS.delete(empty.id, wire(outs(empty)))
+    assert not (mount / "empty").exists()
+    DIRS.delete(empty.id, wire(outs(empty)))  # already gone: nothing to do
+
+    full = DIRS.create(directory(name, "/full"))
+    (mount / "full" / "checkpoint.pt").write_text("weights")
+    with pytest.raises(WekaError, match="refused: it holds the tenant's data") as refused:
+        DIRS.delete(full.id, wire(outs(full)))
+    assert "offboarding snapshots the data first" in str(refused.value)
+    assert (mount / "full" / "checkpoint.pt").read_text() == "weights"
+
+    rehearsal = directory(name, "/full", allow_delete_with_data=True)
+    DIRS.delete(full.id, wire({**outs(full), **rehearsal}))
+    assert not (mount / "full").exists()
+
+
+def test_missing_parent_unmounted_filesystem_and_bad_inputs_are_named(
+    filesystem: tuple[str, str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name, _, _ = filesystem
+    with pytest.raises(WekaError, match="its parent directory must exist"):
+        DIRS.create(directory(name, "/no-such-parent/alice"))
+    with pytest.raises(WekaError, match="'no-such-fs' of organization 'Root' is not mounted"):
+        DIRS.create(directory("no-such-fs", "/x"))
+    failures = DIRS.check(
+        {},
+        {"filesystem": name, "path": "/a/../etc", "uid": -1.0, "gid": 4099.0, "mode": "rwx"},
+    ).failures
+    assert sorted(f.property for f in failures) == ["mode", "path", "uid"]
+    root = DIRS.check({}, {"filesystem": name, "path": "/", "uid": 0.0, "gid": 1.0}).failures
+    assert [f.reason for f in root] == [
+        "the root of a shared filesystem is the platform's, not a tenant's"
+    ]
+    monkeypatch.setenv("WEKA_MOUNT_TRANSPORT", "ssh")
+    with pytest.raises(WekaError, match="WEKA_MOUNT_TRANSPORT='ssh'"):
+        DIRS.create(directory(name, "/x"))
+
+
+def test_a_mount_host_that_does_not_answer_is_an_error_not_a_hang(
+    filesystem: tuple[str, str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    name, _, _ = filesystem
+    # kubectl exec against an API server that is not there: the transport's own failure.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "
+        "'https://127.0.0.1:9'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "current-context: c\nusers: [{name: u, user: {token: x}}]\n"
+    )
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("WEKA_MOUNT_TRANSPORT", "kubectl")
+    with pytest.raises(WekaError) as failed:
+        DIRS.create(directory(name, "/x"))
+    message = str(failed.value)
+    assert "`stat --format=%F " in message
+    assert "connection refused" in message
+    assert "check that the mount host answers" in message
