@@ -21,6 +21,8 @@ def up(layout: SandboxLayout) -> int:
         if service.name == "kube-controller-manager" and started:
             layout.seed_kubernetes()
             print("[sandbox] seeded nodes, namespaces, CRDs and the LDAP bind Secret")
+        if service.name == "weka-emulator" and (seeded := layout.seed_weka()):
+            print(f"[sandbox] seeded the Weka shared filesystems {', '.join(seeded)} in Root")
         if service.name == "authentik-emulator" and layout.seed_authentik():
             print("[sandbox] seeded the Authentik `tenants` group")
     took = time.monotonic() - started_at

@@ -20,6 +20,7 @@ cat <<'TXT'
   sacctmgr -P -n show assoc account=tenant-foo,ml-team-foo  the account, sub-account and user associations
   sacctmgr -P -n show qos normal-foo,interactive-foo      the tenant's QoS
   scontrol show partition tenant-foo                      nodes gpu-[01-08], AllowAccounts, MaxTime
+  ls -ln "$WEKA_MOUNT_ROOT/tenant-foo/tenant-foo-home"     the users' home directories (uid:gid, 0700) on Weka
   curl -s -H "Authorization: Bearer $(cat $AUTHENTIK_TOKEN_FILE)" "$AUTHENTIK_URL/api/v3/core/groups/?name=tenant-foo"
   pulumi stack output connection_sheet --stack tenant-foo  the handover sheet to send the tenant
   pulumi preview --stack tenant-foo --refresh --expect-no-changes   no drift in any backend

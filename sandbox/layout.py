@@ -24,9 +24,20 @@ from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
 from sandbox.service import Service
 from sandbox.slurm import SlurmSettings, client_env, slurm_services
-from sandbox.weka.service import admin_password_file, weka_service, weka_url
+from sandbox.supervisor import SandboxError
+from sandbox.weka.service import (
+    admin_password_file,
+    seed_root_filesystems,
+    weka_service,
+    weka_url,
+)
 
-KUBERNETES_VERSION_FILE = Path(__file__).resolve().parents[1] / "toolchain" / "versions.sh"
+PROJECT = Path(__file__).resolve().parents[1]
+KUBERNETES_VERSION_FILE = PROJECT / "toolchain" / "versions.sh"
+PLATFORM_FILE = PROJECT / "Pulumi.prod.yaml"
+# Sizes of the platform's shared filesystems in the emulated cluster of 2 PB.
+SHARED_HOME_BYTES = 100 * 10**12
+SHARED_SCRATCH_BYTES = 400 * 10**12
 
 
 def _kubernetes_version() -> str:
@@ -59,6 +70,11 @@ class SandboxLayout:
         return KubernetesSandbox(self.root / "kubernetes", self.pki, self.ports)
 
     @property
+    def weka_mount_root(self) -> Path:
+        """Where the Weka emulator's filesystems are directories, as on a host mounting them."""
+        return self.root / "weka" / "mounts"
+
+    @property
     def slurm(self) -> SlurmSettings:
         return SlurmSettings(self.root / "slurm", self.ports.offset)
 
@@ -67,7 +83,7 @@ class SandboxLayout:
         return [
             *self.kubernetes.services(),
             *slurm_services(self.root / "slurm", self.ports.offset),
-            weka_service(self.root / "weka", self.pki, self.ports.weka),
+            weka_service(self.root / "weka", self.pki, self.ports.weka, self.weka_mount_root),
             authentik_service(self.root / "authentik", self.ports.authentik),
         ]
 
@@ -88,6 +104,25 @@ class SandboxLayout:
         """Creates what a tenant's identity hangs under, if missing (so: also after an upgrade)."""
         return seed_parent_group(self.root / "authentik", self.ports.authentik)
 
+    def seed_weka(self) -> list[str]:
+        """Creates the platform's shared filesystems in Root, where directory-isolated tenants
+        get their directories, if missing. Returns the names it created."""
+        # Imported here, not above: the platform's models would slow down every `make -s env`.
+        from tenant_stack.errors import PlatformError
+        from tenant_stack.platform import load_platform
+
+        try:
+            weka = load_platform(PLATFORM_FILE).weka
+        except PlatformError as error:
+            raise SandboxError(str(error)) from error
+        capacities = {
+            weka.shared_home_filesystem: SHARED_HOME_BYTES,
+            weka.shared_scratch_filesystem: SHARED_SCRATCH_BYTES,
+        }
+        return seed_root_filesystems(
+            self.root / "weka", self.pki, self.ports.weka, weka.filesystem_group, capacities
+        )
+
     def environment(self) -> dict[str, str]:
         """What `make -s env` exports so a person can reach every part by hand."""
         return {
@@ -98,6 +133,8 @@ class SandboxLayout:
             "WEKA_URL": weka_url(self.ports.weka),
             "WEKA_USERNAME": "admin",
             "WEKA_PASSWORD_FILE": str(admin_password_file(self.root / "weka")),
+            "WEKA_MOUNT_ROOT": str(self.weka_mount_root),
+            "WEKA_MOUNT_TRANSPORT": "local",
             "AUTHENTIK_URL": authentik_url(self.ports.authentik),
             "AUTHENTIK_TOKEN_FILE": str(token_file(self.root / "authentik")),
         }

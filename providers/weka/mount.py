@@ -107,9 +107,11 @@ class MountClient:
         self, org: str, filesystem: str, path: str, uid: int, gid: int, mode: str, doing: str
     ) -> None:
         target = self.mount_path(org, filesystem, path)
-        # chown first: changing the owner may clear a setgid bit that chmod then sets.
+        # chown first: changing the owner may clear a setgid bit that chmod then sets. The extra
+        # leading 0 makes GNU chmod clear the setgid bit a directory inherits from its parent
+        # (a 4-digit mode keeps it on directories).
         self._must(["chown", f"{uid}:{gid}", target], doing)
-        self._must(["chmod", mode, target], doing)
+        self._must(["chmod", f"0{mode}", target], doing)
 
     def remove_if_empty(self, org: str, filesystem: str, path: str, doing: str) -> bool:
         """rmdir; False (and nothing done) when the directory holds anything."""

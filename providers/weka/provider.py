@@ -565,7 +565,9 @@ class DirectoryProvider(_WekaProvider):
         path, mode = inputs["path"], inputs["mode"]
         if _known(path):
             parts = path.split("/")
-            if parts[0] != "" or not all(_PATH_PART.fullmatch(p) for p in parts[1:]):
+            names = [] if path == "/" else parts[1:]
+            plain = all(_PATH_PART.fullmatch(p) and p not in (".", "..") for p in names)
+            if parts[0] != "" or not plain:
                 reason = f"{path!r} is not an absolute path of plain names (no '..', no '//')"
                 failures.append(CheckFailure("path", reason))
             elif path == "/" and inputs["org"] == ROOT_ORG:
@@ -614,7 +616,7 @@ class DirectoryProvider(_WekaProvider):
             )
         elif found.mode != inputs["mode"]:
             mount.set_owner(*where, *owner, inputs["mode"], doing)
-        return CreateResult("/".join(where), inputs)
+        return CreateResult(f"{inputs['org']}/{inputs['filesystem']}{inputs['path']}", inputs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         inputs = self._inputs(props)

@@ -1,4 +1,5 @@
-"""Run the Weka emulator: `python -m sandbox.weka --state-dir DIR --admin-password-file F`."""
+"""Run the Weka emulator: `python -m sandbox.weka --state-dir DIR --admin-password-file F
+[--mount-root DIR]`."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from sandbox.weka.api import WekaApi, handler_for, parse_capacity
 from sandbox.weka.cluster import ApiError, Cluster
+from sandbox.weka.mounts import Mounts
 from sandbox.weka.store import Store
 from sandbox.weka.tokens import Tokens, generate_password
 
@@ -32,6 +34,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         required=True,
         help="password of Root's cluster admin 'admin'; generated (mode 0600) if missing",
+    )
+    parser.add_argument(
+        "--mount-root",
+        type=Path,
+        help="where filesystem F of organization O is the directory O/F, as on a host that "
+        "mounts them all (default: STATE_DIR/mounts)",
     )
     parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate chain")
     parser.add_argument("--tls-key", type=Path, help="private key for --tls-cert")
@@ -79,10 +87,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parse_args(argv)
     store = Store(args.state_dir)
     tokens = Tokens(store.state, args.access_token_ttl, args.refresh_token_ttl)
-    cluster = Cluster(store.state, tokens, args.capacity_bytes)
-    if not store.state.orgs:
-        cluster.bootstrap(_admin_password(args.admin_password_file))
-        store.save()
+    try:
+        mounts = Mounts(args.mount_root or args.state_dir / "mounts")
+        cluster = Cluster(store.state, tokens, args.capacity_bytes, mounts)
+        if not store.state.orgs:
+            cluster.bootstrap(_admin_password(args.admin_password_file))
+        cluster.create_mounts(every_directory=store.loaded_version == 1)
+    except ApiError as error:
+        raise SystemExit(f"weka: {error.message}") from error
+    store.save()
 
     server = _Server((args.host, args.port), handler_for(WekaApi(store, cluster)))
     scheme = "http"

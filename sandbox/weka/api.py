@@ -167,8 +167,9 @@ class WekaApi:
                 query = dict(parse_qsl(url.query))
                 request = Request(caller, params, query, _json_object(raw_body))
                 data = route.handler(request)
-                if route.mutates:
+                if route.mutates or self.cluster.directories_changed:
                     self.store.save()
+                    self.cluster.directories_changed = False
             return 200, {"data": data}
         except ApiError as error:
             return error.status, {"message": error.message}

@@ -2,6 +2,8 @@
 
 Every operation takes the authenticated `Caller` and sees only the caller's organization, as the
 real cluster does. Errors are `ApiError`s carrying the status code and message to answer with.
+Directories live on disk, under the mount root (`mounts`); the state keeps their inode ids,
+usage and quotas.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from sandbox.weka.store import Directory, FileSystem, Org, Quota, Snapshot, State, User
 from sandbox.weka.tokens import (
@@ -20,6 +23,9 @@ from sandbox.weka.tokens import (
     hash_password,
     password_is_strong,
 )
+
+if TYPE_CHECKING:
+    from sandbox.weka.mounts import Mounts
 
 ROOT_ORG = "Root"
 MAX_ORGS = 256  # including Root, per the Weka docs
@@ -55,7 +61,17 @@ class QuotaLimits:
 def normalize_path(path: str) -> str:
     if not path.startswith("/"):
         raise ApiError(400, f"Path must be absolute: {path!r}")
+    if ".." in path.split("/"):
+        raise ApiError(400, f"Path must not contain '..': {path!r}")
     return "/" + posixpath.normpath(path).lstrip("/") if path.strip("/") else "/"
+
+
+def _check_name(kind: str, name: str) -> None:
+    """Names are directories under the mount root: one path component each."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise ApiError(
+            400, f"{kind} name {name!r} is not valid: give one directory name, without '/'"
+        )
 
 
 def _contains(parent: str, path: str) -> bool:
@@ -67,10 +83,14 @@ def _now_iso() -> str:
 
 
 class Cluster:
-    def __init__(self, state: State, tokens: Tokens, capacity_bytes: int) -> None:
+    def __init__(self, state: State, tokens: Tokens, capacity_bytes: int, mounts: Mounts) -> None:
         self.state = state
         self.tokens = tokens
         self.capacity_bytes = capacity_bytes
+        self.mounts = mounts
+        # Set when a call registers or forgets directories found on disk, so that even a GET
+        # saves the state (an inode id handed out must survive a restart).
+        self.directories_changed = False
 
     # --- bootstrap and sessions ---------------------------------------------------------
 
@@ -79,6 +99,16 @@ class Cluster:
         root = Org(uid=str(uuid.uuid4()), id=0, name=ROOT_ORG)
         self.state.orgs[root.uid] = root
         self._add_user(root, "admin", admin_password, "ClusterAdmin")
+
+    def create_mounts(self, every_directory: bool) -> None:
+        """At start: the directory of every filesystem, and with `every_directory` each directory
+        the state knows (state files from before the mounts kept directories in the state only)."""
+        for fs in self.state.filesystems.values():
+            org = self._org_name(fs)
+            self.mounts.ensure_fs(org, fs.name)
+            if every_directory:
+                for path in fs.directories:
+                    self.mounts.make_directories(org, fs.name, path)
 
     def login(self, username: str, password: str, org_name: str) -> dict[str, object]:
         org = self._org_by_name(org_name)
@@ -147,6 +177,7 @@ class Cluster:
         self, caller: Caller, name: str, username: str, password: str, ssd: int, total: int
     ) -> Org:
         self._require(caller, {"ClusterAdmin"}, "create organizations")
+        _check_name("Organization", name)
         if self._org_by_name(name) is not None:
             raise ApiError(409, f"Organization {name} already exists")
         if len(self.state.orgs) >= MAX_ORGS:
@@ -167,6 +198,9 @@ class Cluster:
         other = self._org_by_name(new_name)
         if other is not None and other is not org:
             raise ApiError(409, f"Organization {new_name} already exists")
+        _check_name("Organization", new_name)
+        if new_name != org.name:
+            self.mounts.rename_org(org.name, new_name)
         org.name = new_name
         return org
 
@@ -207,6 +241,7 @@ class Cluster:
                 400,
                 f"Organization {org.name} still has filesystems: {', '.join(sorted(filesystems))}",
             )
+        self.mounts.remove_org(org.name)
         # Like the real cluster, everything else that belongs to the org goes with it.
         for user in [u for u in self.state.users.values() if u.org_uid == uid]:
             self.tokens.revoke_user(user.uid)
@@ -311,21 +346,37 @@ class Cluster:
         allocated = sum(fs.total_budget for fs in self.state.filesystems.values())
         return self.capacity_bytes - allocated - self.orphan_snapshot_bytes()
 
+    def _org_name(self, fs: FileSystem) -> str:
+        return self.state.orgs[fs.org_uid].name
+
     def find_fs(self, caller: Caller, uid: str) -> FileSystem:
         fs = self.state.filesystems.get(uid)
         # Another org's filesystem is reported missing, not forbidden: orgs cannot see each other.
         if fs is None or fs.org_uid != caller.org.uid:
             raise ApiError(404, f"Filesystem {uid} not found")
-        return fs
+        return self._with_disk(fs)
 
     def list_fs(self, caller: Caller, name: str | None, group: str | None) -> list[FileSystem]:
         return [
-            fs
+            self._with_disk(fs)
             for fs in self.state.filesystems.values()
             if fs.org_uid == caller.org.uid
             and (name is None or fs.name == name)
             and (group is None or fs.group_name == group)
         ]
+
+    def _with_disk(self, fs: FileSystem) -> FileSystem:
+        """`fs` without the directories removed on disk since it was last used: like the real
+        cluster, their quotas and the data counted in them go too. Every use of a filesystem
+        passes here, so no quota ever names a directory that is gone."""
+        org = self._org_name(fs)
+        self.mounts.ensure_fs(org, fs.name)
+        for path in [p for p in fs.directories if p != "/"]:
+            if not self.mounts.is_directory(org, fs.name, path):
+                inode_id = fs.directories.pop(path).inode_id
+                fs.quotas.pop(str(inode_id), None)
+                self.directories_changed = True
+        return fs
 
     def _fs_by_name(self, org_uid: str, name: str) -> FileSystem | None:
         filesystems = self.state.filesystems.values()
@@ -370,6 +421,7 @@ class Cluster:
         encrypted: bool,
     ) -> FileSystem:
         self._require(caller, STORAGE_WRITERS, "create filesystems")
+        _check_name("Filesystem", name)
         if self._fs_by_name(caller.org.uid, name) is not None:
             raise ApiError(409, f"Filesystem {name} already exists")
         ssd_budget = total if ssd is None else ssd
@@ -386,6 +438,7 @@ class Cluster:
             auth_required=auth_required,
             encrypted=encrypted,
         )
+        self.mounts.create_fs(caller.org.name, name)
         self.state.next_fs_id += 1
         fs.directories["/"] = Directory(self.state.allocate_inode())
         self.state.filesystems[fs.uid] = fs
@@ -411,6 +464,8 @@ class Cluster:
         renamed = new_name is not None and new_name != fs.name
         if renamed and self._fs_by_name(caller.org.uid, str(new_name)) is not None:
             raise ApiError(409, f"Filesystem {new_name} already exists")
+        if new_name is not None:
+            _check_name("Filesystem", new_name)
         new_total = fs.total_budget if total is None else total
         # Without tiering the SSD budget follows the total unless it is set on its own.
         follows = fs.ssd_budget == fs.total_budget
@@ -422,7 +477,9 @@ class Cluster:
                 400, f"Cannot shrink filesystem {fs.name} to {new_total} bytes: {used} bytes used"
             )
         self._check_capacity(caller.org, fs, new_total, new_ssd)
-        fs.name = fs.name if new_name is None else new_name
+        if renamed:
+            self.mounts.rename_fs(caller.org.name, fs.name, str(new_name))
+            fs.name = str(new_name)
         fs.total_budget, fs.ssd_budget = new_total, new_ssd
         if auth_required is not None:
             fs.auth_required = auth_required
@@ -433,18 +490,29 @@ class Cluster:
         fs = self.find_fs(caller, uid)
         if fs.mounted:
             raise ApiError(400, f"Cannot delete filesystem {fs.name}: filesystem is in use")
+        self.mounts.remove_fs(caller.org.name, fs.name)
         # Snapshots stay: they outlive their filesystem (and now take cluster capacity).
         del self.state.filesystems[uid]
 
     # --- directories and quotas ----------------------------------------------------------
 
     def resolve_path(self, caller: Caller, uid: str, path: str) -> tuple[str, Directory]:
-        fs = self.find_fs(caller, uid)
+        return self._on_disk(self.find_fs(caller, uid), path)
+
+    def _on_disk(self, fs: FileSystem, path: str) -> tuple[str, Directory]:
+        """The directory at `path` on disk, registered (parents first) when first named."""
         path = normalize_path(path)
-        directory = fs.directories.get(path)
-        if directory is None:
+        org = self._org_name(fs)
+        canonical = self.mounts.resolve(org, fs.name, path)
+        if not self.mounts.is_directory(org, fs.name, canonical):
             raise ApiError(404, f"PATH_NOT_FOUND: {path} does not exist in filesystem {fs.name}")
-        return path, directory
+        parts = [p for p in canonical.split("/") if p]
+        for depth in range(1, len(parts) + 1):
+            current = "/" + "/".join(parts[:depth])
+            if current not in fs.directories:
+                fs.directories[current] = Directory(self.state.allocate_inode())
+                self.directories_changed = True
+        return canonical, fs.directories[canonical]
 
     def _directory(self, fs: FileSystem, inode_id: str) -> tuple[str, Directory]:
         for path, directory in fs.directories.items():
@@ -612,26 +680,18 @@ class Cluster:
         fs = self.state.filesystems.get(uid)
         if fs is None:
             raise ApiError(404, f"Filesystem {uid} not found")
-        return fs
+        return self._with_disk(fs)
 
     def make_directory(self, uid: str, path: str) -> tuple[str, Directory]:
-        """mkdir -p: create the directory and any missing parents."""
+        """mkdir -p on the mount: create the directory and any missing parents."""
         fs = self.any_fs(uid)
-        path = normalize_path(path)
-        parts = [p for p in path.split("/") if p]
-        for depth in range(1, len(parts) + 1):
-            current = "/" + "/".join(parts[:depth])
-            if current not in fs.directories:
-                fs.directories[current] = Directory(self.state.allocate_inode())
-        return path, fs.directories[path]
+        made = self.mounts.make_directories(self._org_name(fs), fs.name, normalize_path(path))
+        return self._on_disk(fs, made)
 
     def set_usage(self, uid: str, path: str, used: int) -> tuple[str, Directory]:
         """Stand in for writes: refuse what a client would get ENOSPC/EDQUOT for."""
         fs = self.any_fs(uid)
-        path = normalize_path(path)
-        directory = fs.directories.get(path)
-        if directory is None:
-            raise ApiError(404, f"PATH_NOT_FOUND: {path} does not exist in filesystem {fs.name}")
+        path, directory = self._on_disk(fs, path)
         if used < 0:
             raise ApiError(400, "used_bytes cannot be negative")
         growth = used - directory.used_bytes

@@ -1,15 +1,19 @@
-"""The Weka emulator as a sandbox service: HTTPS on Weka's port, with a sandbox CA certificate."""
+"""The Weka emulator as a sandbox service: HTTPS on Weka's port, with a sandbox CA certificate,
+its filesystems as directories under a mount root, as on a host that mounts them all."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki
 from sandbox.service import Service
+from sandbox.supervisor import SandboxError
 
 
 def weka_url(port: int) -> str:
@@ -20,7 +24,7 @@ def admin_password_file(state_dir: Path) -> Path:
     return state_dir / "admin-password"
 
 
-def weka_service(state_dir: Path, pki: Pki, port: int) -> Service:
+def weka_service(state_dir: Path, pki: Pki, port: int, mount_root: Path) -> Service:
     def ready() -> bool:
         try:
             reply = httpx.get(
@@ -44,6 +48,7 @@ def weka_service(state_dir: Path, pki: Pki, port: int) -> Service:
             f"--port={port}",
             f"--state-dir={state_dir}",
             f"--admin-password-file={admin_password_file(state_dir)}",
+            f"--mount-root={mount_root}",
             f"--tls-cert={pki.cert('weka')}",
             f"--tls-key={pki.key('weka')}",
         ],
@@ -52,3 +57,35 @@ def weka_service(state_dir: Path, pki: Pki, port: int) -> Service:
         prepare=prepare,
         ready=ready,
     )
+
+
+def seed_root_filesystems(
+    state_dir: Path, pki: Pki, port: int, group_name: str, capacities: Mapping[str, int]
+) -> list[str]:
+    """Creates the filesystems of Root named in `capacities` (bytes) that are missing, as the
+    cluster admin. Returns the names it created."""
+    password = admin_password_file(state_dir).read_text(encoding="utf-8").strip()
+    with httpx.Client(
+        base_url=weka_url(port), verify=tls_context(pki.ca_cert), timeout=10
+    ) as client:
+        login = {"username": "admin", "password": password, "org": "Root"}
+        tokens = _data(client.post("/login", json=login), "logging in as Root's admin")
+        client.headers["Authorization"] = f"Bearer {tokens['access_token']}"
+        created = []
+        for name, capacity in capacities.items():
+            doing = f"seeding the filesystem {name} in Root"
+            if _data(client.get("/fileSystems", params={"name": name}), doing):
+                continue
+            body = {"name": name, "group_name": group_name, "total_capacity": capacity}
+            _data(client.post("/fileSystems", json=body), doing)
+            created.append(name)
+        return created
+
+
+def _data(reply: httpx.Response, doing: str) -> Any:
+    if reply.status_code != 200:
+        raise SandboxError(
+            f"weka-emulator answered {reply.status_code} {doing} "
+            f"({reply.request.method} {reply.request.url.path}): {reply.text}"
+        )
+    return reply.json()["data"]

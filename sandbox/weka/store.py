@@ -13,7 +13,10 @@ from typing import Any
 from sandbox.state_file import write_json_atomically
 
 STATE_FILE = "weka-state.json"
-STATE_VERSION = 1
+# Version 2: directories are real directories under the mount root (see mounts.py); version 1
+# kept them in the state only, and is read as it stands.
+STATE_VERSION = 2
+READABLE_VERSIONS = (1, STATE_VERSION)
 
 
 @dataclass
@@ -38,6 +41,9 @@ class User:
 
 @dataclass
 class Directory:
+    """A directory of a filesystem, registered when an API call first names it; whether it
+    exists is the disk's to say."""
+
     inode_id: int
     # Bytes written directly in this directory; quotas add up a whole subtree.
     used_bytes: int = 0
@@ -65,7 +71,8 @@ class FileSystem:
     auth_required: bool
     encrypted: bool
     mounted: bool = False
-    directories: dict[str, Directory] = field(default_factory=dict)  # by absolute path
+    # By absolute canonical path (no symbolic link in it), "/" always present.
+    directories: dict[str, Directory] = field(default_factory=dict)
     quotas: dict[str, Quota] = field(default_factory=dict)  # by str(inode_id)
 
 
@@ -145,10 +152,13 @@ class Store:
         self.lock = threading.Lock()
         state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(state_dir, 0o700)
+        # The version of the file as read: what start-up has to bring up to date.
+        self.loaded_version = STATE_VERSION
         if self.path.exists():
             raw = json.loads(self.path.read_text(encoding="utf-8"))
-            if raw.get("version") != STATE_VERSION:
+            if raw.get("version") not in READABLE_VERSIONS:
                 raise SystemExit(f"{self.path}: unsupported state version {raw.get('version')}")
+            self.loaded_version = raw["version"]
             self.state = _state_from_json(raw)
         else:
             self.state = State()

@@ -1,13 +1,16 @@
 """Contract tests of the Weka REST API v2 emulator (sandbox.weka), run as a real process.
 
-The module's emulator serves HTTPS with a throwaway self-signed certificate; the restart test runs
-its own plain-HTTP one. Every test makes its own organizations and names, so the tests do not
-depend on one another.
+The module's emulator serves HTTPS with a throwaway self-signed certificate and keeps its
+filesystems under a mount root of its own; the restart and upgrade tests run their own plain-HTTP
+ones with the default mount root. Every test makes its own organizations and names, so the tests do
+not depend on one another.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -24,6 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
+from sandbox.weka.store import STATE_FILE, STATE_VERSION
+
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN_PASSWORD = "Emulat0r-Admin"
 TENANT_PASSWORD = "Tenant-Passw0rd"
@@ -36,8 +41,13 @@ class Emulator:
     verify: ssl.SSLContext | bool
     state_dir: Path
     password_file: Path
+    mount_root: Path
     log: Path
     process: subprocess.Popen[bytes]
+
+    def mount(self, org: str, fs: str) -> Path:
+        """Where filesystem `fs` of organization `org` is mounted."""
+        return self.mount_root / org / fs
 
 
 def _free_port() -> int:
@@ -47,8 +57,12 @@ def _free_port() -> int:
 
 
 def start_emulator(
-    workdir: Path, tls: tuple[Path, Path] | None = None, port: int | None = None
+    workdir: Path,
+    tls: tuple[Path, Path] | None = None,
+    port: int | None = None,
+    mount_root: Path | None = None,
 ) -> Emulator:
+    """Without `mount_root` the emulator uses its default, state/mounts."""
     port = port or _free_port()
     state_dir, password_file = workdir / "state", workdir / "admin-password"
     log = workdir / "emulator.log"
@@ -65,6 +79,8 @@ def start_emulator(
         "--admin-password-file",
         str(password_file),
     ]
+    if mount_root is not None:
+        argv += ["--mount-root", str(mount_root)]
     verify: ssl.SSLContext | bool = False
     scheme = "http"
     if tls is not None:
@@ -73,7 +89,13 @@ def start_emulator(
     with log.open("ab") as sink:
         process = subprocess.Popen(argv, cwd=ROOT, stdout=sink, stderr=sink)
     emulator = Emulator(
-        f"{scheme}://127.0.0.1:{port}/api/v2", verify, state_dir, password_file, log, process
+        f"{scheme}://127.0.0.1:{port}/api/v2",
+        verify,
+        state_dir,
+        password_file,
+        mount_root or state_dir / "mounts",
+        log,
+        process,
     )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -160,7 +182,7 @@ def emulator(
 ) -> Iterator[Emulator]:
     workdir = tmp_path_factory.mktemp("weka")
     (workdir / "admin-password").write_text(ADMIN_PASSWORD + "\n")
-    running = start_emulator(workdir, tls=tls_cert)
+    running = start_emulator(workdir, tls=tls_cert, mount_root=workdir / "mounts")
     yield running
     stop_emulator(running)
 
@@ -564,6 +586,155 @@ def test_soft_quota_blocks_growth_only_after_its_grace_period(admin: Api, tenant
     admin.ok("PUT", usage_url, json={"path": "/advisory", "used_bytes": 500})  # no grace: advisory
 
 
+# --- directories on the mount ----------------------------------------------------------------
+
+QUOTA = {"hard_limit_bytes": 10**9, "soft_limit_bytes": 10**9, "grace_seconds": 0}
+
+
+def resolve(api: Api, fs_uid: str, path: str) -> str:
+    found = api.ok("GET", f"/fileSystems/{fs_uid}/resolvePath", params={"path": path})
+    return str(found["inode_id"])
+
+
+def test_a_new_filesystem_is_an_empty_directory_of_its_organization(
+    emulator: Emulator, tenant: Tenant
+) -> None:
+    org, api = tenant()
+    make_fs(api, name="home")
+    mount = emulator.mount(org["name"], "home")
+    assert list(mount.iterdir()) == []
+    assert stat.S_IMODE(mount.stat().st_mode) == 0o755
+
+
+def test_a_directory_made_on_the_mount_is_found_and_keeps_its_inode(
+    emulator: Emulator, tenant: Tenant
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api)
+    mount = emulator.mount(org["name"], fs["name"])
+    url = f"/fileSystems/{fs['uid']}/resolvePath"
+    assert "PATH_NOT_FOUND" in api.fails("GET", url, 404, params={"path": "/alice"})
+    (mount / "alice").mkdir()
+    alice = api.ok("GET", url, params={"path": "/alice/"})
+    assert alice["path"] == "/alice"
+    assert resolve(api, fs["uid"], "/alice") == alice["inode_id"]
+    os.makedirs(mount / "team" / "data")
+    ids = {resolve(api, fs["uid"], p) for p in ("/", "/alice", "/team/data", "/team")}
+    assert len(ids) == 4
+    (mount / "notes.txt").write_text("not a directory")
+    api.fails("GET", url, 404, params={"path": "/notes.txt"})
+    api.fails("GET", url, 404, params={"path": "/notes.txt/sub"})
+
+
+def test_paths_cannot_lead_out_of_the_filesystem(
+    emulator: Emulator, admin: Api, tenant: Tenant, tmp_path: Path
+) -> None:
+    org, api = tenant()
+    fs, other = make_fs(api), make_fs(api)
+    mount = emulator.mount(org["name"], fs["name"])
+    url = f"/fileSystems/{fs['uid']}/resolvePath"
+    assert "'..'" in api.fails("GET", url, 400, params={"path": f"/../{other['name']}"})
+    api.fails("GET", url, 400, params={"path": "/a/.."})
+    (mount / "sibling").symlink_to(emulator.mount(org["name"], other["name"]))
+    (mount / "elsewhere").symlink_to(tmp_path)
+    assert "outside" in api.fails("GET", url, 400, params={"path": "/sibling"})
+    api.fails("GET", url, 400, params={"path": "/elsewhere"})
+    mkdir_url = f"/_emulator/fileSystems/{fs['uid']}/directories"
+    admin.fails("POST", mkdir_url, 400, json={"path": "/elsewhere/made"})
+    admin.fails("POST", mkdir_url, 400, json={"path": "/../made"})
+    assert list(tmp_path.iterdir()) == []
+    # A link that stays inside leads to the directory it names, under that directory's path.
+    (mount / "real").mkdir()
+    (mount / "alias").symlink_to("real")
+    assert api.ok("GET", url, params={"path": "/alias"}) == api.ok(
+        "GET", url, params={"path": "/real"}
+    )
+
+
+def test_renames_move_the_tree_and_keep_inodes_and_quotas(
+    emulator: Emulator, admin: Api, tenant: Tenant
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api, name="home")
+    inode = mkdir(admin, fs["uid"], "/alice")
+    quota = api.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{inode}", json=QUOTA)
+
+    api.ok("PUT", f"/fileSystems/{fs['uid']}", json={"new_name": "home2"})
+    assert not emulator.mount(org["name"], "home").exists()
+    assert (emulator.mount(org["name"], "home2") / "alice").is_dir()
+    assert resolve(api, fs["uid"], "/alice") == inode
+
+    new_name = f"{org['name']}-renamed"
+    admin.ok("PUT", f"/organizations/{org['uid']}", json={"new_name": new_name})
+    assert not (emulator.mount_root / org["name"]).exists()
+    assert (emulator.mount(new_name, "home2") / "alice").is_dir()
+    assert resolve(api, fs["uid"], "/alice") == inode
+    assert api.ok("GET", f"/fileSystems/{fs['uid']}/quota/{inode}") == quota
+
+
+def test_deleting_removes_the_tree(emulator: Emulator, admin: Api, tenant: Tenant) -> None:
+    org, api = tenant()
+    fs = make_fs(api)
+    mount = emulator.mount(org["name"], fs["name"])
+    os.makedirs(mount / "alice" / "deep")
+    (mount / "alice" / "deep" / "data").write_text("gone with the filesystem")
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}")
+    assert not mount.exists()
+    admin.ok("DELETE", f"/organizations/{org['uid']}")
+    assert not (emulator.mount_root / org["name"]).exists()
+
+
+def test_a_directory_removed_on_the_mount_takes_its_quota_and_data(
+    emulator: Emulator, admin: Api, tenant: Tenant
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api)
+    mount = emulator.mount(org["name"], fs["name"])
+    alice, bob = mkdir(admin, fs["uid"], "/alice"), mkdir(admin, fs["uid"], "/bob")
+    for inode in (alice, bob):
+        api.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{inode}", json=QUOTA)
+    usage_url = f"/_emulator/fileSystems/{fs['uid']}/usage"
+    admin.ok("PUT", usage_url, json={"path": "/alice", "used_bytes": 1000})
+
+    (mount / "alice").rmdir()
+    listed = api.ok("GET", f"/fileSystems/{fs['uid']}/quota")
+    assert [q["path"] for q in listed] == ["/bob"]
+    assert "Inode" in api.fails("GET", f"/fileSystems/{fs['uid']}/quota/{alice}", 404)
+    api.fails("PUT", f"/fileSystems/{fs['uid']}/quota/{alice}", 404, json=QUOTA)
+    assert api.ok("GET", f"/fileSystems/{fs['uid']}")["used_total"] == 0
+    admin.fails("PUT", usage_url, 404, json={"path": "/alice", "used_bytes": 1})
+
+    (mount / "alice").mkdir()
+    again = resolve(api, fs["uid"], "/alice")
+    assert again != alice
+    assert "no quota" in api.fails("GET", f"/fileSystems/{fs['uid']}/quota/{again}", 500)
+
+
+def test_the_emulator_mkdir_makes_a_real_directory(
+    emulator: Emulator, admin: Api, tenant: Tenant
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api)
+    mount = emulator.mount(org["name"], fs["name"])
+    inode = mkdir(admin, fs["uid"], "/home/alice")
+    assert (mount / "home" / "alice").is_dir()
+    assert resolve(api, fs["uid"], "/home/alice") == inode
+    assert mkdir(admin, fs["uid"], "/home/alice") == inode  # mkdir -p: already there is fine
+    (mount / "home" / "file").write_text("in the way")
+    mkdir_url = f"/_emulator/fileSystems/{fs['uid']}/directories"
+    assert "in the way" in admin.fails("POST", mkdir_url, 400, json={"path": "/home/file/x"})
+
+
+def test_names_that_are_not_one_directory_are_refused(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    body = {"name": "a/b", "group_name": "default", "total_capacity": TB}
+    assert "'a/b'" in api.fails("POST", "/fileSystems", 400, json=body)
+    fs = make_fs(api)
+    api.fails("PUT", f"/fileSystems/{fs['uid']}", 400, json={"new_name": ".."})
+    org = {"name": "x/y", "username": "boss", "password": TENANT_PASSWORD}
+    admin.fails("POST", "/organizations", 400, json=org)
+
+
 # --- snapshots -------------------------------------------------------------------------------
 
 
@@ -723,10 +894,11 @@ def test_state_survives_kill_9_and_restart(tmp_path: Path) -> None:
         boss = Api.login(emulator, "boss", TENANT_PASSWORD, org="acme")
         fs = make_fs(boss, name="home", capacity="5TB")
         inode = mkdir(admin, fs["uid"], "/home/alice")
+        assert (emulator.state_dir / "mounts" / "acme" / "home" / "home" / "alice").is_dir()
         limits = {"hard_limit_bytes": 10**9, "soft_limit_bytes": 10**9, "grace_seconds": 0}
         quota = boss.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{inode}", json=limits)
         snap = boss.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s1"})
-        state_file = next(emulator.state_dir.iterdir())
+        state_file = emulator.state_dir / STATE_FILE
         assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
 
         os.kill(emulator.process.pid, signal.SIGKILL)
@@ -757,3 +929,31 @@ def test_state_survives_kill_9_and_restart(tmp_path: Path) -> None:
     for path in tmp_path.rglob("*.json"):
         assert TENANT_PASSWORD not in path.read_text()
         assert str(boss.token) not in path.read_text()
+
+
+def test_a_state_file_from_before_the_mounts_gets_its_directories_on_disk(tmp_path: Path) -> None:
+    """Version 1 kept directories in the state only: the first start makes each of them real."""
+    emulator = start_emulator(tmp_path)
+    try:
+        admin = Api.login(emulator, "admin", emulator.password_file.read_text().strip())
+        fs = make_fs(admin, name="cluster-home")
+        inode = mkdir(admin, fs["uid"], "/home/alice")
+        quota = admin.ok("PUT", f"/fileSystems/{fs['uid']}/quota/{inode}", json=QUOTA)
+    finally:
+        stop_emulator(emulator)
+    state_file = emulator.state_dir / STATE_FILE
+    state = json.loads(state_file.read_text())
+    state["version"] = 1
+    state_file.write_text(json.dumps(state))
+    shutil.rmtree(emulator.mount_root)
+
+    port = int(emulator.base_url.split(":")[2].split("/")[0])
+    emulator = start_emulator(tmp_path, port=port)
+    try:
+        assert (emulator.mount("Root", "cluster-home") / "home" / "alice").is_dir()
+        admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
+        assert resolve(admin, fs["uid"], "/home/alice") == inode
+        assert admin.ok("GET", f"/fileSystems/{fs['uid']}/quota/{inode}") == quota
+        assert json.loads(state_file.read_text())["version"] == STATE_VERSION
+    finally:
+        stop_emulator(emulator)
