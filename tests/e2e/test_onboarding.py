@@ -61,16 +61,45 @@ def sacctmgr(*args: str) -> list[str]:
 
 
 @contextmanager
-def weka() -> Iterator[httpx.Client]:
-    """A client of the Weka emulator, logged in as the cluster admin."""
+def weka(org_admin: tuple[str, str, str] | None = None) -> Iterator[httpx.Client]:
+    """A client of the Weka emulator, logged in as the cluster admin, or as `org_admin`
+    (organization, username, password)."""
     ca = tls_context(Path(os.environ["SANDBOX_CA_FILE"]))
     with httpx.Client(base_url=os.environ["WEKA_URL"], verify=ca, timeout=10) as client:
-        password = Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip()
-        login = client.post(
-            "/login", json={"username": os.environ["WEKA_USERNAME"], "password": password}
-        )
-        client.headers["Authorization"] = f"Bearer {login.json()['data']['access_token']}"
+        if org_admin is None:
+            password = Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip()
+            login = {"username": os.environ["WEKA_USERNAME"], "password": password}
+        else:
+            login = {"org": org_admin[0], "username": org_admin[1], "password": org_admin[2]}
+        token = client.post("/login", json=login).json()["data"]["access_token"]
+        client.headers["Authorization"] = f"Bearer {token}"
         yield client
+
+
+def weka_quotas(api: httpx.Client, filesystem: str) -> dict[str, tuple[int, int, str]]:
+    """The quotas of a filesystem seen by `api`'s organization: path -> (soft, hard, owner)."""
+    found = api.get("/fileSystems", params={"name": filesystem}).json()["data"]
+    assert len(found) == 1, f"filesystem {filesystem}: {found}"
+    quotas = api.get(f"/fileSystems/{found[0]['uid']}/quota").json()["data"]
+    return {q["path"]: (q["soft_limit_bytes"], q["hard_limit_bytes"], q["owner"]) for q in quotas}
+
+
+def revealed(value: Any) -> Any:
+    """A value of an exported deployment: `--show-secrets` keeps a secret in an envelope with
+    its JSON as `plaintext`."""
+    if isinstance(value, dict) and "plaintext" in value:
+        return json.loads(value["plaintext"])
+    return value
+
+
+def mounted(org: str, filesystem: str, path: str = "") -> Path:
+    """Where the sandbox's mount host sees a directory of a Weka filesystem."""
+    return Path(os.environ["WEKA_MOUNT_ROOT"]) / org / filesystem / path
+
+
+def owner_and_mode(path: Path) -> tuple[int, int, str]:
+    stat = path.stat()
+    return stat.st_uid, stat.st_gid, format(stat.st_mode & 0o7777, "04o")
 
 
 def weka_org(name: str) -> dict[str, Any] | None:
@@ -154,7 +183,7 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     foo = stacks("tenant-foo")
 
     preview = foo.preview()
-    assert preview.change_summary == {"create": 39}
+    assert preview.change_summary == {"create": 47}
 
     up = foo.up()
     assert up.summary.result == "succeeded"
@@ -263,6 +292,32 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     assert params["filesystemName"] == "tenant-foo-scratch"
     pvc = kubectl_json("-n", "tenant-foo", "get", "pvc", "training-scratch")
     assert pvc["spec"]["storageClassName"] == "weka-tenant-foo"
+
+    # Step 4e: each user's home is a directory of the tenant's home filesystem, made through the
+    # mount with the user's pinned numbers, each with its quota; scratch has the tenant's quota.
+    assert owner_and_mode(mounted("tenant-foo", "tenant-foo-home")) == (0, 4099, "0750")
+    for user, uid in (("alice", 2147), ("bob", 2148), ("carol", 2149)):
+        home = mounted("tenant-foo", "tenant-foo-home", user)
+        assert owner_and_mode(home) == (uid, 4099, "0700")
+    assert owner_and_mode(mounted("tenant-foo", "tenant-foo-scratch")) == (0, 4099, "2770")
+    org_resource = next(
+        r
+        for r in (foo.export_stack().deployment or {})["resources"]
+        if r["type"] == "pulumi-python:dynamic/weka:Organization"
+    )
+    org_admin = (
+        "tenant-foo",
+        org_resource["outputs"]["admin_username"],
+        revealed(org_resource["outputs"]["admin_password"]),
+    )
+    with weka(org_admin) as api:
+        assert weka_quotas(api, "tenant-foo-home") == {
+            f"/{user}": (90 * 10**9, 100 * 10**9, "tenant-foo")
+            for user in ("alice", "bob", "carol")
+        }
+        assert weka_quotas(api, "tenant-foo-scratch") == {
+            "/": (45 * 10**12, 50 * 10**12, "tenant-foo")
+        }
 
     # Step 5: the login release and the keys it mounts.
     keys = kubectl_json("-n", "tenant-foo", "get", "secret", "tenant-foo-authorized-keys")
@@ -448,3 +503,47 @@ def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGKILL)
         run_pulumi(pulumi_backend, project, "destroy", "--yes", "--skip-preview")
+
+
+def test_tenant_bar_gets_directories_on_the_shared_filesystems_and_destroy_guards_their_data(
+    stacks: Callable[[str], auto.Stack],
+) -> None:
+    bar = stacks("tenant-bar")
+    assert bar.up().summary.result == "succeeded"
+
+    # Directory isolation (runbook 6b): no organization, the tenant's directories on the
+    # platform's shared filesystems, owned by its group, with the home and scratch quotas.
+    assert weka_org("tenant-bar") is None
+    users = {"dave": 2201, "erin": 2202}
+    assert owner_and_mode(mounted("Root", "cluster-home", "tenant-bar")) == (0, 4102, "0750")
+    for user, uid in users.items():
+        home = mounted("Root", "cluster-home", f"tenant-bar/{user}")
+        assert owner_and_mode(home) == (uid, 4102, "0700")
+    assert owner_and_mode(mounted("Root", "cluster-scratch", "tenant-bar")) == (0, 4102, "2770")
+    with weka() as api:
+        home_quotas = weka_quotas(api, "cluster-home")
+        scratch_quotas = weka_quotas(api, "cluster-scratch")
+    assert {p: q for p, q in home_quotas.items() if p.startswith("/tenant-bar")} == {
+        "/tenant-bar": (0, 400 * 10**9, "tenant-bar"),
+        **{f"/tenant-bar/{u}": (180 * 10**9, 200 * 10**9, "tenant-bar") for u in users},
+    }
+    assert scratch_quotas["/tenant-bar"] == (18 * 10**12, 20 * 10**12, "tenant-bar")
+    bar.preview(expect_no_changes=True)
+
+    # Destroy will not delete a directory that still holds the tenant's data...
+    notes = mounted("Root", "cluster-home", "tenant-bar/erin/notes.txt")
+    notes.write_text("results")
+    with pytest.raises(auto.errors.CommandError) as refused:
+        bar.destroy()
+    message = str(refused.value)
+    assert "deleting the Weka directory /tenant-bar/erin of filesystem 'cluster-home'" in message
+    assert "refused: it holds the tenant's data" in message
+    assert notes.read_text() == "results"
+    # ...and goes on once offboarding has taken the data away.
+    notes.unlink()
+    assert bar.destroy().summary.result == "succeeded"
+    assert not mounted("Root", "cluster-home", "tenant-bar").exists()
+    assert not mounted("Root", "cluster-scratch", "tenant-bar").exists()
+    with weka() as api:
+        assert not [p for p in weka_quotas(api, "cluster-home") if p.startswith("/tenant-bar")]
+        assert "/tenant-bar" not in weka_quotas(api, "cluster-scratch")
