@@ -23,6 +23,7 @@ __all__ = [
     "LocalTransport",
     "Transport",
     "TransportSettings",
+    "seconds_from_env",
 ]
 
 
@@ -146,16 +147,9 @@ class TransportSettings:
         kind = env.get(f"{prefix}_TRANSPORT") or "local"
         if kind not in ("local", "kubectl"):
             raise ValueError(f"{prefix}_TRANSPORT={kind!r}: set it to 'local' or 'kubectl'")
-        raw_timeout = env.get(f"{prefix}_TIMEOUT") or "20"
-        try:
-            timeout = float(raw_timeout)
-        except ValueError:
-            timeout = 0.0
-        if not timeout > 0:
-            raise ValueError(f"{prefix}_TIMEOUT={raw_timeout!r}: give seconds, such as 20")
         return cls(
             kind=kind,
-            timeout=timeout,
+            timeout=seconds_from_env(env, f"{prefix}_TIMEOUT", "20"),
             namespace=env.get(f"{prefix}_KUBECTL_NAMESPACE") or namespace,
             target=env.get(f"{prefix}_KUBECTL_TARGET") or target,
         )
@@ -167,3 +161,15 @@ class TransportSettings:
                 backend=backend, timeout=self.timeout, namespace=self.namespace, target=self.target
             )
         return LocalTransport(backend=backend, timeout=self.timeout, env=dict(local_env or {}))
+
+
+def seconds_from_env(env: Mapping[str, str], name: str, default: str) -> float:
+    """A positive number of seconds from `name`, or ValueError naming it."""
+    raw = env.get(name) or default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ValueError(f"{name}={raw!r}: give seconds, such as {default}")
+    return seconds

@@ -18,12 +18,16 @@ from sandbox.authentik.service import (
     token_file,
 )
 from sandbox.kubernetes.client import KubeClient
+from sandbox.kubernetes.configmap_volume import NAME as PARTITIONS_CONFIGMAP
+from sandbox.kubernetes.configmap_volume import NAMESPACE as PARTITIONS_NAMESPACE
+from sandbox.kubernetes.configmap_volume import configmap_volume_service
 from sandbox.kubernetes.seed import seed
 from sandbox.kubernetes.services import KubernetesSandbox
 from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
 from sandbox.service import Service
 from sandbox.slurm import SlurmSettings, client_env, slurm_services
+from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
 from sandbox.supervisor import SandboxError
 from sandbox.weka.service import (
     admin_password_file,
@@ -83,6 +87,13 @@ class SandboxLayout:
         return [
             *self.kubernetes.services(),
             *slurm_services(self.root / "slurm", self.ports.offset),
+            configmap_volume_service(
+                self.kubernetes.server,
+                self.pki,
+                self.slurm.configmap_partitions_conf,
+                PARTITIONS_PLACEHOLDER,
+                self.kubernetes.apiserver_ready,
+            ),
             weka_service(self.root / "weka", self.pki, self.ports.weka, self.weka_mount_root),
             authentik_service(self.root / "authentik", self.ports.authentik),
         ]
@@ -128,7 +139,10 @@ class SandboxLayout:
         return {
             "KUBECONFIG": str(self.kubernetes.admin_kubeconfig),
             **client_env(self.root / "slurm"),
-            "SLURM_PARTITIONS_FILE": str(self.slurm.partitions_conf),
+            # Partitions go through the Slurm operator's ConfigMap, as in production; the
+            # provider waits until the controller's copy of it shows a change.
+            "SLURM_PARTITIONS_CONFIGMAP": f"{PARTITIONS_NAMESPACE}/{PARTITIONS_CONFIGMAP}",
+            "SLURM_PARTITIONS_FILE": str(self.slurm.configmap_partitions_conf),
             "SANDBOX_CA_FILE": str(self.pki.ca_cert),
             "WEKA_URL": weka_url(self.ports.weka),
             "WEKA_USERNAME": "admin",

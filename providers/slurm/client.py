@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from providers.command import CommandResult, Transport
 from providers.slurm import partitions, sacctmgr
+from providers.slurm.partition_store import PartitionStore, StaleWriteError
 from providers.slurm.partitions import Partition
 from providers.slurm.sacctmgr import (
     AccountRecord,
@@ -34,6 +35,8 @@ from tenant_stack.errors import SlurmError
 __all__ = ["SlurmClient"]
 
 _T = TypeVar("_T")
+# Tries of one partition change while other writers keep changing the ConfigMap under it.
+_WRITE_ATTEMPTS = 5
 # One lock for every sacctmgr write from this host, whichever stack or process makes it.
 WRITE_LOCK = Path(tempfile.gettempdir()) / "gpu-tenants-sacctmgr-writes.lock"
 _UNREACHABLE = (
@@ -236,23 +239,23 @@ class SlurmClient:
 
     def rewrite_partition(
         self,
-        path: Path,
+        store: PartitionStore,
         name: str,
         line: str | None,
         doing: str,
         guard: Callable[[dict[str, str] | None], None],
     ) -> None:
-        """Sets partition `name`'s line of the include file at `path` (None removes it) and
-        applies it with `scontrol reconfigure`. Under the file's lock: `guard` sees the current
-        line's values (None: no line) and raises to refuse; then nodes are checked, the file is
-        written atomically and the controller reconfigured. If that fails, the previous file is
-        restored and applied again."""
-        try:
-            with partitions.locked(path):
-                old = path.read_text()
-                guard(partitions.find_partition(old, name))
-                new = partitions.set_partition(old, name, line)
-                if line is None and new == old:
+        """Sets partition `name`'s line in `store` (None removes it) and applies it with
+        `scontrol reconfigure`. `guard` sees the current line's values (None: no line) and raises
+        to refuse; then nodes are checked, the text written (read and redone if someone else
+        wrote meanwhile) and, once slurmctld would read it, the controller reconfigured. If that
+        fails, the previous text is restored and applied again."""
+        for _ in range(_WRITE_ATTEMPTS):
+            with store.lock():
+                read = store.read(doing)
+                guard(partitions.find_partition(read.text, name))
+                new = partitions.set_partition(read.text, name, line)
+                if line is None and new == read.text:
                     return
                 unknown = partitions.unknown_nodes(new, self.node_names(doing))
                 if unknown:
@@ -260,26 +263,36 @@ class SlurmClient:
                     raise SlurmError(
                         doing,
                         f"nodes slurmctld does not know (`scontrol show node`): {listed}",
-                        f"{path} was left unchanged: slurmctld exits on reconfigure when a "
-                        "partition names an unknown node; correct the node list",
+                        f"{store.describe()} was left unchanged: slurmctld exits on reconfigure "
+                        "when a partition names an unknown node; correct the node list",
                     )
-                partitions.write_atomic(path, new)
-                self._reconfigure(path, old, doing)
-        except OSError as error:
-            raise SlurmError(doing, f"{path}: {error}") from error
+                try:
+                    store.write(new, read, doing)
+                except StaleWriteError:
+                    continue
+                store.wait_visible(new, doing)
+                self._reconfigure(store, read.text, doing)
+                return
+        raise SlurmError(
+            doing,
+            f"{store.describe()} kept changing under this write ({_WRITE_ATTEMPTS} tries)",
+            "run again once the other writers are done",
+        )
 
-    def _reconfigure(self, path: Path, old: str, doing: str) -> None:
+    def _reconfigure(self, store: PartitionStore, old: str, doing: str) -> None:
         reconfigure = ["scontrol", "reconfigure"]
-        # Run directly, not through _run: a timeout must restore the file too.
+        # Run directly, not through _run: a timeout must restore the partitions too.
         result = self.transport.run(reconfigure)
         if result.ok:
             return
-        partitions.write_atomic(path, old)
+        store.write(old, store.read(doing), doing)
+        store.wait_visible(old, doing)
         again = self.transport.run(reconfigure)
+        where = store.describe()
         restored = (
-            f"the previous {path} was restored and applied"
+            f"the previous {where} was restored and applied"
             if again.ok
-            else f"the previous {path} was restored, but applying it failed too ({again.words}); "
+            else f"the previous {where} was restored, but applying it failed too ({again.words}); "
             "check slurmctld (`scontrol ping`, its log)"
         )
         raise SlurmCommandError(doing, result, restored)

@@ -455,7 +455,7 @@ class SlurmPartitionProvider(_SlurmProvider):
         p = self._load(inputs, doing)
         name = p["name"]
         settings, client = _client()
-        path = settings.require_partitions_file(doing)
+        store = settings.partition_store(doing)
 
         def adopt_only_marked(line: dict[str, str] | None) -> None:
             if line is not None:
@@ -463,19 +463,19 @@ class SlurmPartitionProvider(_SlurmProvider):
                 if p["tenant"] not in allowed:
                     raise _not_marked(
                         doing,
-                        f"partition '{name}' in {path}",
+                        f"partition '{name}' in {store.describe()}",
                         f"its AllowAccounts is '{','.join(allowed)}', without '{p['tenant']}'",
-                        f"add {p['tenant']} to its AllowAccounts in {path}",
+                        f"add {p['tenant']} to its AllowAccounts in {store.describe()}",
                     )
             elif client.partition(name) is not None:
                 raise SlurmError(
                     doing,
-                    f"partition '{name}' exists in slurmctld but not in {path} (slurm.conf, or "
-                    "made live with scontrol)",
-                    "choose another name, or move its definition into that file",
+                    f"partition '{name}' exists in slurmctld but not in {store.describe()} "
+                    "(slurm.conf, or made live with scontrol)",
+                    "choose another name, or move its definition there",
                 )
 
-        client.rewrite_partition(path, name, self._line(p, doing), doing, adopt_only_marked)
+        client.rewrite_partition(store, name, self._line(p, doing), doing, adopt_only_marked)
         return CreateResult(name, self._outputs(client, p, doing))
 
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
@@ -489,15 +489,15 @@ class SlurmPartitionProvider(_SlurmProvider):
         doing = f"modifying Slurm partition '{id_}'"
         p = self._load(news, doing)
         settings, client = _client()
-        path = settings.require_partitions_file(doing)
+        store = settings.partition_store(doing)
         # Reconfigured even when the line is unchanged: that undoes live `scontrol update`s.
-        client.rewrite_partition(path, id_, self._line(p, doing), doing, lambda _: None)
+        client.rewrite_partition(store, id_, self._line(p, doing), doing, lambda _: None)
         return UpdateResult(self._outputs(client, p, doing))
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
         doing = f"deleting Slurm partition '{id_}'"
         settings, client = _client()
-        path = settings.require_partitions_file(doing)
+        store = settings.partition_store(doing)
         tenant = outputs["tenant"]
 
         def only_marked_and_empty(line: dict[str, str] | None) -> None:
@@ -506,7 +506,7 @@ class SlurmPartitionProvider(_SlurmProvider):
             if tenant not in line.get("AllowAccounts", "").split(","):
                 raise SlurmError(
                     doing,
-                    f"its line in {path} no longer names '{tenant}' in AllowAccounts",
+                    f"its line in {store.describe()} no longer names '{tenant}' in AllowAccounts",
                     "restore the mark and run again, or remove the partition from this stack "
                     "with `pulumi state delete`",
                 )
@@ -518,7 +518,7 @@ class SlurmPartitionProvider(_SlurmProvider):
                     "drain it first (offboarding step 2), then run again",
                 )
 
-        client.rewrite_partition(path, id_, None, doing, only_marked_and_empty)
+        client.rewrite_partition(store, id_, None, doing, only_marked_and_empty)
 
     @staticmethod
     def _line(p: Mapping[str, Any], doing: str) -> str:

@@ -8,13 +8,16 @@ pickled into the state, so it keeps none of this):
     SLURM_KUBECTL_TARGET     kubectl transport: what to exec into (default deploy/slurmctld)
     SLURM_CLUSTER            the cluster associations are made on (default production)
     SLURM_TIMEOUT            seconds to wait for one command (default 20)
-    SLURM_PARTITIONS_FILE    the file that slurm.conf includes and the partition resource
-                             rewrites (runbook step 4d)
+    SLURM_PARTITIONS_FILE    the file that slurm.conf includes, where slurmctld reads the
+                             tenant partitions (runbook step 4d)
+    SLURM_PARTITIONS_CONFIGMAP  `namespace/name`: the partitions are key SLURM_PARTITIONS_KEY
+                             (default partitions.conf) of this ConfigMap, which the Slurm operator
+                             mounts into the controller at SLURM_PARTITIONS_FILE; unset: the
+                             provider writes SLURM_PARTITIONS_FILE itself, on this host
+    SLURM_PARTITIONS_SYNC_TIMEOUT  seconds to wait for the controller to see a ConfigMap change
+                             before `scontrol reconfigure` (default 180: the kubelet takes ~1 min)
 
-Partitions: only the file form is implemented. The provider rewrites SLURM_PARTITIONS_FILE on
-this host and runs `scontrol reconfigure` through the transport, so the file must be the one
-slurmctld reads (the sandbox's, or a controller host's). In production the partitions live in the
-Slurm operator's ConfigMap, which this provider does not write yet.
+See `partition_store` for the two forms.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from providers.command import Transport, TransportSettings
+from providers.command import Transport, TransportSettings, seconds_from_env
+from providers.slurm.partition_store import ConfigMapStore, FileStore, PartitionStore
 from providers.slurm.transport import BACKEND
 from tenant_stack.errors import SlurmError
 
@@ -39,6 +43,9 @@ class Settings:
     slurm_conf: str | None = None
     cluster: str = "production"
     partitions_file: Path | None = None
+    partitions_configmap: tuple[str, str] | None = None  # (namespace, name)
+    partitions_key: str = "partitions.conf"
+    sync_timeout: float = 180.0
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -47,6 +54,8 @@ class Settings:
             transport = TransportSettings.from_environment(
                 env, "SLURM", namespace="slurm-control", target="deploy/slurmctld"
             )
+            configmap = _configmap(env.get("SLURM_PARTITIONS_CONFIGMAP") or "")
+            sync_timeout = seconds_from_env(env, "SLURM_PARTITIONS_SYNC_TIMEOUT", "180")
         except ValueError as error:
             raise SlurmError(_DOING, str(error)) from None
         partitions = env.get("SLURM_PARTITIONS_FILE")
@@ -55,6 +64,9 @@ class Settings:
             slurm_conf=env.get("SLURM_CONF") or None,
             cluster=env.get("SLURM_CLUSTER") or "production",
             partitions_file=Path(partitions) if partitions else None,
+            partitions_configmap=configmap,
+            partitions_key=env.get("SLURM_PARTITIONS_KEY") or "partitions.conf",
+            sync_timeout=sync_timeout,
         )
 
     def make_transport(self) -> Transport:
@@ -62,11 +74,31 @@ class Settings:
             BACKEND, {"SLURM_CONF": self.slurm_conf} if self.slurm_conf else None
         )
 
-    def require_partitions_file(self, doing: str) -> Path:
+    def partition_store(self, doing: str) -> PartitionStore:
         if self.partitions_file is None:
             raise SlurmError(
                 doing,
                 "SLURM_PARTITIONS_FILE is not set",
                 "set it to the partitions file that slurm.conf includes (`Include <path>`)",
             )
-        return self.partitions_file
+        if self.partitions_configmap is None:
+            return FileStore(self.partitions_file)
+        namespace, name = self.partitions_configmap
+        return ConfigMapStore(
+            namespace=namespace,
+            name=name,
+            key=self.partitions_key,
+            controller_path=str(self.partitions_file),
+            controller=self.make_transport(),
+            timeout=self.transport.timeout,
+            sync_timeout=self.sync_timeout,
+        )
+
+
+def _configmap(raw: str) -> tuple[str, str] | None:
+    if not raw:
+        return None
+    namespace, _, name = raw.partition("/")
+    if not namespace or not name or "/" in name:
+        raise ValueError(f"SLURM_PARTITIONS_CONFIGMAP={raw!r}: give namespace/name")
+    return namespace, name

@@ -83,9 +83,11 @@ def slurm_conf(s: SlurmSettings) -> str:
         f" Gres=gpu:{s.gpus_per_node} Feature=h100 State=CLOUD",
         f"PartitionName={PLATFORM_PARTITION} Nodes=ALL Default=YES State=UP AllowAccounts=root"
         " MaxTime=01:00:00 DefaultTime=00:10:00",
-        # One literal path: 22.05 has no globs in Include. The Slurm provider rewrites this file
-        # and runs `scontrol reconfigure`; the sandbox only creates it empty.
+        # One literal path each: 22.05 has no globs in Include. The Slurm provider rewrites the
+        # first itself (its file form) and reaches the second through the partitions ConfigMap,
+        # which sandbox/kubernetes/configmap_volume copies there (its ConfigMap form).
         f"Include {s.partitions_conf}",
+        f"Include {s.configmap_partitions_conf}",
     )
 
 

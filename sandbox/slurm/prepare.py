@@ -144,8 +144,9 @@ def _slurm_configs(s: SlurmSettings) -> None:
     _write(s.gres_conf, config.gres_conf(s))
     # Owned by the project's Slurm provider once it exists: create, never overwrite. A comment
     # rather than nothing: every Slurm client warns on stderr about an empty included file.
-    if not s.partitions_conf.exists():
-        _write(s.partitions_conf, PARTITIONS_PLACEHOLDER)
+    for partitions in (s.partitions_conf, s.configmap_partitions_conf):
+        if not partitions.exists():
+            _write(partitions, PARTITIONS_PLACEHOLDER)
 
 
 def prepare_slurmdbd(s: SlurmSettings) -> None:

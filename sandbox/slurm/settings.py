@@ -125,6 +125,11 @@ class SlurmSettings:
         return self.state_dir / "partitions.conf"
 
     @property
+    def configmap_partitions_conf(self) -> Path:
+        """The partitions ConfigMap's key as the slurmctld pod would see it mounted."""
+        return self.state_dir / "partitions-configmap.conf"
+
+    @property
     def log_dir(self) -> Path:
         return self.state_dir / "log"
 

@@ -152,11 +152,17 @@ class Tenant:
 
 @pytest.fixture(scope="module")
 def partitions_file(sandbox: SandboxLayout) -> Iterator[Path]:
-    """The provider's environment for this module: the sandbox's partitions file, defaults
-    for the rest (the sandbox fixture exports SLURM_CONF)."""
+    """The provider's environment for this module: the file form of partitions (the sandbox's
+    own partitions file), defaults for the rest (the sandbox fixture exports SLURM_CONF). The
+    ConfigMap form is tested in test_slurm_partitions_configmap.py."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SLURM_PARTITIONS_FILE", str(sandbox.slurm.partitions_conf))
-        for name in ("SLURM_TRANSPORT", "SLURM_CLUSTER", "SLURM_TIMEOUT"):
+        for name in (
+            "SLURM_TRANSPORT",
+            "SLURM_CLUSTER",
+            "SLURM_TIMEOUT",
+            "SLURM_PARTITIONS_CONFIGMAP",
+        ):
             patch.delenv(name, raising=False)
         yield sandbox.slurm.partitions_conf
 

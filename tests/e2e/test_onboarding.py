@@ -262,6 +262,9 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
         "interactive-foo|200|gres/gpu=8|04:00:00||cluster",  # PreemptMode=OFF, as Slurm stores it
         "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster",
     ]
+    # Runbook 4d: the line went into the Slurm operator's ConfigMap, then reached slurmctld.
+    configmap = kubectl_json("-n", "slurm-control", "get", "configmap", "slurm-partitions")
+    assert "PartitionName=tenant-foo Nodes=gpu-[01-08]" in configmap["data"]["partitions.conf"]
     partition = run("scontrol", "show", "partition", "tenant-foo")
     for field in (
         "Nodes=gpu-[01-08]",

@@ -5,11 +5,13 @@ diffs in Slurm's stored forms, and the values refused before anything runs."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from providers.command import KubectlExecTransport
 from providers.slurm import partitions, props, sacctmgr, values
+from providers.slurm.partition_store import ConfigMapStore, FileStore
 from providers.slurm.partitions import Partition
 from providers.slurm.provider import SlurmAccountProvider, SlurmPartitionProvider, SlurmQosProvider
 from providers.slurm.settings import Settings
@@ -523,7 +525,38 @@ def test_settings_come_from_the_environment() -> None:
     assert settings.transport.timeout == 3.0
     assert isinstance(settings.make_transport(), KubectlExecTransport)
     with pytest.raises(SlurmError, match="SLURM_PARTITIONS_FILE is not set"):
-        settings.require_partitions_file("creating Slurm partition 'x'")
-    for bad in ({"SLURM_TRANSPORT": "ssh"}, {"SLURM_TIMEOUT": "soon"}, {"SLURM_TIMEOUT": "0"}):
-        with pytest.raises(SlurmError):
+        settings.partition_store("creating Slurm partition 'x'")
+    bad_settings = (
+        {"SLURM_TRANSPORT": "ssh"},
+        {"SLURM_TIMEOUT": "soon"},
+        {"SLURM_TIMEOUT": "0"},
+        {"SLURM_PARTITIONS_CONFIGMAP": "slurm-partitions"},
+        {"SLURM_PARTITIONS_SYNC_TIMEOUT": "later"},
+    )
+    for bad in bad_settings:
+        with pytest.raises(SlurmError, match=next(iter(bad))):
             Settings.from_environment(bad)
+
+
+def test_partitions_go_to_the_file_or_to_the_slurm_operators_configmap() -> None:
+    file_form = Settings.from_environment({"SLURM_PARTITIONS_FILE": "/etc/slurm/partitions.conf"})
+    assert file_form.partition_store("x") == FileStore(Path("/etc/slurm/partitions.conf"))
+    configmap_form = Settings.from_environment(
+        {
+            "SLURM_TRANSPORT": "kubectl",
+            "SLURM_PARTITIONS_FILE": "/etc/slurm/partitions.conf",
+            "SLURM_PARTITIONS_CONFIGMAP": "slurm-control/slurm-partitions",
+            "SLURM_PARTITIONS_SYNC_TIMEOUT": "90",
+        }
+    )
+    store = configmap_form.partition_store("x")
+    assert isinstance(store, ConfigMapStore)
+    assert (store.namespace, store.name, store.key) == (
+        "slurm-control",
+        "slurm-partitions",
+        "partitions.conf",
+    )
+    # The controller's view of the mounted key is read where slurmctld runs.
+    assert (store.controller_path, store.sync_timeout) == ("/etc/slurm/partitions.conf", 90.0)
+    assert isinstance(store.controller, KubectlExecTransport)
+    assert store.describe() == "ConfigMap slurm-control/slurm-partitions (key partitions.conf)"
