@@ -45,7 +45,9 @@ def down(layout: SandboxLayout) -> int:
 def status(layout: SandboxLayout) -> int:
     supervisor = Supervisor(layout.root)
     healthy = True
-    for service in layout.services():
+    services = layout.services()
+    width = max(len(service.name) for service in services)
+    for service in services:
         state = supervisor.status(service)
         if state.ready:
             word = "ready"
@@ -55,7 +57,7 @@ def status(layout: SandboxLayout) -> int:
             word = "stopped"
         healthy &= state.ready
         pid = f"pid {state.pid}" if state.pid else ""
-        print(f"{service.name:26} {word:24} {pid}")
+        print(f"{service.name:{width}} {word:24} {pid}")
     return 0 if healthy else 1
 
 

@@ -194,14 +194,12 @@ def storage_args(
 
 
 def filesystems(spec: TenantSpec, platform: Platform) -> tuple[str, str]:
-    """The Weka filesystems (and directory) the login pod mounts as /home and /scratch."""
+    """What the login pod mounts as /home (the directory holding the users' homes) and as
+    /scratch (the scratch filesystem, where /scratch/<slug> is the tenant's directory)."""
     if spec.storage.isolation == "org":
         return f"{spec.slug}-home", f"{spec.slug}-scratch"
     weka = platform.weka
-    return (
-        f"{weka.shared_home_filesystem}/{spec.slug}",
-        f"{weka.shared_scratch_filesystem}/{spec.slug}",
-    )
+    return f"{weka.shared_home_filesystem}/{spec.slug}", weka.shared_scratch_filesystem
 
 
 def login_args(

@@ -7,14 +7,15 @@ the PVCs.
 
 Where the directories are, with G the tenant's gid:
 
-    org        <slug>-home:/          root:G 0750   (the filesystem is the tenant's own)
-               <slug>-home:/<user>    uid:G  0700   quota: home_per_user
-               <slug>-scratch:/       root:G 2770   quota: scratch
-    directory  <home fs>:/<slug>         root:G 0750   quota: home_capacity (hard)
-               <home fs>:/<slug>/<user>  uid:G  0700   quota: home_per_user
-               <scratch fs>:/<slug>      root:G 2770   quota: scratch
+    org        <slug>-home:/                root:G 0750   (the filesystem is the tenant's own)
+               <slug>-home:/<user>          uid:G  0700   quota: home_per_user
+               <slug>-scratch:/<slug>       root:G 2770   quota: scratch
+    directory  <home fs>:/<slug>            root:G 0750   quota: home_capacity (hard)
+               <home fs>:/<slug>/<user>     uid:G  0700   quota: home_per_user
+               <scratch fs>:/<slug>         root:G 2770   quota: scratch
 
-This is what the login pod mounts as /home and /scratch (runbook 5a), so /home/alice is alice's.
+The login pod mounts the home directory as /home and the scratch filesystem as /scratch (runbook
+5a), so /home/alice is alice's and /scratch/<slug> the tenant's, as runbook 4e names them.
 A user's home directory in the tenant's own filesystem is left in place when the user is removed
 (`retain_on_delete`): its data goes only with the filesystem, behind the snapshot gate. On the
 shared filesystems the directories are removed at destroy only when empty, or for a rehearsal.
@@ -138,10 +139,9 @@ class WekaStorage(pulumi.ComponentResource):
                 )
                 for kind, capacity in (("home", args.home_capacity), ("scratch", args.scratch_hard))
             }
-            home, scratch = (
-                Place(org.name, fs.name, fs.id, "/")
-                for fs in (filesystems["home"], filesystems["scratch"])
-            )
+            home_fs, scratch_fs = filesystems["home"], filesystems["scratch"]
+            home = Place(org.name, home_fs.name, home_fs.id, "/")
+            scratch = Place(org.name, scratch_fs.name, scratch_fs.id, f"/{tenant}")
         else:
             if args.shared_home is None or args.shared_scratch is None:
                 raise ValueError("directory isolation needs the platform's shared filesystems")

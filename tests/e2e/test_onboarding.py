@@ -302,7 +302,8 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
     for user, uid in (("alice", 2147), ("bob", 2148), ("carol", 2149)):
         home = mounted("tenant-foo", "tenant-foo-home", user)
         assert owner_and_mode(home) == (uid, 4099, "0700")
-    assert owner_and_mode(mounted("tenant-foo", "tenant-foo-scratch")) == (0, 4099, "2770")
+    scratch = mounted("tenant-foo", "tenant-foo-scratch", "tenant-foo")
+    assert owner_and_mode(scratch) == (0, 4099, "2770")
     org_resource = next(
         r
         for r in (foo.export_stack().deployment or {})["resources"]
@@ -319,7 +320,7 @@ def test_tenant_foo_up_matches_the_runbook_and_destroy_undoes_it(
             for user in ("alice", "bob", "carol")
         }
         assert weka_quotas(api, "tenant-foo-scratch") == {
-            "/": (45 * 10**12, 50 * 10**12, "tenant-foo")
+            "/tenant-foo": (45 * 10**12, 50 * 10**12, "tenant-foo")
         }
 
     # Step 5: the login release and the keys it mounts.

@@ -482,12 +482,14 @@ def test_login_children_depend_on_the_whole_namespace_component(foo: Deployment)
 # --- tenant-bar: shared directories, and a tenant without admins ---------------------------------
 
 
-def test_directory_tenant_mounts_its_directories_of_the_shared_filesystems(
+def test_directory_tenant_mounts_its_home_directory_and_the_shared_scratch_filesystem(
     mocks: Recorder,
 ) -> None:
     bar = _deploy(mocks, load_spec(TENANTS, "tenant-bar", PLATFORM))
     values = bar.one(K8S_RELEASE, "tenant-bar-release").inputs["spec"]["values"]
-    # The runbook 5a form: <shared filesystem>/<slug>.
+    # /home is the tenant's directory of the shared home filesystem (runbook 5a's form), so that
+    # alice lands in /home/alice; /scratch is the scratch filesystem, so that the tenant's
+    # directory is /scratch/tenant-bar, as runbook 4e, the smoke tests and the handover name it.
     assert values["homeMount"] == {
         "type": "weka",
         "path": "/home",
@@ -496,7 +498,7 @@ def test_directory_tenant_mounts_its_directories_of_the_shared_filesystems(
     assert values["scratchMount"] == {
         "type": "weka",
         "path": "/scratch",
-        "filesystem": "cluster-scratch/tenant-bar",
+        "filesystem": "cluster-scratch",
     }
     assert values["replicas"] == 1
     keys = reveal(bar.one(K8S_SECRET, "tenant-bar-authorized-keys").inputs["stringData"])
@@ -619,7 +621,7 @@ def test_weka_storage_is_an_org_of_its_own_after_identity(foo: Deployment) -> No
     assert scratch["allow_delete_without_snapshot"] is False
     quota = foo.one(WEKA_QUOTA, "tenant-foo-scratch-quota").inputs
     assert (quota["path"], quota["hard_limit_bytes"], quota["soft_limit_bytes"]) == (
-        "/",
+        "/tenant-foo",
         50 * 10**12,
         45 * 10**12,
     )
@@ -655,7 +657,7 @@ def test_org_tenant_homes_are_per_user_directories_with_quotas(foo: Deployment) 
         "tenant-foo-dir-home-alice": ("tenant-foo-home", "/alice", 2147, 4099, "0700"),
         "tenant-foo-dir-home-bob": ("tenant-foo-home", "/bob", 2148, 4099, "0700"),
         "tenant-foo-dir-home-carol": ("tenant-foo-home", "/carol", 2149, 4099, "0700"),
-        "tenant-foo-dir-scratch": ("tenant-foo-scratch", "/", 0, 4099, "2770"),
+        "tenant-foo-dir-scratch": ("tenant-foo-scratch", "/tenant-foo", 0, 4099, "2770"),
     }
     alice_dir = foo.one(WEKA_DIR, "tenant-foo-dir-home-alice")
     # Runbook 4e: weka fs quota set --path /home/alice --hard 100GB --soft 90GB

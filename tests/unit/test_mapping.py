@@ -106,9 +106,9 @@ def test_org_tenant_mounts_its_own_filesystems() -> None:
     assert filesystems(FOO, PLATFORM) == ("tenant-foo-home", "tenant-foo-scratch")
 
 
-def test_directory_tenant_mounts_its_directory_of_the_shared_filesystems() -> None:
+def test_directory_tenant_mounts_its_home_directory_and_the_shared_scratch() -> None:
     assert BAR.storage.isolation == "directory"
-    assert filesystems(BAR, PLATFORM) == ("cluster-home/tenant-bar", "cluster-scratch/tenant-bar")
+    assert filesystems(BAR, PLATFORM) == ("cluster-home/tenant-bar", "cluster-scratch")
 
 
 def test_reservation_args_name_the_runbooks_reservation() -> None:
