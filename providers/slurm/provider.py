@@ -29,6 +29,7 @@ from pulumi.dynamic import (
 
 from providers.slurm import partitions, props, values
 from providers.slurm.client import SlurmClient
+from providers.slurm.partition_store import PartitionStore
 from providers.slurm.partitions import Partition
 from providers.slurm.sacctmgr import (
     AccountRecord,
@@ -444,6 +445,20 @@ def _partition(p: Mapping[str, Any]) -> Partition:
     )
 
 
+def _refuse_defined_elsewhere(
+    client: SlurmClient, store: PartitionStore, name: str, doing: str
+) -> None:
+    """For a partition without a line in `store`: refuses when slurmctld has it all the same,
+    since a line written now would define it twice and a delete would leave it in place."""
+    if client.partition(name) is not None:
+        raise SlurmError(
+            doing,
+            f"partition '{name}' exists in slurmctld but not in {store.describe()} (slurm.conf, "
+            "another included file, or made live with scontrol)",
+            f"move its line into {store.describe()}, or choose another name; then run again",
+        )
+
+
 class SlurmPartitionProvider(_SlurmProvider):
     """A tenant partition (runbook 4d) as a line of SLURM_PARTITIONS_FILE; `state` DOWN is the
     offboarding runbook's frozen stage."""
@@ -467,13 +482,8 @@ class SlurmPartitionProvider(_SlurmProvider):
                         f"its AllowAccounts is '{','.join(allowed)}', without '{p['tenant']}'",
                         f"add {p['tenant']} to its AllowAccounts in {store.describe()}",
                     )
-            elif client.partition(name) is not None:
-                raise SlurmError(
-                    doing,
-                    f"partition '{name}' exists in slurmctld but not in {store.describe()} "
-                    "(slurm.conf, or made live with scontrol)",
-                    "choose another name, or move its definition there",
-                )
+            else:
+                _refuse_defined_elsewhere(client, store, name, doing)
 
         client.rewrite_partition(store, name, self._line(p, doing), doing, adopt_only_marked)
         return CreateResult(name, self._outputs(client, p, doing))
@@ -490,8 +500,13 @@ class SlurmPartitionProvider(_SlurmProvider):
         p = self._load(news, doing)
         settings, client = _client()
         store = settings.partition_store(doing)
+
+        def not_elsewhere(line: dict[str, str] | None) -> None:
+            if line is None:
+                _refuse_defined_elsewhere(client, store, id_, doing)
+
         # Reconfigured even when the line is unchanged: that undoes live `scontrol update`s.
-        client.rewrite_partition(store, id_, self._line(p, doing), doing, lambda _: None)
+        client.rewrite_partition(store, id_, self._line(p, doing), doing, not_elsewhere)
         return UpdateResult(self._outputs(client, p, doing))
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
@@ -502,6 +517,7 @@ class SlurmPartitionProvider(_SlurmProvider):
 
         def only_marked_and_empty(line: dict[str, str] | None) -> None:
             if line is None:
+                _refuse_defined_elsewhere(client, store, id_, doing)
                 return
             if tenant not in line.get("AllowAccounts", "").split(","):
                 raise SlurmError(

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from providers.slurm import partitions
-from providers.slurm.partition_store import StaleWriteError
+from providers.slurm.partition_store import FileStore, StaleWriteError
 from providers.slurm.provider import SlurmPartitionProvider
 from providers.slurm.settings import Settings
+from sandbox.layout import SandboxLayout
 from tenant_stack.errors import SlurmError
 from tests.contract.test_slurm_provider import show_partition
 
@@ -136,3 +137,33 @@ def test_a_missing_configmap_is_named(slug: str, monkeypatch: pytest.MonkeyPatch
     assert "ConfigMap slurm-control/no-such-partitions (key partitions.conf)" in message
     assert "NotFound" in message or "not found" in message
     assert "create it, or set SLURM_PARTITIONS_CONFIGMAP" in message
+
+
+def test_a_partition_defined_outside_the_configmap_is_neither_doubled_nor_left_behind(
+    slug: str, sandbox: SandboxLayout
+) -> None:
+    # Left in the file form's include, as after switching a cluster to the ConfigMap form.
+    file_form = FileStore(sandbox.slurm.partitions_conf)
+    line = f"PartitionName={slug} Nodes=gpu-15 AllowAccounts={slug} State=UP\n"
+    with file_form.lock():
+        before = file_form.read("test")
+        file_form.write(before.text + line, before, "test")
+    subprocess.run(["scontrol", "reconfigure"], timeout=30, check=True)
+    try:
+        inputs = partition_inputs(slug)
+        for attempt in (
+            lambda: PARTITIONS.update(slug, inputs, inputs),
+            lambda: PARTITIONS.delete(slug, inputs),
+        ):
+            with pytest.raises(SlurmError) as refused:
+                attempt()
+            message = str(refused.value)
+            assert f"partition '{slug}' exists in slurmctld but not in ConfigMap" in message
+            assert "move its line into ConfigMap slurm-control/slurm-partitions" in message
+        assert partitions.find_partition(configmap_text(), slug) is None
+        assert "Nodes=gpu-15" in show_partition(slug)
+    finally:
+        with file_form.lock():
+            now = file_form.read("cleanup")
+            file_form.write(partitions.set_partition(now.text, slug, None), now, "cleanup")
+        subprocess.run(["scontrol", "reconfigure"], timeout=30, check=True)
