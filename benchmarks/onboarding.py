@@ -106,7 +106,10 @@ def main() -> int:
     for backend in sorted(resources):
         per = [counted[phase][backend] / resources[backend] for phase in counted]
         print(f"{backend:10} {resources[backend]:9d} " + " ".join(f"{p:14.1f}" for p in per))
-    print("(backend calls per resource: HTTP requests, logins included, or Slurm commands)")
+    print(
+        "(backend calls per resource: HTTP requests, logins included, or commands: Slurm's, "
+        "and the Weka mount host's)"
+    )
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +16,9 @@ class Service:
     `prepare` runs before every start (create config files, keys, databases; it must be idempotent
     and must keep existing state). `ready` is polled after the start until it returns True; it must
     return quickly (wrap anything that can block in a timeout) and never raise. `ports` are the TCP
-    ports the process listens on, checked free before start and after stop.
+    ports the process listens on, checked free before start and after stop. `revision` returns
+    what else the process was made from (its rendered configuration, its source code): when that,
+    the argv or the env differ from the running process's, the next `up` restarts it.
     """
 
     name: str
@@ -25,3 +29,26 @@ class Service:
     cwd: Path | None = None
     prepare: Callable[[], None] | None = None
     ready_timeout: float = 60.0
+    revision: Callable[[], str] | None = None
+
+    def fingerprint(self) -> str:
+        made_of = [
+            list(self.argv),
+            sorted(self.env.items()),
+            self.revision() if self.revision else "",
+        ]
+        return hashlib.sha256(json.dumps(made_of).encode()).hexdigest()
+
+
+def source_revision(*packages: Path) -> Callable[[], str]:
+    """A revision made of the Python sources under `packages`: a changed module restarts the
+    service that runs it."""
+
+    def revision() -> str:
+        digest = hashlib.sha256()
+        for package in packages:
+            for source in sorted(package.rglob("*.py")):
+                digest.update(source.read_bytes())
+        return digest.hexdigest()
+
+    return revision

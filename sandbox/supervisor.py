@@ -57,6 +57,17 @@ class Supervisor:
     def _pid_file(self, name: str) -> Path:
         return self.run_dir / f"{name}.pid"
 
+    def _fingerprint_file(self, name: str) -> Path:
+        return self.run_dir / f"{name}.fingerprint"
+
+    def is_current(self, service: Service) -> bool:
+        """Whether the running process was started from what `service` describes now."""
+        try:
+            recorded = self._fingerprint_file(service.name).read_text().strip()
+        except OSError:
+            return False
+        return recorded == service.fingerprint()
+
     def pid(self, name: str) -> int | None:
         """The pid of the running process recorded for `name`, or None."""
         try:
@@ -71,11 +82,13 @@ class Supervisor:
         return Status(service.name, pid, pid is not None and service.ready())
 
     def start(self, service: Service) -> bool:
-        """Starts `service` unless it already runs and answers. Returns True if it started it."""
-        if self.status(service).ready:
+        """Starts `service` unless it already runs, answers and is current (`is_current`).
+        Returns True if it started it."""
+        if self.status(service).ready and self.is_current(service):
             return False
         if self.pid(service.name) is not None:
-            # Running but not answering: a half-dead process; replace it.
+            # Running but not answering (a half-dead process), or made from an older definition:
+            # replace it. Its state is on disk and the new one takes it over.
             self.stop(service)
         # A killed multi-threaded process shows as a zombie before its last thread lets go of
         # its sockets: give its ports a moment to free up before blaming someone else.
@@ -105,6 +118,7 @@ class Supervisor:
             )
         started = _start_time(proc.pid)
         self._pid_file(service.name).write_text(f"{proc.pid} {started}\n")
+        self._fingerprint_file(service.name).write_text(service.fingerprint() + "\n")
         deadline = time.monotonic() + service.ready_timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from sandbox.service import Service
+from sandbox.service import Service, source_revision
 
 
 def authentik_url(port: int) -> str:
@@ -40,6 +40,7 @@ def authentik_service(state_dir: Path, port: int) -> Service:
         ports=(port,),
         cwd=Path(__file__).resolve().parents[2],
         prepare=lambda: state_dir.mkdir(parents=True, exist_ok=True),
+        revision=source_revision(Path(__file__).parent),
         ready=ready,
     )
 

@@ -20,7 +20,7 @@ import httpx
 from providers.slurm.partitions import write_atomic
 from sandbox.kubernetes.client import KubeClient, KubeError
 from sandbox.pki import Pki
-from sandbox.service import Service
+from sandbox.service import Service, source_revision
 
 NAMESPACE = "slurm-control"
 NAME = "slurm-partitions"
@@ -85,6 +85,7 @@ def configmap_volume_service(
         ],
         cwd=Path(__file__).resolve().parents[2],
         prepare=prepare,
+        revision=source_revision(Path(__file__).parent),
         # The supervisor fails a process that exits; alive with a reachable API is ready.
         ready=ready,
     )

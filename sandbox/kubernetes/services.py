@@ -13,7 +13,7 @@ import httpx
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki, kubeconfig
 from sandbox.ports import Ports
-from sandbox.service import Service
+from sandbox.service import Service, source_revision
 
 SERVICE_CIDR = "10.43.0.0/16"
 
@@ -149,6 +149,7 @@ class KubernetesSandbox:
                 f"--pki-dir={pki.dir}",
             ],
             cwd=Path(__file__).resolve().parents[2],
+            revision=source_revision(Path(__file__).parent),
             # The supervisor fails a process that exits; alive with a reachable API is ready.
             ready=self.apiserver_ready,
         )

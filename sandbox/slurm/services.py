@@ -6,7 +6,7 @@ from functools import partial
 from pathlib import Path
 
 from sandbox.service import Service
-from sandbox.slurm import prepare, probes
+from sandbox.slurm import config, prepare, probes
 from sandbox.slurm.commands import binary
 from sandbox.slurm.settings import (
     SlurmSettings,
@@ -71,5 +71,7 @@ def slurm_services(state_dir: Path, port_offset: int = 0) -> list[Service]:
         env=env,
         cwd=state_dir,
         prepare=partial(prepare.prepare_slurmctld, s),
+        # slurm.conf is rendered at start: a new rendering (an Include, a port) needs a restart.
+        revision=lambda: config.slurm_conf(s) + config.gres_conf(s),
     )
     return [munged, mariadb, slurmdbd, slurmctld]

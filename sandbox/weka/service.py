@@ -12,7 +12,7 @@ import httpx
 
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki
-from sandbox.service import Service
+from sandbox.service import Service, source_revision
 from sandbox.supervisor import SandboxError
 
 
@@ -55,6 +55,7 @@ def weka_service(state_dir: Path, pki: Pki, port: int, mount_root: Path) -> Serv
         ports=(port,),
         cwd=Path(__file__).resolve().parents[2],
         prepare=prepare,
+        revision=source_revision(Path(__file__).parent),
         ready=ready,
     )
 

@@ -38,6 +38,27 @@ def test_second_up_does_nothing(sandbox: SandboxLayout, capsys: pytest.CaptureFi
     assert {s.name: supervisor.pid(s.name) for s in sandbox.services()} == pids
 
 
+def test_up_restarts_a_process_made_from_an_older_definition(
+    sandbox: SandboxLayout, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After an upgrade (new code, a new rendering of its configuration), the next up replaces
+    the process that runs the old one, and only that one, keeping its state."""
+    supervisor = Supervisor(sandbox.root)
+    pids = {s.name: supervisor.pid(s.name) for s in sandbox.services()}
+    before = state_marks()
+    (sandbox.root / "run" / "slurmctld.fingerprint").write_text("made from older code\n")
+    up(sandbox)
+    assert "started slurmctld" in capsys.readouterr().out
+    after = {s.name: supervisor.pid(s.name) for s in sandbox.services()}
+    assert after["slurmctld"] not in (None, pids["slurmctld"])
+    assert {n: p for n, p in after.items() if n != "slurmctld"} == {
+        n: p for n, p in pids.items() if n != "slurmctld"
+    }
+    slurmctld = next(s for s in sandbox.services() if s.name == "slurmctld")
+    assert supervisor.is_current(slurmctld)
+    assert state_marks() == before
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -49,6 +70,7 @@ def test_second_up_does_nothing(sandbox: SandboxLayout, capsys: pytest.CaptureFi
         "mariadb",
         "slurmdbd",
         "slurmctld",
+        "partitions-configmap-volume",
         "weka-emulator",
         "authentik-emulator",
     ],
