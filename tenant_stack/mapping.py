@@ -18,7 +18,7 @@ from tenant_stack.components import (
 from tenant_stack.components import slurm_accounting as slurm
 from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap
-from tenant_stack.components.tenant_namespace import ContainerDefaults, Quota
+from tenant_stack.components.tenant_namespace import ContainerDefaults, Egress, Quota
 from tenant_stack.components.weka_storage import (
     Claim,
     HomeUser,
@@ -80,7 +80,7 @@ def namespace_args(
         ),
         reservation_name=reservation.name if reservation else None,
         ingress_from=[names.slurm_namespace],
-        egress_to=[names.slurm_namespace, names.auth_namespace, "kube-system"],
+        egress=network_egress(platform),
         admins_group=spec.admins_group if spec.identity.admins else None,
         ldap_bind_secret_namespace=names.auth_namespace,
         ldap_bind_secret_name=names.ldap_bind_secret,
@@ -160,6 +160,23 @@ class SharedFilesystems:
 
     home: SharedFilesystem
     scratch: SharedFilesystem
+
+
+def network_egress(platform: Platform) -> list[Egress]:
+    """What the tenant's pods reach outside their namespace, each namespace on its own ports.
+    The runbook's 3d allows 53/UDP, 636 and 443 to all of them, which leaves the Slurm clients
+    of the login pod without slurmctld; these are the ports the products use."""
+    names, slurm = platform.kubernetes, platform.slurm.ports
+    return [
+        Egress(
+            names.slurm_namespace,
+            [(slurm.slurmctld, "TCP"), (slurm.slurmd, "TCP"), (slurm.slurmdbd, "TCP")],
+        ),
+        # LDAPS for nslcd on the login pod; HTTPS for Authentik's own API and flows.
+        Egress(names.auth_namespace, [(platform.ldap.port, "TCP"), (443, "TCP")]),
+        # DNS falls back to TCP for large answers.
+        Egress("kube-system", [(53, "UDP"), (53, "TCP")]),
+    ]
 
 
 def storage_args(

@@ -291,15 +291,30 @@ class Ldap(StrictModel):
     uid_start_number: StartNumber
     gid_start_number: StartNumber
 
+    @property
+    def port(self) -> int:
+        _, _, port = self.uri.removeprefix("ldaps://").rpartition(":")
+        return int(port) if port.isdigit() else 636
+
 
 class Authentik(StrictModel):
     url: HttpsUrl
     tenants_group: DnsLabel  # parent of every tenant's group
 
 
+class SlurmPorts(StrictModel):
+    """What the Slurm clients in a tenant's pods connect to: slurmctld (sbatch, squeue, sinfo),
+    slurmd (srun's steps) and slurmdbd (sacct, sacctmgr), Slurm's defaults unless set."""
+
+    slurmctld: Annotated[int, Field(ge=1, le=65535)] = 6817
+    slurmd: Annotated[int, Field(ge=1, le=65535)] = 6818
+    slurmdbd: Annotated[int, Field(ge=1, le=65535)] = 6819
+
+
 class Slurm(StrictModel):
     cluster: DnsLabel
     controller_host: DnsName
+    ports: SlurmPorts = SlurmPorts()
 
 
 class Weka(StrictModel):

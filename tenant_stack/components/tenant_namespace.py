@@ -34,15 +34,25 @@ class ContainerDefaults:
 
 
 @dataclass(frozen=True)
+class Egress:
+    """Where the tenant's pods may connect outside their namespace: a namespace and its ports
+    as (port, protocol)."""
+
+    namespace: str
+    ports: list[tuple[int, str]]
+
+
+@dataclass(frozen=True)
 class TenantNamespaceArgs:
     tenant: str
     quota: Quota
     container_defaults: ContainerDefaults
     # None for on-demand and spot tenants, who hold no Reservation to bind to.
     reservation_name: pulumi.Input[str] | None
-    # Namespaces the tenant's pods may talk to (and be reached from) besides their own.
+    # Namespaces the tenant's pods may be reached from, and may reach, besides their own (which
+    # is open both ways: the runbook's "tenant-internal").
     ingress_from: list[str]
-    egress_to: list[str]
+    egress: list[Egress]
     admins_group: str | None
     ldap_bind_secret_namespace: str
     ldap_bind_secret_name: str
@@ -175,15 +185,15 @@ class TenantNamespace(pulumi.ComponentResource):
         meta: Callable[[str], k8s.meta.v1.ObjectMetaArgs],
         child: pulumi.ResourceOptions,
     ) -> None:
-        def peers(namespaces: list[str]) -> list[k8s.networking.v1.NetworkPolicyPeerArgs]:
-            return [
-                k8s.networking.v1.NetworkPolicyPeerArgs(
-                    namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                        match_labels={"kubernetes.io/metadata.name": ns}
-                    )
+        def namespace_peer(namespace: str) -> k8s.networking.v1.NetworkPolicyPeerArgs:
+            return k8s.networking.v1.NetworkPolicyPeerArgs(
+                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                    match_labels={"kubernetes.io/metadata.name": namespace}
                 )
-                for ns in [tenant, *namespaces]
-            ]
+            )
+
+        def peers(namespaces: list[str]) -> list[k8s.networking.v1.NetworkPolicyPeerArgs]:
+            return [namespace_peer(ns) for ns in [tenant, *namespaces]]
 
         everything = k8s.meta.v1.LabelSelectorArgs()
         k8s.networking.v1.NetworkPolicy(
@@ -204,14 +214,17 @@ class TenantNamespace(pulumi.ComponentResource):
                     k8s.networking.v1.NetworkPolicyIngressRuleArgs(from_=peers(args.ingress_from))
                 ],
                 egress=[
-                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                        to=peers(args.egress_to),
-                        ports=[
-                            k8s.networking.v1.NetworkPolicyPortArgs(port=53, protocol="UDP"),
-                            k8s.networking.v1.NetworkPolicyPortArgs(port=636, protocol="TCP"),
-                            k8s.networking.v1.NetworkPolicyPortArgs(port=443, protocol="TCP"),
-                        ],
-                    )
+                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(to=peers([])),
+                    *(
+                        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                            to=[namespace_peer(rule.namespace)],
+                            ports=[
+                                k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol=proto)
+                                for port, proto in rule.ports
+                            ],
+                        )
+                        for rule in args.egress
+                    ),
                 ],
             ),
             opts=child,

@@ -240,15 +240,26 @@ def test_network_policies_are_the_runbooks(foo: Deployment) -> None:
         "podSelector": {},
         "policyTypes": ["Ingress", "Egress"],
         "ingress": [{"from": _namespaces("tenant-foo", "slurm-control")}],
+        # Tenant-internal, then each namespace on the ports its products use (the runbook's
+        # 53/UDP, 636, 443 to all of them would cut the login pod off from slurmctld).
         "egress": [
+            {"to": _namespaces("tenant-foo")},
             {
-                "to": _namespaces("tenant-foo", "slurm-control", "auth", "kube-system"),
+                "to": _namespaces("slurm-control"),
                 "ports": [
-                    {"port": 53, "protocol": "UDP"},
-                    {"port": 636, "protocol": "TCP"},
-                    {"port": 443, "protocol": "TCP"},
+                    {"port": 6817, "protocol": "TCP"},
+                    {"port": 6818, "protocol": "TCP"},
+                    {"port": 6819, "protocol": "TCP"},
                 ],
-            }
+            },
+            {
+                "to": _namespaces("auth"),
+                "ports": [{"port": 636, "protocol": "TCP"}, {"port": 443, "protocol": "TCP"}],
+            },
+            {
+                "to": _namespaces("kube-system"),
+                "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
+            },
         ],
     }
     assert len(foo.of_type(K8S_POLICY)) == 2

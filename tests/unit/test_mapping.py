@@ -126,7 +126,11 @@ def test_namespace_args_without_a_reservation() -> None:
     assert args.reservation_name is None
     assert args.after == []
     assert args.ingress_from == ["slurm-control"]
-    assert args.egress_to == ["slurm-control", "auth", "kube-system"]
+    assert [(rule.namespace, rule.ports) for rule in args.egress] == [
+        ("slurm-control", [(6817, "TCP"), (6818, "TCP"), (6819, "TCP")]),
+        ("auth", [(636, "TCP"), (443, "TCP")]),
+        ("kube-system", [(53, "UDP"), (53, "TCP")]),
+    ]
     assert args.admins_group == "tenant-foo-admins"
     assert (args.ldap_bind_secret_namespace, args.ldap_bind_secret_name) == (
         "auth",

@@ -139,3 +139,24 @@ def test_duplicate_keys_and_syntax_errors_give_the_line(tmp_path: Path) -> None:
     path.write_text("config:\n  a: [1, 2\n")
     with pytest.raises(PlatformError, match=r"line \d+, column \d+: not valid YAML"):
         load_platform(path)
+
+
+def test_network_ports_default_to_the_products_and_may_be_set(tmp_path: Path) -> None:
+    platform = load_platform(PROD)
+    ports = platform.slurm.ports
+    assert (ports.slurmctld, ports.slurmd, ports.slurmdbd, platform.ldap.port) == (
+        6817,
+        6818,
+        6819,
+        636,
+    )
+    document = _document()
+    document["config"]["gpu-tenants:slurm"]["ports"] = {"slurmctld": 7817}
+    document["config"]["gpu-tenants:ldap"]["uri"] = "ldaps://ldap.auth.svc:1636"
+    changed = load_platform(_write(tmp_path, document))
+    assert (changed.slurm.ports.slurmctld, changed.slurm.ports.slurmd) == (7817, 6818)
+    assert changed.ldap.port == 1636
+    document["config"]["gpu-tenants:slurm"]["ports"] = {"slurmctld": 0}
+    with pytest.raises(PlatformError) as caught:
+        load_platform(_write(tmp_path, document))
+    assert "gpu-tenants:slurm.ports.slurmctld" in _locations(caught.value)
