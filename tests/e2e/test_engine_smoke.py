@@ -22,11 +22,23 @@ def marker_outputs(stack: auto.Stack) -> dict[str, Any]:
     return outputs
 
 
+def smoke_project(destination: Path) -> Path:
+    """The smoke project copied to `destination`, so that its stack's config file is written
+    there and never into the source tree; the copy runs on the project's virtualenv."""
+    destination.mkdir()
+    for source in ("__main__.py", "marker_file.py"):
+        (destination / source).symlink_to(SMOKE / source)
+    project = (SMOKE / "Pulumi.yaml").read_text()
+    venv = ROOT / "venv"
+    (destination / "Pulumi.yaml").write_text(project.replace("../../venv", str(venv)))
+    return destination
+
+
 def test_up_preview_refresh_destroy(tmp_path: Path, pulumi_backend: dict[str, str]) -> None:
     marker = tmp_path / "marker.txt"
     stack = auto.create_stack(
         "smoke",
-        work_dir=str(SMOKE),
+        work_dir=str(smoke_project(tmp_path / "project")),
         opts=auto.LocalWorkspaceOptions(env_vars=pulumi_backend),
     )
     stack.set_config("path", auto.ConfigValue(str(marker)))
