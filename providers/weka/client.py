@@ -342,6 +342,22 @@ class WekaClient:
 
     # --- organizations (cluster admin) --------------------------------------------------------
 
+    def logs_in(self) -> bool:
+        """Whether this client's credentials are accepted (a login, then `GET users/whoami`)."""
+        doing = f"logging in to Weka organization {self.org!r}"
+        response = self._send("GET", "users/whoami", None, None, doing)
+        if response.is_success:
+            return True
+        if response.status_code == 401 and response.request.url.path.endswith("/login"):
+            return False
+        call = f"{response.request.method} {response.request.url.path}"
+        message = self._auth.redact(_message(response))
+        raise WekaError(
+            doing,
+            f"{call} answered {response.status_code}: {message}",
+            _next_step(response.status_code),
+        )
+
     def list_organizations(self) -> list[Organization]:
         doing = "listing Weka organizations"
         data = self.request("GET", "organizations", doing=doing)

@@ -194,11 +194,36 @@ def test_organization_create_read_update_delete(admin: WekaClient, settings: Wek
     provider.delete(created.id, wire(outs))  # deleting what is gone is fine
 
 
-def test_an_existing_organization_is_refused_not_adopted(tenant: Tenant) -> None:
+def test_an_organization_left_by_a_lost_create_is_adopted(
+    admin: WekaClient, cleanup: Cleanup
+) -> None:
+    """A run killed after Weka made the organization but before Pulumi recorded it: the next
+    create recognizes it by its admin's derived password and takes it over."""
     provider = OrganizationProvider()
+    name = unique("tenant")
+    lost = provider.create(checked(provider, {"name": name, "total_quota": 2000 * GB}))
+    cleanup(lambda: provider.delete(lost.id, lost.outs or {}))
+    again = provider.create(checked(provider, {"name": name, "total_quota": 3000 * GB}))
+    assert again.id == lost.id
+    assert (again.outs or {})["admin_password"] == (lost.outs or {})["admin_password"]
+    assert live_org(admin, lost.id).total_quota == 3000 * GB
+    assert [o.name for o in admin.list_organizations()].count(name) == 1
+
+
+def test_someone_elses_organization_is_refused_not_adopted(
+    admin: WekaClient, cleanup: Cleanup
+) -> None:
+    provider = OrganizationProvider()
+    name = unique("tenant")
+    theirs = admin.create_organization(name, f"{name}-admin", "Their0wnPassword", 0, 0)
+    cleanup(lambda: admin.delete_organization(theirs.uid, name))
     with pytest.raises(WekaError, match="exists already") as refused:
-        provider.create(checked(provider, {"name": tenant.name}))
-    assert f"weka org delete {tenant.name}" in str(refused.value)
+        provider.create(checked(provider, {"name": name, "total_quota": 1000 * GB}))
+    message = str(refused.value)
+    assert "does not take the password this stack derives" in message
+    assert f"weka org delete {name}" in message
+    assert "Their0wnPassword" not in message
+    assert live_org(admin, theirs.uid).total_quota == 0
 
 
 def test_organization_check_reports_every_bad_input() -> None:
