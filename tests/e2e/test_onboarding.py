@@ -456,8 +456,24 @@ def test_changes_behind_pulumis_back_are_drift_and_up_restores_them(
     assert authentik_user("bob")["is_active"] is False
 
 
+def _slurm_has_the_account() -> bool:
+    return bool(sacctmgr("show", "account", "tenant-foo", "format=Account"))
+
+
+def _weka_has_the_org() -> bool:
+    return weka_org("tenant-foo") is not None
+
+
+@pytest.mark.parametrize(
+    "kill_once",
+    [_slurm_has_the_account, _weka_has_the_org],
+    ids=["after-slurm-account", "after-weka-org"],
+)
 def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
-    project: Path, pulumi_backend: dict[str, str], sandbox: SandboxLayout
+    project: Path,
+    pulumi_backend: dict[str, str],
+    sandbox: SandboxLayout,
+    kill_once: Callable[[], bool],
 ) -> None:
     run_pulumi(pulumi_backend, project, "stack", "init", "tenant-foo")
     env = {**os.environ, **pulumi_backend}
@@ -470,12 +486,13 @@ def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
         start_new_session=True,
     )
     try:
-        # Kill the engine and its plugins once Slurm has its account: mid-way through the layers.
+        # Kill the engine and its plugins mid-way through the layers: once Slurm has the
+        # account, or once Weka has the organization (whose only mark is its admin's password).
         deadline = time.monotonic() + 120
-        while not sacctmgr("show", "account", "tenant-foo", "format=Account"):
+        while not kill_once():
             assert up.poll() is None, "up finished before it could be killed"
-            assert time.monotonic() < deadline, "Slurm never got its account"
-            time.sleep(0.2)
+            assert time.monotonic() < deadline, f"{kill_once.__name__} never came true"
+            time.sleep(0.1)
         os.killpg(up.pid, signal.SIGKILL)
         up.wait()
         # The engine starts each plugin in a process group of its own, and hands each its address.
@@ -503,6 +520,11 @@ def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
         assert sorted(u["username"] for u in groups[0]["users_obj"]) == ["alice", "bob", "carol"]
         assert labelled("tenant-foo") == [f"gpu-0{i}" for i in range(1, 9)]
         assert len(kubectl_json("get", "reservations")["items"]) == 1
+        with weka() as api:
+            orgs = [o["name"] for o in api.get("/organizations").json()["data"]]
+        assert orgs.count("tenant-foo") == 1
+        homes = sorted(p.name for p in mounted("tenant-foo", "tenant-foo-home").iterdir())
+        assert homes == ["alice", "bob", "carol"]
     finally:
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGKILL)
