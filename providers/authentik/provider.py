@@ -122,7 +122,9 @@ def _parent(client: AuthentikClient, inputs: Mapping[str, Any], doing: str) -> G
         raise AuthentikError(
             doing,
             f"its parent group {inputs['parent']!r} does not exist",
-            "the platform stack creates it: run `pulumi up --stack prod` first",
+            "it is the platform's (Pulumi.prod.yaml authentik.tenants_group), made once at "
+            "platform setup, as the onboarding runbook assumes: create it in Authentik, or "
+            "correct the name, and run `pulumi up` again",
         )
     return parent
 

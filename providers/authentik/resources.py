@@ -18,9 +18,10 @@ _USER_OUTPUTS = ("marked", "is_active", "pk", "uuid")
 
 
 class TenantGroup(Resource, module="authentik", name="TenantGroup"):
-    """An Authentik group of a tenant under `parent` (a group NAME such as "tenants", which the
-    platform stack creates), carrying gidNumber (as a string), the extra `attributes` (such as
-    tenant_slug) and the tenant's ownership mark. `group_name` replaces; the rest updates."""
+    """An Authentik group of a tenant under `parent` (a group NAME such as "tenants", which
+    platform setup creates once; the sandbox seeds it), carrying gidNumber (as a string), the
+    extra `attributes` (such as tenant_slug) and the tenant's ownership mark. `group_name`
+    replaces; the rest updates."""
 
     tenant: pulumi.Output[str]
     marked: pulumi.Output[bool]
