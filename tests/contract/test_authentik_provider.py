@@ -227,12 +227,16 @@ def test_group_create_refuses_an_unmarked_group_and_says_how_to_take_it_over(
     assert "rename" in message
 
 
-def test_group_create_without_the_parent_group_names_the_platform_stack(made: Made) -> None:
+def test_group_create_without_the_parent_group_names_the_platform_setting(made: Made) -> None:
     tenant = unique("t")
-    inputs = {**group_inputs(made, tenant), "parent": unique("missing")}
+    missing = unique("missing")
+    inputs = {**group_inputs(made, tenant), "parent": missing}
 
-    with pytest.raises(AuthentikError, match=r"does not exist.*platform stack"):
+    with pytest.raises(AuthentikError) as refused:
         GROUPS.create(inputs)
+    message = str(refused.value)
+    assert f"its parent group {missing!r} does not exist" in message
+    assert "Pulumi.prod.yaml authentik.tenants_group" in message
 
 
 def test_group_delete_refuses_while_members_remain_then_deletes(
