@@ -285,10 +285,18 @@ class SlurmClient:
         result = self.transport.run(reconfigure)
         if result.ok:
             return
-        store.write(old, store.read(doing), doing)
+        where = store.describe()
+        try:
+            store.write(old, store.read(doing), doing)
+        except StaleWriteError:
+            raise SlurmCommandError(
+                doing,
+                result,
+                f"{where} changed again meanwhile, so the previous text was not restored; "
+                f"check {where} and slurmctld (`scontrol ping`, its log)",
+            ) from None
         store.wait_visible(old, doing)
         again = self.transport.run(reconfigure)
-        where = store.describe()
         restored = (
             f"the previous {where} was restored and applied"
             if again.ok
