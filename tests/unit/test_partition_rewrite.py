@@ -1,0 +1,107 @@
+"""The partition rewrite's own logic, on a scripted transport: a stale write is read and redone,
+a failed reconfigure puts the previous text back, and a restore that meets another writer says
+so. (The real stores against the real slurmctld and kube-apiserver are in tests/contract.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from providers.command import CommandResult
+from providers.slurm.client import SlurmClient
+from providers.slurm.partition_store import FileStore, StaleWriteError, Version
+from providers.slurm.transport import SlurmCommandError
+
+OLD = "# partitions\nPartitionName=other Nodes=gpu-02 AllowAccounts=other State=UP\n"
+LINE = "PartitionName=tenant-x Nodes=gpu-01 AllowAccounts=tenant-x State=UP\n"
+NODES = "NodeName=gpu-01 Arch=x86_64\nNodeName=gpu-02 Arch=x86_64\n"
+
+
+@dataclass
+class ScriptedSlurm:
+    """Answers `scontrol show node -o` with two nodes, and `scontrol reconfigure` with the next
+    of `reconfigures` (True: it works)."""
+
+    reconfigures: list[bool]
+    ran: list[tuple[str, ...]] = field(default_factory=list)
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        return list(argv)
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        self.ran.append(tuple(argv))
+        if tuple(argv[:3]) == ("scontrol", "show", "node"):
+            return CommandResult(tuple(argv), 0, NODES, "")
+        if tuple(argv) == ("scontrol", "reconfigure"):
+            ok = self.reconfigures.pop(0)
+            return CommandResult(tuple(argv), 0 if ok else 1, "", "" if ok else "Zero Bytes")
+        raise AssertionError(f"unexpected command {argv}")
+
+
+@dataclass
+class RacedStore:
+    """A store in memory whose writes are refused when the text changed since it was read (as
+    the ConfigMap's resourceVersion does); `others` are writes someone else makes right after
+    each of our reads, one per read."""
+
+    text: str
+    others: list[str | None]
+    version: int = 0
+
+    def describe(self) -> str:
+        return "the raced store"
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        yield
+
+    def read(self, doing: str) -> Version:
+        read = Version(self.text, str(self.version))
+        other = self.others.pop(0) if self.others else None
+        if other is not None:
+            self.text, self.version = self.text + other, self.version + 1
+        return read
+
+    def write(self, text: str, over: Version, doing: str) -> None:
+        if over.token != str(self.version):
+            raise StaleWriteError(self.describe())
+        self.text, self.version = text, self.version + 1
+
+    def wait_visible(self, text: str, doing: str) -> None:
+        assert self.text == text
+
+
+def test_a_failed_reconfigure_restores_the_previous_partitions(tmp_path: Path) -> None:
+    path = tmp_path / "partitions.conf"
+    path.write_text(OLD)
+    slurm = ScriptedSlurm(reconfigures=[False, True])
+    client = SlurmClient(slurm, cluster="production")
+    with pytest.raises(SlurmCommandError) as failed:
+        client.rewrite_partition(FileStore(path), "tenant-x", LINE, "creating", lambda _: None)
+    assert "Zero Bytes" in str(failed.value)
+    assert f"the previous {path} was restored and applied" in str(failed.value)
+    assert path.read_text() == OLD
+    assert slurm.ran.count(("scontrol", "reconfigure")) == 2
+
+
+def test_a_stale_write_is_read_again_and_redone_keeping_the_other_writers_line() -> None:
+    other = "PartitionName=third Nodes=gpu-02 AllowAccounts=third State=UP\n"
+    store = RacedStore(OLD, others=[other])
+    client = SlurmClient(ScriptedSlurm(reconfigures=[True]), cluster="production")
+    client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+    assert store.text == OLD + other + LINE
+
+
+def test_a_restore_that_meets_another_writer_says_so() -> None:
+    other = "PartitionName=third Nodes=gpu-02 AllowAccounts=third State=UP\n"
+    # Our read, then the restore's read, after which someone else writes at once.
+    store = RacedStore(OLD, others=[None, other])
+    client = SlurmClient(ScriptedSlurm(reconfigures=[False]), cluster="production")
+    with pytest.raises(SlurmCommandError) as failed:
+        client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+    assert "the raced store changed again meanwhile" in str(failed.value)
+    assert store.text == OLD + LINE + other
