@@ -8,15 +8,13 @@ the outcome is whatever Slurm now holds.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from providers.command import CommandResult, Transport
+from providers.files import exclusive_lock
 from providers.slurm import partitions, sacctmgr
 from providers.slurm.partition_store import PartitionStore, StaleWriteError
 from providers.slurm.partitions import Partition
@@ -45,16 +43,6 @@ _UNREACHABLE = (
 )
 
 
-@contextmanager
-def _writes_serialized() -> Iterator[None]:
-    fd = os.open(WRITE_LOCK, os.O_WRONLY | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 class SlurmClient:
     """Reads and writes Slurm objects on one cluster through a transport."""
 
@@ -70,7 +58,7 @@ class SlurmClient:
             # slurmdbd loses the user record of one of two `add user`s that run at once (seen on
             # 22.05: the association is there, `show user` is not), and Pulumi creates a
             # tenant's users in parallel: writes from this host go one at a time.
-            with _writes_serialized():
+            with exclusive_lock(WRITE_LOCK, 0o666):
                 result = self.transport.run(argv)
         else:
             result = self.transport.run(argv)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from providers.command import CommandResult, LocalTransport, Transport
+from providers.files import write_atomic
 from providers.slurm import partitions
 from providers.slurm.transport import BACKEND, SlurmCommandError
 from tenant_stack.errors import SlurmError
@@ -78,7 +79,7 @@ class FileStore:
         return Version(self._io(self.path.read_text, doing))
 
     def write(self, text: str, over: Version, doing: str) -> None:
-        self._io(lambda: partitions.write_atomic(self.path, text), doing)
+        self._io(lambda: write_atomic(self.path, text), doing)
 
     def wait_visible(self, text: str, doing: str) -> None:
         return None  # slurmctld reads this very file

@@ -7,20 +7,19 @@ reconfigure`. Before writing, a line is rendered, parsed back and compared (a sy
 included file breaks every Slurm client), and its nodes are checked against the nodes slurmctld
 knows (an unknown node name makes slurmctld exit on reconfigure).
 
-Pure functions over text, plus the file's lock and atomic write; running scontrol is the client's.
+Pure functions over text, plus the file's lock (writes go through `providers.files.write_atomic`);
+running scontrol is the client's.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from providers.files import exclusive_lock
 from providers.slurm import values
 
 __all__ = [
@@ -38,7 +37,6 @@ __all__ = [
     "render_line",
     "set_partition",
     "unknown_nodes",
-    "write_atomic",
 ]
 
 STATES = ("UP", "DOWN")
@@ -232,26 +230,5 @@ def locked(path: Path) -> Iterator[None]:
     """Holds an exclusive lock beside `path` for one read-modify-write-reconfigure, so that two
     tenant stacks applied at once do not lose each other's line. A separate lock file, because
     the atomic write replaces `path`'s inode."""
-    lock = path.with_name(f".{path.name}.lock")
-    fd = os.open(lock, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with exclusive_lock(path.with_name(f".{path.name}.lock")):
         yield
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Writes aside and renames, so that slurmctld never reads half a file; keeps the mode."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from providers.slurm.partitions import write_atomic
+from providers.files import write_atomic
 from sandbox.kubernetes.client import KubeClient, KubeError
 from sandbox.pki import Pki
 from sandbox.service import Service, source_revision

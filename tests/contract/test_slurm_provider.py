@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from pulumi.dynamic import ResourceProvider
 
+from providers.files import write_atomic
 from providers.slurm import partitions
 from providers.slurm.provider import (
     SlurmAccountProvider,
@@ -146,7 +147,7 @@ class Tenant:
             text = self.partitions_file.read_text()
             kept = partitions.set_partition(text, self.slug, None)
             if kept != text:
-                partitions.write_atomic(self.partitions_file, kept)
+                write_atomic(self.partitions_file, kept)
                 slurm("scontrol", "reconfigure")
 
 
@@ -363,7 +364,7 @@ def test_objects_that_exist_without_the_mark_are_refused(tenant: Tenant) -> None
     line = f"PartitionName={tenant.slug} Nodes=gpu-[01-02] AllowAccounts=someone-else\n"
     with partitions.locked(tenant.partitions_file):
         before = tenant.partitions_file.read_text()
-        partitions.write_atomic(tenant.partitions_file, before + line)
+        write_atomic(tenant.partitions_file, before + line)
     for key in ("normal", "account", "partition"):
         provider, props = inputs[key]
         with pytest.raises(SlurmError, match="not marked as this tenant's") as refused:
@@ -388,7 +389,7 @@ def test_marked_objects_are_adopted_not_duplicated(tenant: Tenant) -> None:
     rows("sacctmgr", "-i", "add", "user", tenant.user, f"account={tenant.team}", "MaxJobs=1")
     line = f"PartitionName={tenant.slug} Nodes=gpu-[01-02] AllowAccounts={tenant.slug}\n"
     with partitions.locked(tenant.partitions_file):
-        partitions.write_atomic(tenant.partitions_file, tenant.partitions_file.read_text() + line)
+        write_atomic(tenant.partitions_file, tenant.partitions_file.read_text() + line)
 
     for key, (provider, props) in tenant.inputs().items():
         created = provider.create(props)
