@@ -238,34 +238,50 @@ class SlurmClient:
         to refuse; then nodes are checked, the text written (read and redone if someone else
         wrote meanwhile) and, once slurmctld would read it, the controller reconfigured. If that
         fails, the previous text is restored and applied again."""
-        for _ in range(_WRITE_ATTEMPTS):
-            with store.lock():
-                read = store.read(doing)
-                guard(partitions.find_partition(read.text, name))
-                new = partitions.set_partition(read.text, name, line)
-                if line is None and new == read.text:
+        try:
+            for _ in range(_WRITE_ATTEMPTS):
+                if self._rewrite_once(store, name, line, doing, guard):
                     return
-                unknown = partitions.unknown_nodes(new, self.node_names(doing))
-                if unknown:
-                    listed = "; ".join(f"{p}: {', '.join(n)}" for p, n in unknown.items())
-                    raise SlurmError(
-                        doing,
-                        f"nodes slurmctld does not know (`scontrol show node`): {listed}",
-                        f"{store.describe()} was left unchanged: slurmctld exits on reconfigure "
-                        "when a partition names an unknown node; correct the node list",
-                    )
-                try:
-                    store.write(new, read, doing)
-                except StaleWriteError:
-                    continue
-                store.wait_visible(new, doing)
-                self._reconfigure(store, read.text, doing)
-                return
+        except OSError as error:
+            # The file form's lock, read and write: one place for them all.
+            raise SlurmError(doing, f"{store.describe()}: {error}") from error
         raise SlurmError(
             doing,
             f"{store.describe()} kept changing under this write ({_WRITE_ATTEMPTS} tries)",
             "run again once the other writers are done",
         )
+
+    def _rewrite_once(
+        self,
+        store: PartitionStore,
+        name: str,
+        line: str | None,
+        doing: str,
+        guard: Callable[[dict[str, str] | None], None],
+    ) -> bool:
+        """One read-check-write-reconfigure; False when someone else wrote since the read."""
+        with store.lock():
+            read = store.read(doing)
+            guard(partitions.find_partition(read.text, name))
+            new = partitions.set_partition(read.text, name, line)
+            if line is None and new == read.text:
+                return True
+            unknown = partitions.unknown_nodes(new, self.node_names(doing))
+            if unknown:
+                listed = "; ".join(f"{p}: {', '.join(n)}" for p, n in unknown.items())
+                raise SlurmError(
+                    doing,
+                    f"nodes slurmctld does not know (`scontrol show node`): {listed}",
+                    f"{store.describe()} was left unchanged: slurmctld exits on reconfigure "
+                    "when a partition names an unknown node; correct the node list",
+                )
+            try:
+                store.write(new, read, doing)
+            except StaleWriteError:
+                return False
+            store.wait_visible(new, doing)
+            self._reconfigure(store, read.text, doing)
+            return True
 
     def _reconfigure(self, store: PartitionStore, old: str, doing: str) -> None:
         reconfigure = ["scontrol", "reconfigure"]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from providers.command import CommandResult, LocalTransport, Transport
 from providers.files import write_atomic
@@ -30,8 +30,6 @@ from providers.slurm.transport import BACKEND, SlurmCommandError
 from tenant_stack.errors import SlurmError
 
 __all__ = ["ConfigMapStore", "FileStore", "PartitionStore", "StaleWriteError", "Version"]
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -76,19 +74,13 @@ class FileStore:
             yield
 
     def read(self, doing: str) -> Version:
-        return Version(self._io(self.path.read_text, doing))
+        return Version(self.path.read_text())
 
     def write(self, text: str, over: Version, doing: str) -> None:
-        self._io(lambda: write_atomic(self.path, text), doing)
+        write_atomic(self.path, text)
 
     def wait_visible(self, text: str, doing: str) -> None:
         return None  # slurmctld reads this very file
-
-    def _io(self, action: Callable[[], _T], doing: str) -> _T:
-        try:
-            return action()
-        except OSError as error:
-            raise SlurmError(doing, f"{self.path}: {error}") from error
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,11 +75,14 @@ class MountClient:
         return posixpath.normpath(posixpath.join(self.root, org, filesystem, path.lstrip("/")))
 
     def stat(self, org: str, filesystem: str, path: str, doing: str) -> DirectoryStat | None:
-        """The directory's owner and mode, or None if it does not exist."""
-        self._require_mount(org, filesystem, doing)
+        """The directory's owner and mode, or None if it does not exist (on a filesystem that
+        is mounted: a missing mount is an error, never an absent directory)."""
         target = self.mount_path(org, filesystem, path)
         result = self._run(["stat", "--format=%F|%u|%g|%a", target], doing)
         if not result.ok:
+            # Only now is the mount itself in question: a host that does not answer, or a
+            # filesystem not mounted, is reported as that, never as an absent directory.
+            self._require_mount(org, filesystem, doing)
             if "No such file or directory" in result.words:
                 return None
             raise _error(doing, result)

@@ -54,7 +54,7 @@ from pulumi.runtime.rpc import UNKNOWN
 
 from providers.weka.client import ROOT_ORG, Credentials, FileSystem, WekaClient
 from providers.weka.mount import mount_client, normalize_mode
-from providers.weka.settings import load_settings
+from providers.weka.settings import WekaSettings, load_settings
 from tenant_stack.errors import WekaError
 
 __all__ = [
@@ -258,7 +258,7 @@ class OrganizationProvider(_WekaProvider):
                     name, admin, password, inputs["ssd_quota"], inputs["total_quota"]
                 )
             else:
-                self._require_ours(Credentials(admin, password, name), inputs)
+                self._require_ours(settings, Credentials(admin, password, name), inputs)
                 org = weka.set_organization_limits(
                     existing.uid, inputs["ssd_quota"], inputs["total_quota"]
                 )
@@ -266,9 +266,11 @@ class OrganizationProvider(_WekaProvider):
             org.uid, {**inputs, "admin_username": admin, "admin_password": password}
         )
 
-    def _require_ours(self, admin: Credentials, inputs: Mapping[str, Any]) -> None:
+    def _require_ours(
+        self, settings: WekaSettings, admin: Credentials, inputs: Mapping[str, Any]
+    ) -> None:
         """Refuses an existing organization unless its admin takes our derived password."""
-        with WekaClient.from_settings(load_settings(), admin) as org_admin:
+        with WekaClient.from_settings(settings, admin) as org_admin:
             if org_admin.logs_in():
                 return
         name = inputs["name"]

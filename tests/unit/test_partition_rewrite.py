@@ -15,6 +15,7 @@ from providers.command import CommandResult
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import FileStore, StaleWriteError, Version
 from providers.slurm.transport import SlurmCommandError
+from tenant_stack.errors import SlurmError
 
 OLD = "# partitions\nPartitionName=other Nodes=gpu-02 AllowAccounts=other State=UP\n"
 LINE = "PartitionName=tenant-x Nodes=gpu-01 AllowAccounts=tenant-x State=UP\n"
@@ -105,3 +106,12 @@ def test_a_restore_that_meets_another_writer_says_so() -> None:
         client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
     assert "the raced store changed again meanwhile" in str(failed.value)
     assert store.text == OLD + LINE + other
+
+
+def test_a_partitions_file_that_cannot_be_used_is_a_slurm_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "no-such-dir" / "partitions.conf"
+    client = SlurmClient(ScriptedSlurm(reconfigures=[]), cluster="production")
+    with pytest.raises(SlurmError) as failed:
+        client.rewrite_partition(FileStore(path), "tenant-x", LINE, "creating", lambda _: None)
+    assert f"creating failed: {path}: " in str(failed.value)
+    assert "No such file or directory" in str(failed.value)
