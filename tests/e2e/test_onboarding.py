@@ -23,6 +23,7 @@ from pulumi import automation as auto
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.project import ROOT, project_copy
+from tests.contract.test_weka_directory_provider import owner_and_mode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -95,11 +96,6 @@ def revealed(value: Any) -> Any:
 def mounted(org: str, filesystem: str, path: str = "") -> Path:
     """Where the sandbox's mount host sees a directory of a Weka filesystem."""
     return Path(os.environ["WEKA_MOUNT_ROOT"]) / org / filesystem / path
-
-
-def owner_and_mode(path: Path) -> tuple[int, int, str]:
-    stat = path.stat()
-    return stat.st_uid, stat.st_gid, format(stat.st_mode & 0o7777, "04o")
 
 
 def weka_org(name: str) -> dict[str, Any] | None:
