@@ -20,13 +20,14 @@ into located `Problem`s.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-from yaml.nodes import MappingNode
+from yaml.nodes import MappingNode, ScalarNode
 
 from tenant_stack.errors import PlatformError, Problem, SpecError
 
@@ -93,9 +94,65 @@ for _tag, _pattern, _first in (
     _StrictLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(_pattern), _first)
 
 
+@dataclass(frozen=True)
+class Unbuildable:
+    """A scalar YAML recognised (a date, a number, a tagged value) but could not build, such as
+    `2027-02-29`. The loader keeps it in place, so the caller can name its field."""
+
+    text: str
+    kind: str
+    reason: str
+    line: int
+
+    def describe(self) -> str:
+        return f"{self.text!r} (line {self.line}) is not a valid {self.kind}: {self.reason}"
+
+
+def _keeping_unbuildable(
+    kind: str, construct: Callable[[yaml.SafeLoader, ScalarNode], Any]
+) -> Callable[[yaml.SafeLoader, ScalarNode], Any]:
+    def tolerant(loader: yaml.SafeLoader, node: ScalarNode) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError) as exc:
+            return Unbuildable(str(node.value), kind, str(exc), node.start_mark.line + 1)
+
+    return tolerant
+
+
+# PyYAML's constructors raise a bare ValueError (no line, no field) for `2027-02-29` or `!!int x`.
+for _tag, _kind_name, _construct in (
+    ("timestamp", "date", yaml.SafeLoader.construct_yaml_timestamp),
+    ("int", "integer", yaml.SafeLoader.construct_yaml_int),
+    ("float", "number", yaml.SafeLoader.construct_yaml_float),
+):
+    _StrictLoader.add_constructor(
+        f"tag:yaml.org,2002:{_tag}",
+        _keeping_unbuildable(_kind_name, _construct),  # type: ignore[arg-type]
+    )
+
+
 def parse_yaml(text: str) -> Any:
-    """Parse one YAML document with the strict loader; raises `yaml.YAMLError`."""
+    """Parse one YAML document with the strict loader; raises `yaml.YAMLError`. A scalar it
+    cannot build is left as an `Unbuildable` (see `unbuildable_problems`)."""
     return yaml.load(text, Loader=_StrictLoader)
+
+
+def unbuildable_problems(data: Any, location: str = "") -> list[Problem]:
+    """Every `Unbuildable` in parsed YAML, as a problem at its dotted field path."""
+    if isinstance(data, Unbuildable):
+        return [Problem(location, data.describe())]
+    if isinstance(data, dict):
+        items: Iterable[tuple[object, Any]] = data.items()
+    elif isinstance(data, list):
+        items = enumerate(data)
+    else:
+        return []
+    return [
+        problem
+        for key, value in items
+        for problem in unbuildable_problems(value, f"{location}.{key}" if location else str(key))
+    ]
 
 
 def yaml_problem(error: yaml.YAMLError) -> Problem:
@@ -124,6 +181,9 @@ def read_yaml_mapping(
         raise error(path, [Problem("", f"the file is empty; it should hold {what}")])
     if not isinstance(data, dict):
         raise error(path, [Problem("", f"expected {what} at the top level, found {_kind(data)}")])
+    unbuildable = unbuildable_problems(data)
+    if unbuildable:
+        raise error(path, unbuildable)
     return data
 
 

@@ -576,6 +576,30 @@ def test_unreadable_files(tmp_path: Path, platform: Platform, text: str, phrase:
 
 
 @pytest.mark.parametrize(
+    ("replace", "by", "expected"),
+    [
+        (
+            "end: 2027-01-04",
+            "end: 2027-02-29",
+            "contract.term.end: '2027-02-29' (line 11) is not a valid date: day is out of range for month",
+        ),
+        ("end: 2027-01-04", "end: 2027-13-01", "contract.term.end: '2027-13-01' (line 11) is not a valid"),
+        ("uid: 2147", "uid: !!int twenty", "users.0.uid: 'twenty' (line "),
+    ],
+)
+def test_values_yaml_cannot_build_are_named_at_their_field(
+    tmp_path: Path, platform: Platform, replace: str, by: str, expected: str
+) -> None:
+    text = (TENANTS / "tenant-foo.yaml").read_text()
+    assert replace in text
+    (tmp_path / "tenant-foo.yaml").write_text(text.replace(replace, by, 1))
+    with pytest.raises(SpecError) as raised:
+        load_spec(tmp_path, "tenant-foo", platform)
+    assert f"{tmp_path / 'tenant-foo.yaml'}: {expected}" in str(raised.value)
+    assert "Traceback" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
     ("nodes", "expected"),
     [
         ([f"gpu-{i:02d}" for i in range(1, 9)], "gpu-[01-08]"),
