@@ -7,6 +7,7 @@ import sys
 import time
 
 from sandbox.layout import SandboxLayout
+from sandbox.project import sandbox_project
 from sandbox.supervisor import SandboxError, Supervisor
 
 
@@ -25,6 +26,7 @@ def up(layout: SandboxLayout) -> int:
             print(f"[sandbox] seeded the Weka shared filesystems {', '.join(seeded)} in Root")
         if service.name == "authentik-emulator" and layout.seed_authentik():
             print("[sandbox] seeded the Authentik `tenants` group")
+    sandbox_project(layout.project)
     took = time.monotonic() - started_at
     if started:
         print(f'[sandbox] up in {took:.1f}s; eval "$(make -s env)" to use it')

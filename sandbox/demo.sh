@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`: onboards tenants/tenant-foo.yaml onto the local sandbox with the real engine, as an
 # operator would with `pulumi up --stack tenant-foo`, then says where to look. Run it again and
-# `pulumi up` finds nothing to change.
+# `pulumi up` finds nothing to change. It runs in the sandbox's project ($GPU_TENANTS_PROJECT,
+# made by `python -m sandbox up`), so the sandbox's stack config never lands in the checkout.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$GPU_TENANTS_PROJECT"
 
 pulumi stack select --create tenant-foo --non-interactive
 # --refresh: a rehearsal sandbox is often changed by hand between runs; up puts it back.
@@ -11,7 +12,8 @@ pulumi up --stack tenant-foo --refresh --yes --non-interactive --suppress-progre
 
 cat <<'TXT'
 
-[demo] tenant-foo is onboarded on the sandbox. Where to look (after: eval "$(make -s env)"):
+[demo] tenant-foo is onboarded on the sandbox. Where to look (after: eval "$(make -s env)" and
+cd "$GPU_TENANTS_PROJECT", where the sandbox's stacks live):
   pulumi stack output --stack tenant-foo                  the reservation, namespace, login host, SSH snippets
   kubectl get reservation tenant-foo-reservation          Ready once the operator labelled all 8 nodes
   kubectl get nodes -l reserved.tenant=tenant-foo         gpu-01..gpu-08, tainted reserved.tenant=tenant-foo

@@ -74,6 +74,12 @@ class SandboxLayout:
         return KubernetesSandbox(self.root / "kubernetes", self.pki, self.ports)
 
     @property
+    def project(self) -> Path:
+        """Where this sandbox's stacks are run from, with their stack config files
+        (`sandbox/project.py` says why not from the checkout)."""
+        return self.root / "project"
+
+    @property
     def weka_mount_root(self) -> Path:
         """Where the Weka emulator's filesystems are directories, as on a host mounting them."""
         return self.root / "weka" / "mounts"
@@ -137,6 +143,7 @@ class SandboxLayout:
     def environment(self) -> dict[str, str]:
         """What `make -s env` exports so a person can reach every part by hand."""
         return {
+            "GPU_TENANTS_PROJECT": str(self.project),
             "KUBECONFIG": str(self.kubernetes.admin_kubeconfig),
             **client_env(self.root / "slurm"),
             # Partitions go through the Slurm operator's ConfigMap, as in production; the

@@ -100,6 +100,7 @@ class BackendError(TenantError):
     def __init__(self, doing: str, backend_says: str, next_step: str = "") -> None:
         self.doing = doing
         self.backend_says = backend_says
+        self.next_step = next_step
         message = f"{doing} failed: {backend_says}"
         super().__init__(f"{message}; {next_step}" if next_step else message)
 

@@ -20,12 +20,15 @@ from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap
 from tenant_stack.components.tenant_namespace import ContainerDefaults, Egress, Quota
 from tenant_stack.components.weka_storage import (
+    CLAIM_ACCESS_MODES,
     Claim,
     HomeUser,
     SharedFilesystem,
     WekaStorageArgs,
+    storage_class_name,
 )
 from tenant_stack.platform import Platform
+from tenant_stack.preflight import WantedClaim
 from tenant_stack.spec import Duration, TenantSpec
 from tenant_stack.spec import Qos as SpecQos
 
@@ -208,6 +211,20 @@ def storage_args(
         delete_without_snapshot=storage.delete_without_snapshot,
         after=after,
     )
+
+
+def wanted_claims(spec: TenantSpec) -> list[WantedClaim]:
+    """The spec's claims as the preflight compares them with the live ones."""
+    return [
+        WantedClaim(
+            location=f"storage.pvcs.{index}",
+            name=pvc.name,
+            size=pvc.size,
+            storage_class=storage_class_name(spec.slug),
+            access_modes=tuple(sorted(CLAIM_ACCESS_MODES)),
+        )
+        for index, pvc in enumerate(spec.storage.pvcs)
+    ]
 
 
 def filesystems(spec: TenantSpec, platform: Platform) -> tuple[str, str]:

@@ -128,7 +128,7 @@ for _tag, _kind_name, _construct in (
 ):
     _StrictLoader.add_constructor(
         f"tag:yaml.org,2002:{_tag}",
-        _keeping_unbuildable(_kind_name, _construct),  # type: ignore[arg-type]
+        _keeping_unbuildable(_kind_name, _construct),
     )
 
 

@@ -1,18 +1,27 @@
-"""Runbook step 1's capacity check: the nodes a tenant names must exist, be Ready, be schedulable,
-be of the contracted SKU and pool, and be in no other tenant's Reservation.
+"""What the live cluster must allow before a tenant's resources are declared.
+
+- Runbook step 1's capacity check: the nodes a tenant names must exist, be Ready, be schedulable,
+  be of the contracted SKU and pool, and be in no other tenant's Reservation.
+- The tenant's PersistentVolumeClaims must be ones `up` can bring to the spec in place. A claim
+  grown outside the stack cannot shrink back, and one made again by hand with another class or
+  access mode differs in fields Kubernetes never changes in place: Pulumi would replace it, and a
+  replaced claim loses its volume, the tenant's data. Such a claim is refused, named, with what to
+  do, instead of becoming a drift repair.
 
 It runs in the program, before any resource is declared, so `pulumi preview` in a pull request
-refuses a bad reservation and changes nothing. The nodes are read with `kubectl` (the operator's
-own tool, and whatever credentials their kubeconfig uses), through the same KUBECONFIG the
-Kubernetes provider uses.
+refuses and changes nothing. The cluster is read once with `kubectl` (the operator's own tool,
+and whatever credentials their kubeconfig uses), through the same KUBECONFIG the Kubernetes
+provider uses.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from tenant_stack.errors import ClusterError, Problem
@@ -95,13 +104,125 @@ def _unfit(node: NodeState, tenant: str, sku: str, pool: str) -> Iterator[str]:
         yield "is cordoned (SchedulingDisabled): uncordon it or pick another node"
 
 
-def read_nodes(kubectl: str = "kubectl") -> list[NodeState]:
-    """Every Node of the cluster the current kubeconfig points at."""
-    argv = [kubectl, "get", "nodes", "--output=json", "--request-timeout=30s"]
+@dataclass(frozen=True)
+class ClaimState:
+    """What the check needs of one live PersistentVolumeClaim."""
+
+    name: str
+    size: int  # bytes requested
+    storage_class: str | None
+    access_modes: tuple[str, ...]
+
+    @classmethod
+    def from_api(cls, claim: dict[str, Any]) -> ClaimState:
+        spec = claim.get("spec") or {}
+        requests = (spec.get("resources") or {}).get("requests") or {}
+        return cls(
+            name=claim["metadata"]["name"],
+            size=quantity_bytes(str(requests.get("storage", "0"))),
+            storage_class=spec.get("storageClassName"),
+            access_modes=tuple(sorted(spec.get("accessModes") or [])),
+        )
+
+
+@dataclass(frozen=True)
+class WantedClaim:
+    """A claim as the spec declares it, with the spec field it comes from."""
+
+    location: str
+    name: str
+    size: int
+    storage_class: str
+    access_modes: tuple[str, ...]
+
+
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE]|m)?$")
+_FACTORS: dict[str | None, Decimal] = {
+    None: Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(1000),
+    **{unit: Decimal(1000) ** i for i, unit in enumerate("MGTPE", 2)},
+    **{f"{unit}i": Decimal(1024) ** i for i, unit in enumerate("KMGTPE", 1)},
+}
+
+
+def quantity_bytes(text: str) -> int:
+    """Bytes of a Kubernetes storage quantity as the API returns it (`10Ti`, `11000G`, `512`)."""
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        raise ClusterError(f"the cluster returned {text!r} as a storage size, not a quantity")
+    try:
+        return int(Decimal(match.group(1)) * _FACTORS[match.group(2)])
+    except InvalidOperation as err:
+        raise ClusterError(f"the cluster returned {text!r} as a storage size") from err
+
+
+def check_claims(
+    namespace: str, wanted: Sequence[WantedClaim], live: Sequence[ClaimState]
+) -> list[Problem]:
+    """Refusals for live claims that `up` could only bring to the spec by replacing them."""
+    by_name = {claim.name: claim for claim in live}
+    refusals = []
+    for claim in wanted:
+        found = by_name.get(claim.name)
+        if found is None:
+            continue
+        where = f"PersistentVolumeClaim {namespace}/{claim.name}"
+        if found.size > claim.size:
+            refusals.append(
+                Problem(
+                    f"{claim.location}.size",
+                    f"{where} requests {_bytes(found.size)}, more than the "
+                    f"{_bytes(claim.size)} here: it was grown outside the stack, and a claim "
+                    "never shrinks (Pulumi would replace it, and the tenant would lose its "
+                    f"volume). Set the size to {_bytes(found.size)} in a pull request",
+                )
+            )
+        for field, live_value, spec_value in (
+            ("storage class", found.storage_class, claim.storage_class),
+            ("access modes", ",".join(found.access_modes), ",".join(claim.access_modes)),
+        ):
+            if live_value != spec_value:
+                refusals.append(
+                    Problem(
+                        claim.location,
+                        f"{where} has {field} {live_value!r}, not {spec_value!r}: it was made "
+                        "again outside the stack, and Kubernetes cannot change this in place "
+                        "(Pulumi would replace the claim, and the tenant would lose its volume). "
+                        "Move its data and delete it by hand, or recreate it as the spec says",
+                    )
+                )
+    return refusals
+
+
+def _bytes(count: int) -> str:
+    for power, unit in ((5, "Pi"), (4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki")):
+        if count % 1024**power == 0:
+            return f"{count // 1024**power}{unit}"
+    return f"{count} bytes"
+
+
+@dataclass(frozen=True)
+class LiveCluster:
+    nodes: list[NodeState]
+    claims: list[ClaimState]  # of the tenant's namespace
+
+
+def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
+    """Every Node of the cluster the current kubeconfig points at, and the claims of
+    `namespace` (none when it does not exist yet), in one request."""
+    argv = [
+        kubectl,
+        "get",
+        "nodes,persistentvolumeclaims",
+        f"--namespace={namespace}",
+        "--output=json",
+        "--request-timeout=30s",
+    ]
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     except FileNotFoundError as err:
-        raise ClusterError(f"{kubectl} is not on PATH; the node preflight needs it") from err
+        raise ClusterError(f"{kubectl} is not on PATH; the preflight needs it") from err
     except subprocess.TimeoutExpired as err:
         raise ClusterError(f"`{' '.join(argv)}` did not answer within 60s") from err
     except OSError as err:
@@ -109,4 +230,12 @@ def read_nodes(kubectl: str = "kubectl") -> list[NodeState]:
     if result.returncode != 0:
         message = result.stderr.strip() or f"exit code {result.returncode}"
         raise ClusterError(f"`{' '.join(argv)}` failed: {message}")
-    return [NodeState.from_api(item) for item in json.loads(result.stdout)["items"]]
+    items = json.loads(result.stdout)["items"]
+    return LiveCluster(
+        nodes=[NodeState.from_api(item) for item in items if item.get("kind") == "Node"],
+        claims=[
+            ClaimState.from_api(item)
+            for item in items
+            if item.get("kind") == "PersistentVolumeClaim"
+        ],
+    )

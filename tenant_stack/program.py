@@ -29,9 +29,10 @@ from tenant_stack.mapping import (
     reservation_args,
     slurm_args,
     storage_args,
+    wanted_claims,
 )
 from tenant_stack.platform import Platform
-from tenant_stack.preflight import check_nodes, read_nodes
+from tenant_stack.preflight import check_claims, check_nodes, read_cluster
 from tenant_stack.spec import TenantSpec
 
 PLATFORM_STACK = "prod"
@@ -44,17 +45,22 @@ def build_platform(platform: Platform) -> None:
 
 
 def preflight(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
-    """Refuses, before anything is declared, nodes the live cluster cannot give this tenant."""
-    if not spec.reservation.nodes:
+    """Refuses, before anything is declared, nodes the live cluster cannot give this tenant and
+    claims `up` could only bring to the spec by replacing them."""
+    if not spec.reservation.nodes and not spec.storage.pvcs:
         return
-    pool = platform.node_pools[spec.reservation.hardware_pool]
-    findings = check_nodes(
-        spec.slug, pool.sku, spec.reservation.hardware_pool, spec.reservation.nodes, read_nodes()
-    )
-    for warning in findings.warnings:
-        pulumi.log.warn(warning)
-    if findings.refusals:
-        raise PreflightError(spec_path, findings.refusals)
+    live = read_cluster(spec.slug)
+    refusals = check_claims(spec.slug, wanted_claims(spec), live.claims)
+    if spec.reservation.nodes:
+        pool = platform.node_pools[spec.reservation.hardware_pool]
+        findings = check_nodes(
+            spec.slug, pool.sku, spec.reservation.hardware_pool, spec.reservation.nodes, live.nodes
+        )
+        for warning in findings.warnings:
+            pulumi.log.warn(warning)
+        refusals = findings.refusals + refusals
+    if refusals:
+        raise PreflightError(spec_path, refusals)
 
 
 @dataclass(frozen=True)

@@ -236,8 +236,9 @@ class SlurmClient:
         """Sets partition `name`'s line in `store` (None removes it) and applies it with
         `scontrol reconfigure`. `guard` sees the current line's values (None: no line) and raises
         to refuse; then nodes are checked, the text written (read and redone if someone else
-        wrote meanwhile) and, once slurmctld would read it, the controller reconfigured. If that
-        fails, the previous text is restored and applied again."""
+        wrote meanwhile) and, once slurmctld would read the line, the controller reconfigured.
+        If that fails, the partition's previous line is put back (other writers' lines kept), so
+        a failed change leaves nothing behind."""
         try:
             for _ in range(_WRITE_ATTEMPTS):
                 if self._rewrite_once(store, name, line, doing, guard):
@@ -279,32 +280,52 @@ class SlurmClient:
                 store.write(new, read, doing)
             except StaleWriteError:
                 return False
-            store.wait_visible(new, doing)
-            self._reconfigure(store, read.text, doing)
+            previous = partitions.line_of(read.text, name)
+            try:
+                store.wait_visible(name, line, doing)
+            except SlurmError as error:
+                # Never applied by us: put the old line back, and leave slurmctld to the next
+                # reconfigure (waiting for the copy again would double a wait that failed).
+                put_back = self._put_back(store, name, previous, doing)
+                raise SlurmError(
+                    doing, error.backend_says, f"{put_back}; {error.next_step}"
+                ) from None
+            self._reconfigure(store, name, previous, doing)
             return True
 
-    def _reconfigure(self, store: PartitionStore, old: str, doing: str) -> None:
+    def _put_back(self, store: PartitionStore, name: str, previous: str | None, doing: str) -> str:
+        """Restores partition `name`'s line to `previous` (None: no line) in `store`, keeping what
+        other writers wrote since. Returns what it did, for the error being raised; raises
+        SlurmError when the store kept changing under it."""
+        where = store.describe()
+        for _ in range(_WRITE_ATTEMPTS):
+            current = store.read(doing)
+            try:
+                store.write(partitions.set_partition(current.text, name, previous), current, doing)
+            except StaleWriteError:
+                continue
+            return f"partition {name}'s previous line was put back in {where}"
+        raise SlurmError(
+            doing,
+            f"{where} kept changing, so partition {name}'s previous line was not put back",
+            f"check {where} and slurmctld (`scontrol ping`, its log)",
+        )
+
+    def _reconfigure(
+        self, store: PartitionStore, name: str, previous: str | None, doing: str
+    ) -> None:
         reconfigure = ["scontrol", "reconfigure"]
         # Run directly, not through _run: a timeout must restore the partitions too.
         result = self.transport.run(reconfigure)
         if result.ok:
             return
-        where = store.describe()
-        try:
-            store.write(old, store.read(doing), doing)
-        except StaleWriteError:
-            raise SlurmCommandError(
-                doing,
-                result,
-                f"{where} changed again meanwhile, so the previous text was not restored; "
-                f"check {where} and slurmctld (`scontrol ping`, its log)",
-            ) from None
-        store.wait_visible(old, doing)
+        put_back = self._put_back(store, name, previous, doing)
+        store.wait_visible(name, previous, doing)
         again = self.transport.run(reconfigure)
         restored = (
-            f"the previous {where} was restored and applied"
+            f"{put_back} and applied"
             if again.ok
-            else f"the previous {where} was restored, but applying it failed too ({again.words}); "
+            else f"{put_back}, but applying it failed too ({again.words}); "
             "check slurmctld (`scontrol ping`, its log)"
         )
         raise SlurmCommandError(doing, result, restored)

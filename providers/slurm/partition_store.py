@@ -57,8 +57,9 @@ class PartitionStore(Protocol):
     def write(self, text: str, over: Version, doing: str) -> None:
         """Replaces exactly `over` with `text`, or raises StaleWriteError."""
 
-    def wait_visible(self, text: str, doing: str) -> None:
-        """Returns once slurmctld would read `text` on reconfigure."""
+    def wait_visible(self, name: str, line: str | None, doing: str) -> None:
+        """Returns once slurmctld would read partition `name` as `line` (None: no such
+        partition) on reconfigure, whatever other writers did to the other lines meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class FileStore:
     def write(self, text: str, over: Version, doing: str) -> None:
         write_atomic(self.path, text)
 
-    def wait_visible(self, text: str, doing: str) -> None:
+    def wait_visible(self, name: str, line: str | None, doing: str) -> None:
         return None  # slurmctld reads this very file
 
 
@@ -129,11 +130,13 @@ class ConfigMapStore:
             raise StaleWriteError(self.describe())
         raise SlurmCommandError(doing, result, f"{self.describe()} was left as it was")
 
-    def wait_visible(self, text: str, doing: str) -> None:
+    def wait_visible(self, name: str, line: str | None, doing: str) -> None:
+        # Not "the file equals what we wrote": another tenant's write may follow ours before the
+        # kubelet copies either, and then our text is never seen, only a later one holding it.
         deadline = time.monotonic() + self.sync_timeout
         while True:
             seen = self.controller.run(["cat", self.controller_path])
-            if seen.ok and seen.stdout == text:
+            if seen.ok and partitions.shows(seen.stdout, name, line):
                 return
             if time.monotonic() >= deadline:
                 raise SlurmError(

@@ -29,6 +29,7 @@ __all__ = [
     "Entry",
     "Partition",
     "find_partition",
+    "line_of",
     "locked",
     "parse_file",
     "parse_line",
@@ -36,6 +37,7 @@ __all__ = [
     "parse_show_partition",
     "render_line",
     "set_partition",
+    "shows",
     "unknown_nodes",
 ]
 
@@ -148,17 +150,35 @@ def parse_file(text: str) -> list[Entry]:
     return entries
 
 
+def _logical_pairs(text: str) -> dict[str, str]:
+    """`parse_line` of a logical line still written as its physical lines."""
+    return parse_line(text.replace("\\\n", " "))
+
+
 def _entry(text: str) -> Entry:
-    logical = text.replace("\\\n", " ")
-    return Entry(text, parse_line(logical).get("PartitionName"))
+    return Entry(text, _logical_pairs(text).get("PartitionName"))
 
 
 def find_partition(text: str, name: str) -> dict[str, str] | None:
     """The `Key=Value` pairs of partition `name` in the file, or None."""
     for entry in parse_file(text):
         if entry.name == name:
-            return parse_line(entry.text.replace("\\\n", " "))
+            return _logical_pairs(entry.text)
     return None
+
+
+def line_of(text: str, name: str) -> str | None:
+    """Partition `name`'s line in the file as written there (continuations kept), or None."""
+    return next((entry.text for entry in parse_file(text) if entry.name == name), None)
+
+
+def shows(text: str, name: str, line: str | None) -> bool:
+    """Whether the file holds partition `name` as `line` says (None: holds no such partition),
+    whatever other writers did to the other lines."""
+    found = find_partition(text, name)
+    if line is None:
+        return found is None
+    return found == _logical_pairs(line)
 
 
 def set_partition(text: str, name: str, line: str | None) -> str:
@@ -184,7 +204,7 @@ def unknown_nodes(text: str, known: set[str]) -> dict[str, list[str]]:
     this module cannot expand (`ALL`, several bracket groups) are left to Slurm."""
     unknown: dict[str, list[str]] = {}
     for entry in parse_file(text):
-        nodes = parse_line(entry.text.replace("\\\n", " ")).get("Nodes")
+        nodes = _logical_pairs(entry.text).get("Nodes")
         if entry.name is None or not nodes or nodes.upper() == "ALL":
             continue
         try:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from tenant_stack.components.kubernetes_objects import object_metadata
+
 TYPE = "gpu-tenants:reservation:CapacityReservation"
 
 
@@ -32,8 +34,8 @@ class CapacityReservation(pulumi.ComponentResource):
             f"{name}-reservation",
             api_version="scheduling.example.io/v1alpha1",
             kind="Reservation",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.name,
+            metadata=object_metadata(
+                args.name,
                 labels={"tenant": args.tenant},
                 annotations={
                     # up returns once the operator reports every node labelled and tainted.

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from tenant_stack.components.kubernetes_objects import object_metadata
+
 TYPE = "gpu-tenants:login:LoginPod"
 
 
@@ -66,9 +68,7 @@ class LoginPod(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, depends_on=args.after)
         keys = k8s.core.v1.Secret(
             f"{name}-authorized-keys",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=f"{tenant}-authorized-keys", namespace=args.namespace
-            ),
+            metadata=object_metadata(f"{tenant}-authorized-keys", args.namespace),
             type="Opaque",
             string_data={
                 user: "\n".join(lines) + "\n" for user, lines in args.authorized_keys.items()
@@ -80,7 +80,7 @@ class LoginPod(pulumi.ComponentResource):
             f"{name}-release",
             api_version="helm.example.io/v1",
             kind="HelmRelease",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"login-{tenant}", namespace=args.namespace),
+            metadata=object_metadata(f"login-{tenant}", args.namespace),
             spec={
                 "chart": {"name": args.chart_name, "version": args.chart_version},
                 "values": {

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from tenant_stack.components.kubernetes_objects import object_metadata
+
 TYPE = "gpu-tenants:namespace:TenantNamespace"
 POD_SECURITY = ("enforce", "audit", "warn")
 
@@ -76,8 +78,8 @@ class TenantNamespace(pulumi.ComponentResource):
         tenant = args.tenant
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=tenant,
+            metadata=object_metadata(
+                tenant,
                 labels={
                     "tenant": tenant,
                     **{f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY},
@@ -89,7 +91,7 @@ class TenantNamespace(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
 
         def meta(object_name: str) -> k8s.meta.v1.ObjectMetaArgs:
-            return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=ns)
+            return object_metadata(object_name, ns)
 
         q = args.quota
         k8s.core.v1.ResourceQuota(

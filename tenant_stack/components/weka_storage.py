@@ -38,6 +38,7 @@ from providers.weka import (
     storage_class_parameters,
 )
 from providers.weka.client import ROOT_ORG
+from tenant_stack.components.kubernetes_objects import object_metadata
 
 TYPE = "gpu-tenants:storage:WekaStorage"
 ROOT_UID = 0
@@ -103,6 +104,13 @@ class WekaStorageArgs:
     claims: list[Claim]
     delete_without_snapshot: bool
     after: list[pulumi.Resource]
+
+
+CLAIM_ACCESS_MODES = ("ReadWriteMany",)
+
+
+def storage_class_name(tenant: str) -> str:
+    return f"weka-{tenant}"
 
 
 class WekaStorage(pulumi.ComponentResource):
@@ -210,9 +218,7 @@ class WekaStorage(pulumi.ComponentResource):
         )
         secret = k8s.core.v1.Secret(
             f"{name}-csi-secret",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=f"weka-{tenant}-creds", namespace=args.namespace
-            ),
+            metadata=object_metadata(f"weka-{tenant}-creds", args.namespace),
             type="Opaque",
             string_data=pulumi.Output.all(
                 csi_user.username, csi_user.password, credentials.org
@@ -231,7 +237,7 @@ class WekaStorage(pulumi.ComponentResource):
         secret_name = secret.metadata.apply(lambda m: str(m["name"]))
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-storage-class",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"weka-{tenant}"),
+            metadata=object_metadata(storage_class_name(tenant)),
             provisioner="csi.weka.io",
             parameters=pulumi.Output.all(secret_name, args.namespace, scratch.name).apply(
                 lambda v: storage_class_parameters(v[0], v[1], v[2])
@@ -246,14 +252,14 @@ class WekaStorage(pulumi.ComponentResource):
         for claim in args.claims:
             k8s.core.v1.PersistentVolumeClaim(
                 f"{name}-pvc-{claim.name}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=claim.name,
-                    namespace=args.namespace,
+                metadata=object_metadata(
+                    claim.name,
+                    args.namespace,
                     # Binding is the CSI driver's job; up does not wait for it.
                     annotations={"pulumi.com/skipAwait": "true"},
                 ),
                 spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                    access_modes=["ReadWriteMany"],
+                    access_modes=list(CLAIM_ACCESS_MODES),
                     storage_class_name=class_name,
                     resources=k8s.core.v1.VolumeResourceRequirementsArgs(
                         requests={"storage": claim.size}

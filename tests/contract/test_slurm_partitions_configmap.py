@@ -65,7 +65,7 @@ def slug() -> Iterator[str]:
     kept = partitions.set_partition(read.text, name, None)
     if kept != read.text:
         store.write(kept, read, "cleaning up")
-        store.wait_visible(kept, "cleaning up")
+        store.wait_visible(name, None, "cleaning up")
         subprocess.run(["scontrol", "reconfigure"], timeout=30, check=True)
 
 

@@ -18,6 +18,7 @@ import pulumi
 import pytest
 import yaml
 
+from tenant_stack.components.kubernetes_objects import OWNED
 from tenant_stack.components.weka_storage import SharedFilesystem
 from tenant_stack.mapping import SharedFilesystems
 from tenant_stack.platform import Platform, load_platform, parse_yaml
@@ -71,6 +72,11 @@ Host login-foo
     ServerAliveInterval 30
     ServerAliveCountMax 4
 """
+
+
+def owned(name: str, namespace: str) -> dict[str, Any]:
+    """The metadata of a namespaced object the stack owns."""
+    return {"name": name, "namespace": namespace, "annotations": OWNED}
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,17 @@ def mocks() -> Iterator[Recorder]:
 # --- runbook step 1: the Reservation -------------------------------------------------------------
 
 
+def test_every_kubernetes_object_is_applied_as_its_owner(foo: Deployment) -> None:
+    # Read resources (the LDAP bind Secret's source) are not the stack's to force.
+    made = [
+        r for r in foo.recorder.resources if r.type.startswith("kubernetes:") and r.read_id is None
+    ]
+    assert len(made) >= 12
+    for resource in made:
+        annotations = resource.inputs["metadata"]["annotations"]
+        assert annotations["pulumi.com/patchForce"] == "true", resource.name
+
+
 def test_reservation_is_the_runbooks(foo: Deployment) -> None:
     reservation = foo.one(K8S_RESERVATION, "tenant-foo-reservation")
     assert reservation.inputs["apiVersion"] == "scheduling.example.io/v1alpha1"
@@ -172,6 +189,7 @@ def test_namespace_has_the_tenant_and_restricted_pod_security_labels(foo: Deploy
     namespace = foo.one(K8S_NAMESPACE, "tenant-foo-namespace")
     assert namespace.inputs["metadata"] == {
         "name": "tenant-foo",
+        "annotations": OWNED,
         "labels": {
             "tenant": "tenant-foo",
             "pod-security.kubernetes.io/enforce": "restricted",
@@ -183,7 +201,7 @@ def test_namespace_has_the_tenant_and_restricted_pod_security_labels(foo: Deploy
 
 def test_resource_quota_is_the_runbooks(foo: Deployment) -> None:
     quota = foo.one(K8S_QUOTA, "tenant-foo-quota")
-    assert quota.inputs["metadata"] == {"name": "tenant-foo-quota", "namespace": "tenant-foo"}
+    assert quota.inputs["metadata"] == owned("tenant-foo-quota", "tenant-foo")
     assert quota.inputs["spec"] == {
         "hard": {
             "requests.nvidia.com/gpu": "64",
@@ -198,7 +216,7 @@ def test_resource_quota_is_the_runbooks(foo: Deployment) -> None:
 
 def test_limit_range_is_the_runbooks(foo: Deployment) -> None:
     limits = foo.one(K8S_LIMITS, "tenant-foo-defaults")
-    assert limits.inputs["metadata"] == {"name": "tenant-foo-defaults", "namespace": "tenant-foo"}
+    assert limits.inputs["metadata"] == owned("tenant-foo-defaults", "tenant-foo")
     assert limits.inputs["spec"] == {
         "limits": [
             {
@@ -213,7 +231,7 @@ def test_limit_range_is_the_runbooks(foo: Deployment) -> None:
 def test_reservation_binding_is_the_runbooks(foo: Deployment) -> None:
     binding = foo.one(K8S_BINDING, "tenant-foo-binding")
     assert binding.inputs["apiVersion"] == "scheduling.example.io/v1alpha1"
-    assert binding.inputs["metadata"] == {"name": "tenant-foo-binding", "namespace": "tenant-foo"}
+    assert binding.inputs["metadata"] == owned("tenant-foo-binding", "tenant-foo")
     assert binding.inputs["spec"] == {
         "reservationName": "tenant-foo-reservation",
         "podSelector": {"matchLabels": {"app.kubernetes.io/managed-by": "tenant-foo"}},
@@ -231,11 +249,11 @@ def _namespaces(*names: str) -> list[dict[str, Any]]:
 
 def test_network_policies_are_the_runbooks(foo: Deployment) -> None:
     deny = foo.one(K8S_POLICY, "tenant-foo-deny-all")
-    assert deny.inputs["metadata"] == {"name": "tenant-foo-deny-all", "namespace": "tenant-foo"}
+    assert deny.inputs["metadata"] == owned("tenant-foo-deny-all", "tenant-foo")
     assert deny.inputs["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
 
     allow = foo.one(K8S_POLICY, "tenant-foo-allow")
-    assert allow.inputs["metadata"] == {"name": "tenant-foo-allow", "namespace": "tenant-foo"}
+    assert allow.inputs["metadata"] == owned("tenant-foo-allow", "tenant-foo")
     assert allow.inputs["spec"] == {
         "podSelector": {},
         "policyTypes": ["Ingress", "Egress"],
@@ -267,7 +285,7 @@ def test_network_policies_are_the_runbooks(foo: Deployment) -> None:
 
 def test_admins_role_binding_is_the_runbooks(foo: Deployment) -> None:
     binding = foo.one(K8S_ROLE_BINDING, "tenant-foo-admins")
-    assert binding.inputs["metadata"] == {"name": "tenant-foo-admins", "namespace": "tenant-foo"}
+    assert binding.inputs["metadata"] == owned("tenant-foo-admins", "tenant-foo")
     assert binding.inputs["subjects"] == [
         {"kind": "Group", "name": "tenant-foo-admins", "apiGroup": "rbac.authorization.k8s.io"}
     ]
@@ -284,7 +302,7 @@ def test_ldap_bind_secret_is_copied_into_the_tenant_namespace(foo: Deployment) -
     assert source.read_id == "auth/ldap-bind-creds"
     copy = foo.one(K8S_SECRET, "tenant-foo-ldap-bind")
     assert copy.read_id is None
-    assert copy.inputs["metadata"] == {"name": "ldap-bind-creds", "namespace": "tenant-foo"}
+    assert copy.inputs["metadata"] == owned("ldap-bind-creds", "tenant-foo")
     assert copy.inputs["type"] == "Opaque"
     assert is_secret(copy.inputs["data"])
     assert reveal(copy.inputs["data"]) == BIND_DATA
@@ -298,10 +316,7 @@ def test_ldap_bind_secret_is_copied_into_the_tenant_namespace(foo: Deployment) -
 def test_authorized_keys_secret_holds_each_users_keys(foo: Deployment) -> None:
     spec = load_spec(TENANTS, "tenant-foo", PLATFORM)
     keys = foo.one(K8S_SECRET, "tenant-foo-authorized-keys")
-    assert keys.inputs["metadata"] == {
-        "name": "tenant-foo-authorized-keys",
-        "namespace": "tenant-foo",
-    }
+    assert keys.inputs["metadata"] == owned("tenant-foo-authorized-keys", "tenant-foo")
     assert reveal(keys.inputs["stringData"]) == {
         user.username: "".join(f"{key}\n" for key in user.ssh_keys) for user in spec.users
     }
@@ -312,7 +327,7 @@ def test_authorized_keys_secret_holds_each_users_keys(foo: Deployment) -> None:
 def test_login_release_is_the_runbooks(foo: Deployment) -> None:
     release = foo.one(K8S_RELEASE, "tenant-foo-release")
     assert release.inputs["apiVersion"] == "helm.example.io/v1"
-    assert release.inputs["metadata"] == {"name": "login-tenant-foo", "namespace": "tenant-foo"}
+    assert release.inputs["metadata"] == owned("login-tenant-foo", "tenant-foo")
     assert release.inputs["spec"] == {
         "chart": {"name": "sunk-login", "version": "1.4.x"},
         "values": {

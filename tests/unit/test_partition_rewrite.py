@@ -1,6 +1,7 @@
 """The partition rewrite's own logic, on a scripted transport: a stale write is read and redone,
-a failed reconfigure puts the previous text back, and a restore that meets another writer says
-so. (The real stores against the real slurmctld and kube-apiserver are in tests/contract.)"""
+a failed reconfigure or a controller copy that never shows the change puts the partition's
+previous line back, keeping other writers' lines. (The real stores against the real slurmctld
+and kube-apiserver are in tests/contract.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from providers.command import CommandResult
+from providers.slurm import partitions
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import FileStore, StaleWriteError, Version
 from providers.slurm.transport import SlurmCommandError
@@ -52,6 +54,8 @@ class RacedStore:
     text: str
     others: list[str | None]
     version: int = 0
+    # What the controller's copy shows: None follows the store; a text is a copy stuck there.
+    controller_copy: str | None = None
 
     def describe(self) -> str:
         return "the raced store"
@@ -72,8 +76,10 @@ class RacedStore:
             raise StaleWriteError(self.describe())
         self.text, self.version = text, self.version + 1
 
-    def wait_visible(self, text: str, doing: str) -> None:
-        assert self.text == text
+    def wait_visible(self, name: str, line: str | None, doing: str) -> None:
+        copy = self.text if self.controller_copy is None else self.controller_copy
+        if not partitions.shows(copy, name, line):
+            raise SlurmError(doing, "the controller's copy did not show the change", "wait")
 
 
 def test_a_failed_reconfigure_restores_the_previous_partitions(tmp_path: Path) -> None:
@@ -84,7 +90,9 @@ def test_a_failed_reconfigure_restores_the_previous_partitions(tmp_path: Path) -
     with pytest.raises(SlurmCommandError) as failed:
         client.rewrite_partition(FileStore(path), "tenant-x", LINE, "creating", lambda _: None)
     assert "Zero Bytes" in str(failed.value)
-    assert f"the previous {path} was restored and applied" in str(failed.value)
+    assert f"partition tenant-x's previous line was put back in {path} and applied" in str(
+        failed.value
+    )
     assert path.read_text() == OLD
     assert slurm.ran.count(("scontrol", "reconfigure")) == 2
 
@@ -97,15 +105,44 @@ def test_a_stale_write_is_read_again_and_redone_keeping_the_other_writers_line()
     assert store.text == OLD + other + LINE
 
 
-def test_a_restore_that_meets_another_writer_says_so() -> None:
+def test_a_restore_that_meets_another_writer_is_redone_keeping_their_line() -> None:
     other = "PartitionName=third Nodes=gpu-02 AllowAccounts=third State=UP\n"
-    # Our read, then the restore's read, after which someone else writes at once.
+    # Our read; then the restore's read, after which someone else writes at once.
     store = RacedStore(OLD, others=[None, other])
-    client = SlurmClient(ScriptedSlurm(reconfigures=[False]), cluster="production")
+    slurm = ScriptedSlurm(reconfigures=[False, True])
+    client = SlurmClient(slurm, cluster="production")
     with pytest.raises(SlurmCommandError) as failed:
         client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
-    assert "the raced store changed again meanwhile" in str(failed.value)
-    assert store.text == OLD + LINE + other
+    assert "partition tenant-x's previous line was put back in the raced store and applied" in (
+        str(failed.value)
+    )
+    assert store.text == OLD + other
+
+
+def test_the_controller_seeing_a_later_text_that_holds_our_line_is_enough() -> None:
+    other = "PartitionName=third Nodes=gpu-02 AllowAccounts=third State=UP\n"
+    store = RacedStore(OLD, others=[None])
+    slurm = ScriptedSlurm(reconfigures=[True])
+    client = SlurmClient(slurm, cluster="production")
+    # The copy never showed our text alone: another tenant's line came before the kubelet did.
+    store.controller_copy = OLD + LINE + other
+    client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+    assert slurm.ran.count(("scontrol", "reconfigure")) == 1
+
+
+def test_a_change_the_controller_never_sees_is_taken_out_again() -> None:
+    other = "PartitionName=third Nodes=gpu-02 AllowAccounts=third State=UP\n"
+    # Someone else writes right after the restore's read: the restore is redone over it.
+    store = RacedStore(OLD, others=[None, other], controller_copy=OLD)
+    slurm = ScriptedSlurm(reconfigures=[])
+    client = SlurmClient(slurm, cluster="production")
+    with pytest.raises(SlurmError) as failed:
+        client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+    message = str(failed.value)
+    assert "creating failed: the controller's copy did not show the change" in message
+    assert "partition tenant-x's previous line was put back in the raced store; wait" in message
+    assert store.text == OLD + other
+    assert ("scontrol", "reconfigure") not in slurm.ran
 
 
 def test_a_partitions_file_that_cannot_be_used_is_a_slurm_error_naming_it(tmp_path: Path) -> None:

@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 
 from tenant_stack.errors import ClusterError, Problem
-from tenant_stack.preflight import Findings, NodeState, check_nodes, read_nodes
+from tenant_stack.preflight import (
+    ClaimState,
+    Findings,
+    NodeState,
+    WantedClaim,
+    check_claims,
+    check_nodes,
+    quantity_bytes,
+    read_cluster,
+)
 
 TENANT = "tenant-foo"
 SKU = "h100-8x"
@@ -237,7 +246,7 @@ def test_every_problem_is_reported_each_at_its_index() -> None:
     ]
 
 
-# --- read_nodes through a stand-in kubectl -------------------------------------------------------
+# --- read_cluster through a stand-in kubectl -----------------------------------------------------
 
 
 def fake_kubectl(tmp_path: Path, body: str) -> Path:
@@ -248,71 +257,134 @@ def fake_kubectl(tmp_path: Path, body: str) -> Path:
     return script
 
 
-def test_read_nodes_parses_kubectls_node_list(tmp_path: Path) -> None:
-    items = [
+def claim_json(name: str, size: str, storage_class: str = "weka-tenant-foo") -> dict[str, Any]:
+    """One item of `kubectl get persistentvolumeclaims -o json`, trimmed."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "tenant-foo"},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": size}},
+            "storageClassName": storage_class,
+            "volumeMode": "Filesystem",
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def test_read_cluster_parses_nodes_and_claims_from_one_kubectl_call(tmp_path: Path) -> None:
+    nodes = [
         node_json("gpu-01"),
         node_json("gpu-02", ready="False", unschedulable=True),
         node_json("gpu-09", tenant="tenant-bar", reservation="tenant-bar-reservation"),
     ]
+    claims = [claim_json("training-scratch", "10Ti")]
     listing = {
         "apiVersion": "v1",
         "kind": "List",
         "metadata": {"resourceVersion": ""},
-        "items": items,
+        "items": nodes + claims,
     }
-    (tmp_path / "nodes.json").write_text(json.dumps(listing, indent=4))
-    kubectl = fake_kubectl(tmp_path, f'cat "{tmp_path}/nodes.json"')
+    (tmp_path / "cluster.json").write_text(json.dumps(listing, indent=4))
+    kubectl = fake_kubectl(tmp_path, f'cat "{tmp_path}/cluster.json"')
 
-    nodes = read_nodes(str(kubectl))
+    live = read_cluster("tenant-foo", str(kubectl))
 
     assert (tmp_path / "argv").read_text().split() == [
         "get",
-        "nodes",
+        "nodes,persistentvolumeclaims",
+        "--namespace=tenant-foo",
         "--output=json",
         "--request-timeout=30s",
     ]
-    assert nodes == [NodeState.from_api(item) for item in items]
-    assert [(n.name, n.ready, n.cordoned, n.reserved_by) for n in nodes] == [
+    assert live.nodes == [NodeState.from_api(item) for item in nodes]
+    assert [(n.name, n.ready, n.cordoned, n.reserved_by) for n in live.nodes] == [
         ("gpu-01", True, False, None),
         ("gpu-02", False, True, None),
         ("gpu-09", True, False, "tenant-bar"),
+    ]
+    assert live.claims == [
+        ClaimState("training-scratch", 10 * 1024**4, "weka-tenant-foo", ("ReadWriteMany",))
     ]
 
 
 def test_read_nodes_of_an_empty_cluster(tmp_path: Path) -> None:
     kubectl = fake_kubectl(tmp_path, """echo '{"apiVersion": "v1", "kind": "List", "items": []}'""")
-    assert read_nodes(str(kubectl)) == []
+    live = read_cluster("tenant-foo", str(kubectl))
+    assert (live.nodes, live.claims) == ([], [])
 
 
 def test_a_failing_kubectl_is_a_cluster_error_with_its_words(tmp_path: Path) -> None:
     words = "error: You must be logged in to the server (Unauthorized)"
     kubectl = fake_kubectl(tmp_path, f'echo "{words}" >&2\nexit 1')
     with pytest.raises(ClusterError) as caught:
-        read_nodes(str(kubectl))
+        read_cluster("tenant-foo", str(kubectl))
     assert str(caught.value) == (
-        f"`{kubectl} get nodes --output=json --request-timeout=30s` failed: {words}"
+        f"`{kubectl} get nodes,persistentvolumeclaims --namespace=tenant-foo --output=json "
+        f"--request-timeout=30s` failed: {words}"
     )
 
 
 def test_a_failing_silent_kubectl_reports_its_exit_code(tmp_path: Path) -> None:
     kubectl = fake_kubectl(tmp_path, "exit 3")
     with pytest.raises(ClusterError, match=r"failed: exit code 3$"):
-        read_nodes(str(kubectl))
+        read_cluster("tenant-foo", str(kubectl))
 
 
 def test_a_missing_kubectl_is_a_cluster_error(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-kubectl"
     with pytest.raises(ClusterError, match="no-such-kubectl is not on PATH"):
-        read_nodes(str(missing))
+        read_cluster("tenant-foo", str(missing))
 
 
 def test_a_hung_kubectl_is_a_cluster_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # kubectl can outlive its own --request-timeout, e.g. while an exec credential plugin waits
-    # for a browser login; read_nodes' 60 s timeout then fires. The preflight promises a
+    # for a browser login; read_cluster's 60 s timeout then fires. The preflight promises a
     # ClusterError ("the live cluster could not be read"), not a traceback.
     def hang(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
 
     monkeypatch.setattr("tenant_stack.preflight.subprocess.run", hang)
     with pytest.raises(ClusterError, match="kubectl"):
-        read_nodes("kubectl")
+        read_cluster("tenant-foo", "kubectl")
+
+
+# --- claims `up` could only bring to the spec by replacing them ----------------------------------
+
+SCRATCH_CLAIM = WantedClaim(
+    "storage.pvcs.0", "training-scratch", 10 * 1024**4, "weka-tenant-foo", ("ReadWriteMany",)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("10Ti", 10 * 1024**4), ("11000G", 11 * 10**12), ("512", 512), ("1.5Gi", 3 * 2**29)],
+)
+def test_quantity_bytes(text: str, size: int) -> None:
+    assert quantity_bytes(text) == size
+
+
+def test_a_claim_as_the_spec_says_or_smaller_or_absent_passes() -> None:
+    same = ClaimState.from_api(claim_json("training-scratch", "10Ti"))
+    smaller = ClaimState.from_api(claim_json("training-scratch", "5Ti"))
+    assert check_claims("tenant-foo", [SCRATCH_CLAIM], [same]) == []
+    assert check_claims("tenant-foo", [SCRATCH_CLAIM], [smaller]) == []
+    assert check_claims("tenant-foo", [SCRATCH_CLAIM], []) == []
+
+
+def test_a_claim_grown_outside_the_stack_is_refused_at_its_size() -> None:
+    grown = ClaimState.from_api(claim_json("training-scratch", "12Ti"))
+    [problem] = check_claims("tenant-foo", [SCRATCH_CLAIM], [grown])
+    assert problem.location == "storage.pvcs.0.size"
+    assert problem.message.startswith(
+        "PersistentVolumeClaim tenant-foo/training-scratch requests 12Ti, more than the 10Ti here"
+    )
+    assert problem.message.endswith("Set the size to 12Ti in a pull request")
+
+
+def test_a_claim_made_again_with_another_class_is_refused() -> None:
+    other = ClaimState.from_api(claim_json("training-scratch", "10Ti", storage_class="local"))
+    [problem] = check_claims("tenant-foo", [SCRATCH_CLAIM], [other])
+    assert problem.location == "storage.pvcs.0"
+    assert "has storage class 'local', not 'weka-tenant-foo'" in problem.message

@@ -581,9 +581,10 @@ def test_unreadable_files(tmp_path: Path, platform: Platform, text: str, phrase:
         (
             "end: 2027-01-04",
             "end: 2027-02-29",
-            "contract.term.end: '2027-02-29' (line 11) is not a valid date: day is out of range for month",
+            "contract.term.end: '2027-02-29' (line 11) is not a valid date: "
+            "day is out of range for month",
         ),
-        ("end: 2027-01-04", "end: 2027-13-01", "contract.term.end: '2027-13-01' (line 11) is not a valid"),
+        ("end: 2027-01-04", "end: 2027-13-01", "contract.term.end: '2027-13-01' (line 11) is not"),
         ("uid: 2147", "uid: !!int twenty", "users.0.uid: 'twenty' (line "),
     ],
 )
