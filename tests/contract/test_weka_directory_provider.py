@@ -21,6 +21,7 @@ from providers.weka.client import WekaClient
 from providers.weka.provider import DirectoryProvider, DirectoryQuotaProvider
 from providers.weka.settings import load_settings
 from tenant_stack.errors import WekaError
+from tests.backends import owner_and_mode
 from tests.contract.test_weka_provider import GB, checked, no_changes, wire
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
@@ -54,11 +55,6 @@ def directory(
 def outs(result: CreateResult | ReadResult) -> dict[str, Any]:
     assert result.outs is not None
     return result.outs
-
-
-def owner_and_mode(path: Path) -> tuple[int, int, str]:
-    stat = path.stat()
-    return stat.st_uid, stat.st_gid, format(stat.st_mode & 0o7777, "04o")
 
 
 def test_directories_are_made_with_owner_and_mode_and_found_by_the_rest_api(

@@ -1,0 +1,137 @@
+"""Reading the sandbox's backends with their own tools, for the end-to-end tests: kubectl,
+sacctmgr and scontrol, the Authentik and Weka APIs, the Weka mount, and the pulumi CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sandbox.kubernetes.client import tls_context
+
+
+def kubectl_json(*args: str) -> Any:
+    result = subprocess.run(
+        ["kubectl", *args, "-o", "json"], capture_output=True, text=True, timeout=60, check=True
+    )
+    return json.loads(result.stdout)
+
+
+def authentik() -> httpx.Client:
+    token = Path(os.environ["AUTHENTIK_TOKEN_FILE"]).read_text().strip()
+    return httpx.Client(
+        base_url=os.environ["AUTHENTIK_URL"] + "/api/v3",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+
+
+def authentik_user(username: str) -> dict[str, Any]:
+    with authentik() as api:
+        found = api.get("/core/users/", params={"username": username}).json()["results"]
+    assert len(found) == 1, f"{username}: {found}"
+    user: dict[str, Any] = found[0]
+    return user
+
+
+def run(*argv: str) -> str:
+    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=True)
+    return result.stdout
+
+
+def sacctmgr(*args: str) -> list[str]:
+    return run("sacctmgr", "-P", "-n", *args).splitlines()
+
+
+@contextmanager
+def weka(org_admin: tuple[str, str, str] | None = None) -> Iterator[httpx.Client]:
+    """A client of the Weka emulator, logged in as the cluster admin, or as `org_admin`
+    (organization, username, password)."""
+    ca = tls_context(Path(os.environ["SANDBOX_CA_FILE"]))
+    with httpx.Client(base_url=os.environ["WEKA_URL"], verify=ca, timeout=10) as client:
+        if org_admin is None:
+            password = Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip()
+            login = {"username": os.environ["WEKA_USERNAME"], "password": password}
+        else:
+            login = {"org": org_admin[0], "username": org_admin[1], "password": org_admin[2]}
+        token = client.post("/login", json=login).json()["data"]["access_token"]
+        client.headers["Authorization"] = f"Bearer {token}"
+        yield client
+
+
+def weka_quotas(api: httpx.Client, filesystem: str) -> dict[str, tuple[int, int, str]]:
+    """The quotas of a filesystem seen by `api`'s organization: path -> (soft, hard, owner)."""
+    found = api.get("/fileSystems", params={"name": filesystem}).json()["data"]
+    assert len(found) == 1, f"filesystem {filesystem}: {found}"
+    quotas = api.get(f"/fileSystems/{found[0]['uid']}/quota").json()["data"]
+    return {q["path"]: (q["soft_limit_bytes"], q["hard_limit_bytes"], q["owner"]) for q in quotas}
+
+
+def revealed(value: Any) -> Any:
+    """A value of an exported deployment: `--show-secrets` keeps a secret in an envelope with
+    its JSON as `plaintext`."""
+    if isinstance(value, dict) and "plaintext" in value:
+        return json.loads(value["plaintext"])
+    return value
+
+
+def mounted(org: str, filesystem: str, path: str = "") -> Path:
+    """Where the sandbox's mount host sees a directory of a Weka filesystem."""
+    return Path(os.environ["WEKA_MOUNT_ROOT"]) / org / filesystem / path
+
+
+def weka_org(name: str) -> dict[str, Any] | None:
+    with weka() as api:
+        orgs = api.get("/organizations").json()["data"]
+    return next((o for o in orgs if o["name"] == name), None)
+
+
+def run_pulumi(env: dict[str, str], project: Path, *args: str) -> str:
+    result = subprocess.run(
+        ["pulumi", *args, "--non-interactive"],
+        cwd=project,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, f"pulumi {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def plugins_of_killed_engine(project: Path) -> list[int]:
+    """The plugins a killed engine left: the dynamic-provider host runs from the project, and
+    every plugin of that engine was given the same engine address as its last argument."""
+    commands = {}
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            commands[int(cmdline.parent.name)] = cmdline.read_bytes().decode(errors="replace")
+        except OSError:
+            continue  # the process ended while we looked
+    engines = {
+        args.rstrip("\0").rsplit("\0", 1)[-1]
+        for args in commands.values()
+        if str(project) in args and "pulumi.dynamic" in args
+    }
+    return [
+        pid
+        for pid, args in commands.items()
+        if args.rstrip("\0").rsplit("\0", 1)[-1] in engines or str(project) in args
+    ]
+
+
+def labelled(tenant: str) -> list[str]:
+    items = kubectl_json("get", "nodes", "-l", f"reserved.tenant={tenant}")["items"]
+    return sorted(n["metadata"]["name"] for n in items)
+
+
+def owner_and_mode(path: Path) -> tuple[int, int, str]:
+    stat = path.stat()
+    return stat.st_uid, stat.st_gid, format(stat.st_mode & 0o7777, "04o")
