@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pulumi
 
+from providers.errors import BackendError
 from tenant_stack.errors import TenantError
 from tenant_stack.platform import load_platform
 from tenant_stack.program import PLATFORM_STACK, build_platform, build_tenant
@@ -21,6 +22,6 @@ try:
     else:
         spec = load_spec(ROOT / "tenants", stack, platform)
         build_tenant(spec, platform, ROOT / "tenants" / f"{stack}.yaml")
-except TenantError as err:
+except (TenantError, BackendError) as err:
     # A RunError is shown as its message alone: the problems, without a Python traceback.
     raise pulumi.RunError(str(err)) from None

@@ -1,14 +1,12 @@
-"""Every error this project raises, as one hierarchy:
+"""The errors of the spec, the platform and the program, as one hierarchy:
 
-    TenantError            base: catch this to catch anything the project raises on purpose
+    TenantError            base: catch this to catch anything this layer raises on purpose
     ├── PlatformError      Pulumi.prod.yaml (the platform every tenant reads) is missing or wrong
     ├── SpecError          tenants/<slug>.yaml (one tenant's spec) is missing or wrong
     ├── PreflightError     the live cluster refuses what a valid spec asks (a node taken, NotReady)
-    ├── ClusterError       the live cluster could not be read
-    └── BackendError       a backend refused or failed a step
-        ├── AuthentikError
-        ├── SlurmError
-        └── WekaError
+    └── ClusterError       the live cluster could not be read
+
+A backend's refusals are the backend layer's own (`providers.errors.BackendError`).
 
 The two file errors carry every problem found, not only the first, so that one `pulumi preview`
 of a pull request shows the reviewer everything to fix. Each problem is rendered on its own line
@@ -22,16 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "AuthentikError",
-    "BackendError",
     "ClusterError",
     "PlatformError",
     "PreflightError",
     "Problem",
-    "SlurmError",
     "SpecError",
     "TenantError",
-    "WekaError",
 ]
 
 
@@ -90,28 +84,3 @@ class PreflightError(TenantError):
 
 class ClusterError(TenantError):
     """Reading the live cluster failed; the message carries the tool's own words."""
-
-
-class BackendError(TenantError):
-    """A backend refused or failed a step. The message says what was being done to which object,
-    quotes the backend's own words, and says what the operator can do next. It never holds a
-    token or a password."""
-
-    def __init__(self, doing: str, backend_says: str, next_step: str = "") -> None:
-        self.doing = doing
-        self.backend_says = backend_says
-        self.next_step = next_step
-        message = f"{doing} failed: {backend_says}"
-        super().__init__(f"{message}; {next_step}" if next_step else message)
-
-
-class AuthentikError(BackendError):
-    """The Authentik API answered with an error (its JSON body is `backend_says`)."""
-
-
-class SlurmError(BackendError):
-    """A Slurm command (sacctmgr, scontrol) failed; `backend_says` is its output."""
-
-
-class WekaError(BackendError):
-    """The Weka API answered with an error (its `message` is `backend_says`)."""

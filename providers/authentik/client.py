@@ -23,7 +23,7 @@ import httpx
 
 from providers.authentik.settings import DEFAULT_MAX_ATTEMPTS, Settings
 from providers.call_log import httpx_hooks
-from tenant_stack.errors import AuthentikError
+from providers.errors import AuthentikError
 
 __all__ = ["API_PREFIX", "AuthentikClient", "Group", "Member", "User"]
 

@@ -44,7 +44,7 @@ from providers.authentik.props import (
     split_keys,
 )
 from providers.authentik.settings import load_settings
-from tenant_stack.errors import AuthentikError
+from providers.errors import AuthentikError
 
 __all__ = ["TenantGroupProvider", "TenantUserProvider"]
 

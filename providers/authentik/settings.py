@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from providers.env_secret import secret_from_env
-from tenant_stack.errors import AuthentikError
+from providers.errors import AuthentikError
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "Settings", "load_settings"]
 

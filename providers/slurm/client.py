@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from providers.command import CommandResult, Transport
+from providers.errors import SlurmError
 from providers.files import exclusive_lock
 from providers.slurm import partitions, sacctmgr
 from providers.slurm.partition_store import PartitionStore, StaleWriteError
@@ -28,7 +29,6 @@ from providers.slurm.sacctmgr import (
     UserSettings,
 )
 from providers.slurm.transport import SlurmCommandError
-from tenant_stack.errors import SlurmError
 
 __all__ = ["SlurmClient"]
 

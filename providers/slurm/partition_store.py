@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Protocol
 
 from providers.command import CommandResult, LocalTransport, Transport
+from providers.errors import SlurmError
 from providers.files import write_atomic
 from providers.slurm import partitions
 from providers.slurm.transport import BACKEND, SlurmCommandError
-from tenant_stack.errors import SlurmError
 
 __all__ = ["ConfigMapStore", "FileStore", "PartitionStore", "StaleWriteError", "Version"]
 

@@ -27,6 +27,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from providers.errors import SlurmError
 from providers.slurm import partitions, props, values
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import PartitionStore
@@ -40,7 +41,6 @@ from providers.slurm.sacctmgr import (
     UserSettings,
 )
 from providers.slurm.settings import Settings
-from tenant_stack.errors import SlurmError
 
 __all__ = [
     "SlurmAccountProvider",

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from providers.command import Transport, TransportSettings, seconds_from_env
+from providers.errors import SlurmError
 from providers.slurm.partition_store import ConfigMapStore, FileStore, PartitionStore
 from providers.slurm.transport import BACKEND
-from tenant_stack.errors import SlurmError
 
 __all__ = ["Settings"]
 

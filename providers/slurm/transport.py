@@ -7,7 +7,7 @@ the controller pod (`kubectl -n slurm-control exec deploy/slurmctld -- ...`).
 from __future__ import annotations
 
 from providers.command import CommandResult
-from tenant_stack.errors import SlurmError
+from providers.errors import SlurmError
 
 __all__ = ["BACKEND", "DEFAULT_TIMEOUT", "SlurmCommandError"]
 

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import httpx
 
 from providers.call_log import httpx_hooks
+from providers.errors import WekaError
 from providers.weka.settings import WekaSettings
-from tenant_stack.errors import WekaError
 
 __all__ = [
     "ROOT_ORG",

@@ -21,7 +21,7 @@ import posixpath
 from dataclasses import dataclass
 
 from providers.command import CommandResult, Transport, TransportSettings
-from tenant_stack.errors import WekaError
+from providers.errors import WekaError
 
 __all__ = ["DirectoryStat", "MountClient", "mount_client", "normalize_mode"]
 

@@ -52,10 +52,10 @@ from pulumi.dynamic import (
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
+from providers.errors import WekaError
 from providers.weka.client import ROOT_ORG, Credentials, FileSystem, WekaClient
 from providers.weka.mount import mount_client, normalize_mode
 from providers.weka.settings import WekaSettings, load_settings
-from tenant_stack.errors import WekaError
 
 __all__ = [
     "DirectoryProvider",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from providers.env_secret import secret_from_env
-from tenant_stack.errors import WekaError
+from providers.errors import WekaError
 
 __all__ = ["WekaSettings", "load_settings"]
 

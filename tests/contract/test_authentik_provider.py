@@ -28,7 +28,7 @@ from providers.authentik import (
     load_settings,
 )
 from providers.authentik.client import User
-from tenant_stack.errors import AuthentikError
+from providers.errors import AuthentikError
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from providers.errors import SlurmError
 from providers.slurm import partitions
 from providers.slurm.partition_store import FileStore, StaleWriteError
 from providers.slurm.provider import SlurmPartitionProvider
 from providers.slurm.settings import Settings
 from sandbox.layout import SandboxLayout
-from tenant_stack.errors import SlurmError
 from tests.contract.test_slurm_provider import show_partition
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]

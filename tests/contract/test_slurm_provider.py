@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from pulumi.dynamic import ResourceProvider
 
+from providers.errors import SlurmError
 from providers.files import write_atomic
 from providers.slurm import partitions
 from providers.slurm.provider import (
@@ -30,7 +31,6 @@ from providers.slurm.provider import (
 )
 from providers.slurm.transport import SlurmCommandError
 from sandbox.layout import SandboxLayout
-from tenant_stack.errors import SlurmError
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 

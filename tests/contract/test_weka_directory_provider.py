@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from pulumi.dynamic import CreateResult, ReadResult
 
+from providers.errors import WekaError
 from providers.weka.client import WekaClient
 from providers.weka.provider import DirectoryProvider, DirectoryQuotaProvider
 from providers.weka.settings import load_settings
-from tenant_stack.errors import WekaError
 from tests.backends import owner_and_mode
 from tests.contract.test_weka_provider import GB, checked, no_changes, wire
 

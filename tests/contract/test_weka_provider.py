@@ -21,6 +21,7 @@ from pulumi.dynamic import ResourceProvider
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.output import UNKNOWN  # an `Unknown`, as check and diff receive them
 
+from providers.errors import WekaError
 from providers.weka import csi_secret_data, storage_class_parameters
 from providers.weka.client import Credentials, Organization, WekaClient
 from providers.weka.provider import (
@@ -30,7 +31,6 @@ from providers.weka.provider import (
     OrgUserProvider,
 )
 from providers.weka.settings import WekaSettings, load_settings
-from tenant_stack.errors import WekaError
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 

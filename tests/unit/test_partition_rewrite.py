@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from providers.command import CommandResult
+from providers.errors import SlurmError
 from providers.slurm import partitions
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import FileStore, StaleWriteError, Version
 from providers.slurm.transport import SlurmCommandError
-from tenant_stack.errors import SlurmError
 
 OLD = "# partitions\nPartitionName=other Nodes=gpu-02 AllowAccounts=other State=UP\n"
 LINE = "PartitionName=tenant-x Nodes=gpu-01 AllowAccounts=tenant-x State=UP\n"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from providers.command import KubectlExecTransport
+from providers.errors import SlurmError
 from providers.slurm import partitions, props, sacctmgr, values
 from providers.slurm.partition_store import ConfigMapStore, FileStore
 from providers.slurm.partitions import Partition
 from providers.slurm.provider import SlurmAccountProvider, SlurmPartitionProvider, SlurmQosProvider
 from providers.slurm.settings import Settings
-from tenant_stack.errors import SlurmError
 
 # --- captured from the sandbox -------------------------------------------------------------------
 

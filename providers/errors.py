@@ -1,0 +1,39 @@
+"""The errors of the backends, raised by their clients and providers:
+
+    BackendError       a backend refused or failed a step
+    ├── AuthentikError
+    ├── SlurmError
+    └── WekaError
+
+Each message says what was being done to which object, quotes the backend's own words, and says
+what the operator can do next (`BackendError(doing, backend_says, next_step)`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["AuthentikError", "BackendError", "SlurmError", "WekaError"]
+
+
+class BackendError(Exception):
+    """A backend refused or failed a step. The message says what was being done to which object,
+    quotes the backend's own words, and says what the operator can do next. It never holds a
+    token or a password."""
+
+    def __init__(self, doing: str, backend_says: str, next_step: str = "") -> None:
+        self.doing = doing
+        self.backend_says = backend_says
+        self.next_step = next_step
+        message = f"{doing} failed: {backend_says}"
+        super().__init__(f"{message}; {next_step}" if next_step else message)
+
+
+class AuthentikError(BackendError):
+    """The Authentik API answered with an error (its JSON body is `backend_says`)."""
+
+
+class SlurmError(BackendError):
+    """A Slurm command (sacctmgr, scontrol) failed; `backend_says` is its output."""
+
+
+class WekaError(BackendError):
+    """The Weka API answered with an error (its `message` is `backend_says`)."""
