@@ -11,7 +11,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pulumi.runtime.rpc import UNKNOWN
+
 from providers.slurm import partitions, sacctmgr, values
+
+
+def is_unknown(value: Any) -> bool:
+    """True for a value `pulumi preview` cannot know yet (an output of a resource to be made)."""
+    if isinstance(value, list | tuple):
+        return any(is_unknown(item) for item in value)
+    return bool(value == UNKNOWN)
+
 
 __all__ = [
     "ACCOUNT",
@@ -53,7 +63,7 @@ class Schema:
         parsed: dict[str, Any] = {}
         for field in self.fields:
             value = news.get(field.key)
-            if values.is_unknown(value):
+            if is_unknown(value):
                 continue
             try:
                 parsed[field.key] = field.parse(value)
@@ -80,12 +90,12 @@ class Schema:
             new = news.get(field.key)
             if field.inherited and new is None:
                 continue
-            if values.is_unknown(new) or _stored(field, new) != _stored(field, olds.get(field.key)):
+            if is_unknown(new) or _stored(field, new) != _stored(field, olds.get(field.key)):
                 changed.append(field.key)
         if self.mark is not None:
             key, mark = self.mark
             tenant = news.get("tenant")
-            if values.is_unknown(tenant) or str(olds.get(key)).lower() != mark(str(tenant)):
+            if is_unknown(tenant) or str(olds.get(key)).lower() != mark(str(tenant)):
                 changed.append(key)
         replaces = [f.key for f in self.fields if f.replaces and f.key in changed]
         return changed, replaces

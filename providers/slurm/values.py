@@ -11,8 +11,6 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pulumi.runtime.rpc import UNKNOWN
-
 MAX_COUNT = 2**31 - 1  # Slurm keeps limits and priorities in 32-bit fields
 OWNER_PREFIX = "gpu-tenants:"
 
@@ -23,13 +21,6 @@ _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _TEXT_UNSAFE = set("|,=\"'`\\#")
 _CLOCK = re.compile(r"^(?:([0-9]+)-)?([0-9]{2,}):([0-5][0-9]):([0-5][0-9])$")
 _HOSTS = re.compile(r"^([a-z0-9][a-z0-9_.-]*?)(?:\[([0-9,-]+)\]([a-z0-9_.-]*))?$")
-
-
-def is_unknown(value: Any) -> bool:
-    """True for a value `pulumi preview` cannot know yet (an output of a resource to be made)."""
-    if isinstance(value, list | tuple):
-        return any(is_unknown(item) for item in value)
-    return bool(value == UNKNOWN)
 
 
 def name(value: Any) -> str:

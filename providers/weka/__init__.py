@@ -7,22 +7,3 @@ into client calls; `resources` declares the dynamic resources; `settings` reads 
 address and admin login from the environment at call time; `csi` builds the csi.weka.io Secret
 and StorageClass parameters.
 """
-
-from providers.weka.csi import csi_secret_data, storage_class_parameters
-from providers.weka.resources import (
-    WekaDirectory,
-    WekaDirectoryQuota,
-    WekaFilesystem,
-    WekaOrganization,
-    WekaOrgUser,
-)
-
-__all__ = [
-    "WekaDirectory",
-    "WekaDirectoryQuota",
-    "WekaFilesystem",
-    "WekaOrgUser",
-    "WekaOrganization",
-    "csi_secret_data",
-    "storage_class_parameters",
-]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from providers.authentik import TenantGroup, TenantUser
+from providers.authentik.resources import TenantGroup, TenantUser
 
 TYPE = "gpu-tenants:identity:IdentityGroup"
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from providers.slurm import SlurmAccount, SlurmPartition, SlurmQos, SlurmUser
+from providers.slurm.resources import SlurmAccount, SlurmPartition, SlurmQos, SlurmUser
 
 TYPE = "gpu-tenants:slurm:SlurmAccounting"
 

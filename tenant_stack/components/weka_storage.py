@@ -28,16 +28,15 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from providers.weka import (
+from providers.weka.client import ROOT_ORG
+from providers.weka.csi import csi_secret_data, storage_class_parameters
+from providers.weka.resources import (
     WekaDirectory,
     WekaDirectoryQuota,
     WekaFilesystem,
     WekaOrganization,
     WekaOrgUser,
-    csi_secret_data,
-    storage_class_parameters,
 )
-from providers.weka.client import ROOT_ORG
 from tenant_stack.components.kubernetes_objects import object_metadata
 
 TYPE = "gpu-tenants:storage:WekaStorage"

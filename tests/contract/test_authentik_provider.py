@@ -20,14 +20,10 @@ from pulumi.dynamic import ResourceProvider
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.rpc import UNKNOWN
 
-from providers.authentik import (
-    MARK_ATTRIBUTE,
-    AuthentikClient,
-    TenantGroupProvider,
-    TenantUserProvider,
-    load_settings,
-)
-from providers.authentik.client import User
+from providers.authentik.client import AuthentikClient, User
+from providers.authentik.props import MARK_ATTRIBUTE
+from providers.authentik.provider import TenantGroupProvider, TenantUserProvider
+from providers.authentik.settings import load_settings
 from providers.errors import AuthentikError
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]

@@ -22,8 +22,8 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.output import UNKNOWN  # an `Unknown`, as check and diff receive them
 
 from providers.errors import WekaError
-from providers.weka import csi_secret_data, storage_class_parameters
 from providers.weka.client import Credentials, Organization, WekaClient
+from providers.weka.csi import csi_secret_data, storage_class_parameters
 from providers.weka.provider import (
     DirectoryQuotaProvider,
     FilesystemProvider,
