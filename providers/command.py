@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from providers import environment
 from providers.call_log import record
 
 __all__ = [
@@ -23,7 +24,6 @@ __all__ = [
     "LocalTransport",
     "Transport",
     "TransportSettings",
-    "seconds_from_env",
 ]
 
 
@@ -149,7 +149,7 @@ class TransportSettings:
             raise ValueError(f"{prefix}_TRANSPORT={kind!r}: set it to 'local' or 'kubectl'")
         return cls(
             kind=kind,
-            timeout=seconds_from_env(env, f"{prefix}_TIMEOUT", "20"),
+            timeout=environment.seconds(env, f"{prefix}_TIMEOUT", "20"),
             namespace=env.get(f"{prefix}_KUBECTL_NAMESPACE") or namespace,
             target=env.get(f"{prefix}_KUBECTL_TARGET") or target,
         )
@@ -161,15 +161,3 @@ class TransportSettings:
                 backend=backend, timeout=self.timeout, namespace=self.namespace, target=self.target
             )
         return LocalTransport(backend=backend, timeout=self.timeout, env=dict(local_env or {}))
-
-
-def seconds_from_env(env: Mapping[str, str], name: str, default: str) -> float:
-    """A positive number of seconds from `name`, or ValueError naming it."""
-    raw = env.get(name) or default
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0:
-        raise ValueError(f"{name}={raw!r}: give seconds, such as {default}")
-    return seconds

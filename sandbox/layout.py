@@ -150,7 +150,8 @@ class SandboxLayout:
             # provider waits until the controller's copy of it shows a change.
             "SLURM_PARTITIONS_CONFIGMAP": f"{PARTITIONS_NAMESPACE}/{PARTITIONS_CONFIGMAP}",
             "SLURM_PARTITIONS_FILE": str(self.slurm.configmap_partitions_conf),
-            "SANDBOX_CA_FILE": str(self.pki.ca_cert),
+            "AUTHENTIK_CA_FILE": str(self.pki.ca_cert),
+            "WEKA_CA_FILE": str(self.pki.ca_cert),
             "WEKA_URL": weka_url(self.ports.weka),
             "WEKA_USERNAME": "admin",
             "WEKA_PASSWORD_FILE": str(admin_password_file(self.root / "weka")),

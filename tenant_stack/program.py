@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
 
 from providers.weka.client import WekaClient
-from providers.weka.settings import load_settings as load_weka_settings
+from providers.weka.settings import Settings as WekaSettings
+from providers.weka.settings import ca_certificate
 from tenant_stack.components import (
     CapacityReservation,
     IdentityGroup,
@@ -114,7 +114,7 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
     if spec.storage.isolation != "directory":
         return None
     names = (platform.weka.shared_home_filesystem, platform.weka.shared_scratch_filesystem)
-    with WekaClient.from_settings(load_weka_settings()) as weka:
+    with WekaClient.from_settings(WekaSettings.from_environment()) as weka:
         found = [(name, weka.find_filesystem(name)) for name in names]
     shared = []
     for name, fs in found:
@@ -125,12 +125,6 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
             )
         shared.append(SharedFilesystem(name, fs.uid))
     return SharedFilesystems(home=shared[0], scratch=shared[1])
-
-
-def ca_certificate() -> str | None:
-    """The PEM the CSI driver must trust for Weka's API, when it is not a public CA's."""
-    path = os.environ.get("SANDBOX_CA_FILE")
-    return Path(path).read_text() if path else None
 
 
 def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:

@@ -53,7 +53,7 @@ def sacctmgr(*args: str) -> list[str]:
 def weka(org_admin: tuple[str, str, str] | None = None) -> Iterator[httpx.Client]:
     """A client of the Weka emulator, logged in as the cluster admin, or as `org_admin`
     (organization, username, password)."""
-    ca = tls_context(Path(os.environ["SANDBOX_CA_FILE"]))
+    ca = tls_context(Path(os.environ["WEKA_CA_FILE"]))
     with httpx.Client(base_url=os.environ["WEKA_URL"], verify=ca, timeout=10) as client:
         if org_admin is None:
             password = Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip()

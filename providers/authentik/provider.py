@@ -43,7 +43,7 @@ from providers.authentik.props import (
     posix_id,
     split_keys,
 )
-from providers.authentik.settings import load_settings
+from providers.authentik.settings import Settings
 from providers.errors import AuthentikError
 
 __all__ = ["TenantGroupProvider", "TenantUserProvider"]
@@ -57,7 +57,7 @@ _NOT_MARKED_ADVICE = (
 
 @contextmanager
 def _client() -> Iterator[AuthentikClient]:
-    with AuthentikClient.from_settings(load_settings()) as client:
+    with AuthentikClient.from_settings(Settings.from_environment()) as client:
         yield client
 
 

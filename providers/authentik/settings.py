@@ -1,10 +1,11 @@
-"""Where the Authentik provider finds its endpoint and token: the environment of the process that
-runs it, read at every call, never stored (the provider is pickled into the Pulumi state).
+"""Where the Authentik provider finds its endpoint and token, read from the environment at every
+call (`providers.environment` says why):
 
     AUTHENTIK_URL            base URL, such as http://127.0.0.1:29000 (the client adds /api/v3)
     AUTHENTIK_TOKEN          an API token of a superuser; else
     AUTHENTIK_TOKEN_FILE     a file holding it (what `make -s env` exports)
-    SANDBOX_CA_FILE          optional: the CA that signed the server's TLS certificate
+    AUTHENTIK_CA_FILE        optional: the CA that signed the server's TLS certificate, when it is
+                             not a public CA's
     AUTHENTIK_MAX_ATTEMPTS   optional: tries per request on transient failures (default 5)
 """
 
@@ -15,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from providers.env_secret import secret_from_env
+from providers import environment
 from providers.errors import AuthentikError
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "Settings", "load_settings"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "Settings"]
 
 DEFAULT_MAX_ATTEMPTS = 5
 _READING = "reading the Authentik settings from the environment"
@@ -32,29 +33,27 @@ class Settings:
     ca_file: Path | None = None
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
 
-
-def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """The settings in `environ` (default: os.environ); AuthentikError names what is missing."""
-    env = os.environ if environ is None else environ
-    url = env.get("AUTHENTIK_URL", "").strip().rstrip("/")
-    if not url:
-        raise AuthentikError(_READING, "AUTHENTIK_URL is not set", f"export it; {_HINT}")
-    ca = env.get("SANDBOX_CA_FILE", "").strip()
-    return Settings(
-        url=url,
-        token=_token(env),
-        ca_file=Path(ca) if ca else None,
-        max_attempts=_max_attempts(env.get("AUTHENTIK_MAX_ATTEMPTS", "")),
-    )
-
-
-def _token(env: Mapping[str, str]) -> str:
-    try:
-        return secret_from_env(env, "AUTHENTIK_TOKEN")
-    except ValueError as error:
-        raise AuthentikError(
-            _READING, str(error), f"export it, or point AUTHENTIK_TOKEN_FILE at it; {_HINT}"
-        ) from None
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """The settings in `env` (default: os.environ); AuthentikError names what is missing."""
+        env = os.environ if env is None else env
+        try:
+            url = environment.required(env, "AUTHENTIK_URL").rstrip("/")
+            ca_file = environment.ca_file(env, "AUTHENTIK_CA_FILE")
+        except ValueError as error:
+            raise AuthentikError(_READING, str(error), f"export it; {_HINT}") from None
+        try:
+            token = environment.secret(env, "AUTHENTIK_TOKEN")
+        except ValueError as error:
+            raise AuthentikError(
+                _READING, str(error), f"export it, or point AUTHENTIK_TOKEN_FILE at it; {_HINT}"
+            ) from None
+        return cls(
+            url=url,
+            token=token,
+            ca_file=ca_file,
+            max_attempts=_max_attempts(env.get("AUTHENTIK_MAX_ATTEMPTS", "")),
+        )
 
 
 def _max_attempts(raw: str) -> int:

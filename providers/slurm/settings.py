@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from providers.command import Transport, TransportSettings, seconds_from_env
+from providers import environment
+from providers.command import Transport, TransportSettings
 from providers.errors import SlurmError
 from providers.slurm.partition_store import ConfigMapStore, FileStore, PartitionStore
 from providers.slurm.transport import BACKEND
@@ -55,7 +56,7 @@ class Settings:
                 env, "SLURM", namespace="slurm-control", target="deploy/slurmctld"
             )
             configmap = _configmap(env.get("SLURM_PARTITIONS_CONFIGMAP") or "")
-            sync_timeout = seconds_from_env(env, "SLURM_PARTITIONS_SYNC_TIMEOUT", "180")
+            sync_timeout = environment.seconds(env, "SLURM_PARTITIONS_SYNC_TIMEOUT", "180")
         except ValueError as error:
             raise SlurmError(_DOING, str(error)) from None
         partitions = env.get("SLURM_PARTITIONS_FILE")

@@ -22,7 +22,7 @@ import httpx
 
 from providers.call_log import httpx_hooks
 from providers.errors import WekaError
-from providers.weka.settings import WekaSettings
+from providers.weka.settings import Settings
 
 __all__ = [
     "ROOT_ORG",
@@ -241,7 +241,7 @@ class WekaClient:
 
     @classmethod
     def from_settings(
-        cls, settings: WekaSettings, credentials: Credentials | None = None
+        cls, settings: Settings, credentials: Credentials | None = None
     ) -> WekaClient:
         """A client of the cluster in `settings`, as its cluster admin unless `credentials`
         (an organization's admin) are given."""

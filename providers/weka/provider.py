@@ -55,7 +55,7 @@ from pulumi.runtime.rpc import UNKNOWN
 from providers.errors import WekaError
 from providers.weka.client import ROOT_ORG, Credentials, FileSystem, WekaClient
 from providers.weka.mount import mount_client, normalize_mode
-from providers.weka.settings import WekaSettings, load_settings
+from providers.weka.settings import Settings
 
 __all__ = [
     "DirectoryProvider",
@@ -186,7 +186,7 @@ def _credential_rules(inputs: Mapping[str, Any]) -> list[CheckFailure]:
 
 def _client(props: Mapping[str, Any]) -> WekaClient:
     """A client of the organization the object lives in, built for this one call."""
-    settings = load_settings()
+    settings = Settings.from_environment()
     org = str(props.get("org") or ROOT_ORG)
     if org == ROOT_ORG:
         return WekaClient.from_settings(settings)
@@ -249,7 +249,7 @@ class OrganizationProvider(_WekaProvider):
         inputs = self._inputs(props)
         name = inputs["name"]
         admin = f"{name}-admin"
-        settings = load_settings()
+        settings = Settings.from_environment()
         password = _org_admin_password(settings.password, name)
         with WekaClient.from_settings(settings) as weka:
             existing = weka.find_organization(name)
@@ -267,7 +267,7 @@ class OrganizationProvider(_WekaProvider):
         )
 
     def _require_ours(
-        self, settings: WekaSettings, admin: Credentials, inputs: Mapping[str, Any]
+        self, settings: Settings, admin: Credentials, inputs: Mapping[str, Any]
     ) -> None:
         """Refuses an existing organization unless its admin takes our derived password."""
         with WekaClient.from_settings(settings, admin) as org_admin:

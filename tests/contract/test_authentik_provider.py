@@ -23,7 +23,7 @@ from pulumi.runtime.rpc import UNKNOWN
 from providers.authentik.client import AuthentikClient, User
 from providers.authentik.props import MARK_ATTRIBUTE
 from providers.authentik.provider import TenantGroupProvider, TenantUserProvider
-from providers.authentik.settings import load_settings
+from providers.authentik.settings import Settings
 from providers.errors import AuthentikError
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
@@ -50,7 +50,7 @@ def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def client() -> Iterator[AuthentikClient]:
-    with AuthentikClient.from_settings(load_settings()) as api:
+    with AuthentikClient.from_settings(Settings.from_environment()) as api:
         if api.find_group(TENANTS) is None:
             api.create_group(name=TENANTS, parent=None, attributes={})
         yield api
@@ -58,7 +58,7 @@ def client() -> Iterator[AuthentikClient]:
 
 @pytest.fixture
 def sandbox_url() -> str:
-    return load_settings().url
+    return Settings.from_environment().url
 
 
 class Made:
@@ -489,13 +489,13 @@ def test_bad_token_is_403_and_never_quoted(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_settings_name_what_is_missing() -> None:
     with pytest.raises(AuthentikError, match="AUTHENTIK_URL is not set"):
-        load_settings({})
+        Settings.from_environment({})
     with pytest.raises(AuthentikError, match="AUTHENTIK_TOKEN nor AUTHENTIK_TOKEN_FILE"):
-        load_settings({"AUTHENTIK_URL": "http://authentik.example"})
+        Settings.from_environment({"AUTHENTIK_URL": "http://authentik.example"})
 
 
 def test_providers_pickle_without_token_or_endpoint() -> None:
-    settings = load_settings()
+    settings = Settings.from_environment()
     secrets = (settings.token.encode(), settings.url.encode(), b"AUTHENTIK_URL")
     for provider in (GROUPS, USERS):
         for serialized in (

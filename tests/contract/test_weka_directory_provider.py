@@ -20,7 +20,7 @@ from pulumi.dynamic import CreateResult, ReadResult
 from providers.errors import WekaError
 from providers.weka.client import WekaClient
 from providers.weka.provider import DirectoryProvider, DirectoryQuotaProvider
-from providers.weka.settings import load_settings
+from providers.weka.settings import Settings
 from tests.backends import owner_and_mode
 from tests.contract.test_weka_provider import GB, checked, no_changes, wire
 
@@ -35,7 +35,7 @@ ALICE = 2147
 def filesystem() -> Iterator[tuple[str, str, Path]]:
     """A fresh filesystem in Root: its name, its uid and where the mount host sees it."""
     name = f"dirtest-{uuid.uuid4().hex[:8]}"
-    with WekaClient.from_settings(load_settings()) as admin:
+    with WekaClient.from_settings(Settings.from_environment()) as admin:
         fs = admin.create_filesystem(name, "default", 10 * GB, 10 * GB)
         try:
             yield name, fs.uid, Path(os.environ["WEKA_MOUNT_ROOT"]) / "Root" / name
@@ -83,7 +83,7 @@ def test_directories_are_made_with_owner_and_mode_and_found_by_the_rest_api(
         },
     )
     quota = quotas.create(quota_inputs)
-    with WekaClient.from_settings(load_settings()) as admin:
+    with WekaClient.from_settings(Settings.from_environment()) as admin:
         live = admin.get_quota(fs_uid, outs(quota)["inode_id"])
     assert live is not None
     assert (live.path, live.hard_limit_bytes, live.soft_limit_bytes, live.owner) == (

@@ -30,7 +30,7 @@ from providers.weka.provider import (
     OrganizationProvider,
     OrgUserProvider,
 )
-from providers.weka.settings import WekaSettings, load_settings
+from providers.weka.settings import Settings
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -66,12 +66,12 @@ def no_changes(
 
 
 @pytest.fixture
-def settings() -> WekaSettings:
-    return load_settings()
+def settings() -> Settings:
+    return Settings.from_environment()
 
 
 @pytest.fixture
-def admin(settings: WekaSettings) -> Iterator[WekaClient]:
+def admin(settings: Settings) -> Iterator[WekaClient]:
     with WekaClient.from_settings(settings) as client:
         yield client
 
@@ -110,7 +110,7 @@ class Tenant:
             "org_admin_password": self.admin_password,
         }
 
-    def client(self, settings: WekaSettings) -> WekaClient:
+    def client(self, settings: Settings) -> WekaClient:
         creds = Credentials(self.admin_username, self.admin_password, self.name)
         return WekaClient.from_settings(settings, creds)
 
@@ -154,7 +154,7 @@ def mkdir(admin: WekaClient, fs_uid: str, path: str) -> None:
 # --- organization ---------------------------------------------------------------------------
 
 
-def test_organization_create_read_update_delete(admin: WekaClient, settings: WekaSettings) -> None:
+def test_organization_create_read_update_delete(admin: WekaClient, settings: Settings) -> None:
     provider = OrganizationProvider()
     name = unique("tenant")
     inputs = checked(provider, {"name": name, "ssd_quota": 1000 * GB, "total_quota": 2000 * GB})
@@ -313,7 +313,7 @@ def test_deleting_a_mounted_filesystem_says_it_is_in_use(
 
 
 def test_delete_gate_needs_a_verified_snapshot_that_still_exists(
-    tenant: Tenant, cleanup: Cleanup, settings: WekaSettings
+    tenant: Tenant, cleanup: Cleanup, settings: Settings
 ) -> None:
     provider = FilesystemProvider()
     fs_uid, outs = make_fs(cleanup, tenant)
@@ -367,7 +367,7 @@ def test_a_new_filesystem_cannot_claim_a_snapshot() -> None:
 
 
 def test_directory_quota_lifecycle_and_drift(
-    tenant: Tenant, cleanup: Cleanup, admin: WekaClient, settings: WekaSettings
+    tenant: Tenant, cleanup: Cleanup, admin: WekaClient, settings: Settings
 ) -> None:
     provider = DirectoryQuotaProvider()
     fs_uid, _ = make_fs(cleanup, tenant)
@@ -423,7 +423,7 @@ def test_directory_quota_lifecycle_and_drift(
 
 
 def test_a_quota_with_another_owner_is_not_taken_over(
-    tenant: Tenant, cleanup: Cleanup, admin: WekaClient, settings: WekaSettings
+    tenant: Tenant, cleanup: Cleanup, admin: WekaClient, settings: Settings
 ) -> None:
     fs_uid, _ = make_fs(cleanup, tenant)
     mkdir(admin, fs_uid, "/scratch/shared")
@@ -489,7 +489,7 @@ def test_quota_check_rules() -> None:
 # --- organization user ----------------------------------------------------------------------
 
 
-def test_org_user_create_read_update_delete(tenant: Tenant, settings: WekaSettings) -> None:
+def test_org_user_create_read_update_delete(tenant: Tenant, settings: Settings) -> None:
     provider = OrgUserProvider()
     news = {"username": "csi", "role": "CSI", **tenant.login()}
     inputs = checked(provider, news)
@@ -536,7 +536,7 @@ def test_read_of_a_missing_object_returns_an_empty_id(tenant: Tenant, cleanup: C
 
 
 def test_a_wrong_password_is_a_401_that_does_not_repeat_the_password(
-    tenant: Tenant, cleanup: Cleanup, settings: WekaSettings
+    tenant: Tenant, cleanup: Cleanup, settings: Settings
 ) -> None:
     wrong = "Wrong-Passw0rd-" + uuid.uuid4().hex
     with (
@@ -567,7 +567,7 @@ class Recording(httpx.BaseTransport):
         return response
 
 
-def test_an_expired_token_is_refreshed_mid_run(settings: WekaSettings, admin: WekaClient) -> None:
+def test_an_expired_token_is_refreshed_mid_run(settings: Settings, admin: WekaClient) -> None:
     transport = Recording(httpx.HTTPTransport(verify=settings.tls_verify()))
     creds = Credentials(settings.username, settings.password)
     with WekaClient(settings.url, creds, transport=transport) as client:
@@ -731,7 +731,7 @@ def test_client_retries_connection_errors_then_says_where_it_failed() -> None:
     ids=lambda p: type(p).__name__,
 )
 def test_a_pickled_provider_holds_no_endpoint_or_credential(
-    provider: ResourceProvider, settings: WekaSettings
+    provider: ResourceProvider, settings: Settings
 ) -> None:
     # After a call, which read the settings: nothing of them may stick to the instance.
     assert provider.read(f"{uuid.uuid4()}:1", {"name": "x", "password": "x"}).id == ""

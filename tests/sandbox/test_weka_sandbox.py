@@ -28,7 +28,7 @@ TB = 10**12
 def admin() -> Iterator[httpx.Client]:
     """The cluster admin, logged in to the sandbox's emulator as `make -s env` says how."""
     password = Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip()
-    verify = tls_context(Path(os.environ["SANDBOX_CA_FILE"]))
+    verify = tls_context(Path(os.environ["WEKA_CA_FILE"]))
     with httpx.Client(base_url=os.environ["WEKA_URL"], verify=verify, timeout=10) as client:
         login = {"username": os.environ["WEKA_USERNAME"], "password": password, "org": "Root"}
         reply = client.post("/login", json=login)

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from providers.env_secret import secret_from_env
+from providers.environment import secret
 
 
 def test_the_variable_wins_over_its_file(tmp_path: Path) -> None:
     file = tmp_path / "token"
     file.write_text("from-file\n")
-    assert secret_from_env({"TOKEN": " direct ", "TOKEN_FILE": str(file)}, "TOKEN") == "direct"
-    assert secret_from_env({"TOKEN_FILE": str(file)}, "TOKEN") == "from-file"
+    assert secret({"TOKEN": " direct ", "TOKEN_FILE": str(file)}, "TOKEN") == "direct"
+    assert secret({"TOKEN_FILE": str(file)}, "TOKEN") == "from-file"
 
 
 @pytest.mark.parametrize(
@@ -25,11 +25,11 @@ def test_the_variable_wins_over_its_file(tmp_path: Path) -> None:
 )
 def test_what_is_missing_is_named(env: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        secret_from_env(env, "TOKEN")
+        secret(env, "TOKEN")
 
 
 def test_an_empty_file_is_named_and_nothing_is_quoted(tmp_path: Path) -> None:
     file = tmp_path / "token"
     file.write_text("  \n")
     with pytest.raises(ValueError, match=f"TOKEN_FILE {file} is empty"):
-        secret_from_env({"TOKEN_FILE": str(file)}, "TOKEN")
+        secret({"TOKEN_FILE": str(file)}, "TOKEN")
