@@ -8,106 +8,12 @@ Inputs and outputs use the same keys; outputs hold what Slurm reports.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from pulumi.runtime.rpc import UNKNOWN
-
+from providers.base import Field, Schema, no_rules
 from providers.slurm import partitions, sacctmgr, values
 
-
-def is_unknown(value: Any) -> bool:
-    """True for a value `pulumi preview` cannot know yet (an output of a resource to be made)."""
-    if isinstance(value, list | tuple):
-        return any(is_unknown(item) for item in value)
-    return bool(value == UNKNOWN)
-
-
-__all__ = [
-    "ACCOUNT",
-    "PARTITION",
-    "QOS",
-    "USER",
-    "Field",
-    "Schema",
-]
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-@dataclass(frozen=True)
-class Field:
-    key: str
-    parse: Callable[[Any], Any]  # validates an input or output value; returns its canonical form
-    replaces: bool = False  # a change creates a new object rather than modifying this one
-    stored: Callable[[Any], Any] = _same  # the parsed value as Slurm stores it, for comparison
-    inherited: bool = False  # unset in the inputs: Slurm's (inherited) value is left alone
-
-
-@dataclass(frozen=True)
-class Schema:
-    kind: str
-    fields: tuple[Field, ...]
-    identity: tuple[str, ...]  # the keys that name the object in Slurm
-    rules: Callable[[Mapping[str, Any]], list[tuple[str, str]]]  # across fields, on valid input
-    # The output that carries the ownership mark, and the mark a tenant's object carries there.
-    # `tenant` itself stays as the inputs recorded it, so that a delete still knows whose the
-    # object should be after a refresh has read a changed mark.
-    mark: tuple[str, Callable[[str], str]] | None = None
-
-    def problems(self, news: Mapping[str, Any]) -> list[tuple[str, str]]:
-        """(property, reason) for every invalid input; values not known yet are skipped."""
-        found = []
-        parsed: dict[str, Any] = {}
-        for field in self.fields:
-            value = news.get(field.key)
-            if is_unknown(value):
-                continue
-            try:
-                parsed[field.key] = field.parse(value)
-            except ValueError as error:
-                found.append((field.key, str(error)))
-        if found or len(parsed) < len(self.fields):
-            return found
-        return self.rules(parsed)
-
-    def load(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        """The validated, canonical properties; ValueError listing every problem."""
-        found = self.problems(props)
-        if found:
-            raise ValueError("; ".join(f"{key}: {reason}" for key, reason in found))
-        return {field.key: field.parse(props.get(field.key)) for field in self.fields}
-
-    def differences(
-        self, olds: Mapping[str, Any], news: Mapping[str, Any]
-    ) -> tuple[list[str], list[str]]:
-        """The keys whose stored forms differ between the last outputs and the new inputs, and
-        those of them that force a replacement."""
-        changed = []
-        for field in self.fields:
-            new = news.get(field.key)
-            if field.inherited and new is None:
-                continue
-            if is_unknown(new) or _stored(field, new) != _stored(field, olds.get(field.key)):
-                changed.append(field.key)
-        if self.mark is not None:
-            key, mark = self.mark
-            tenant = news.get("tenant")
-            if is_unknown(tenant) or str(olds.get(key)).lower() != mark(str(tenant)):
-                changed.append(key)
-        replaces = [f.key for f in self.fields if f.replaces and f.key in changed]
-        return changed, replaces
-
-
-def _stored(field: Field, value: Any) -> Any:
-    try:
-        return field.stored(field.parse(value))
-    except ValueError:
-        # What Slurm holds after a change made behind the provider's back may not be valid input:
-        # compared as it is, it differs from any valid input, which is the drift to report.
-        return value
+__all__ = ["ACCOUNT", "PARTITION", "QOS", "USER"]
 
 
 def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -130,8 +36,9 @@ def _lower(value: str) -> str:
     return value.lower()
 
 
-def _no_rules(_: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return []
+def _field(key: str, parse: Callable[[Any], Any], **options: Any) -> Field:
+    """A Slurm field: absent means None, which each parse accepts or refuses itself."""
+    return Field(key, parse, default=None, **options)
 
 
 def _qos_binding(p: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -166,17 +73,17 @@ def _qos_preempt_mode(value: Any) -> str:
 QOS = Schema(
     kind="QoS",
     fields=(
-        Field("name", _required(values.name), replaces=True),
-        Field("tenant", _required(values.name)),
-        Field("priority", _required(values.count)),
-        Field("grp_tres_gpus", values.optional_count),
-        Field("max_wall", values.optional_time_limit),
-        Field("flags", _flags),
-        Field("preempt_mode", _qos_preempt_mode),
+        _field("name", _required(values.name), replaces=True),
+        _field("tenant", _required(values.name)),
+        _field("priority", _required(values.count)),
+        _field("grp_tres_gpus", values.optional_count),
+        _field("max_wall", values.optional_time_limit),
+        _field("flags", _flags),
+        _field("preempt_mode", _qos_preempt_mode),
     ),
     identity=("name",),
-    rules=_no_rules,
-    mark=("description", values.owner_mark),
+    rules=no_rules,
+    implied=lambda p: {"description": values.owner_mark(p["tenant"])},
 )
 
 # --- accounts ------------------------------------------------------------------------------------
@@ -192,20 +99,20 @@ def _account_rules(p: Mapping[str, Any]) -> list[tuple[str, str]]:
 ACCOUNT = Schema(
     kind="account",
     fields=(
-        Field("name", _required(values.name), replaces=True),
-        Field("parent", values.parent, replaces=True),
-        Field("tenant", _required(values.name)),
-        Field("description", _required(values.text), stored=_lower),
-        Field("fairshare", _required(values.count)),
-        Field("grp_tres_gpus", values.optional_count),
-        Field("grp_jobs", values.optional_count),
-        Field("grp_submit_jobs", values.optional_count),
-        Field("qos", _optional(values.names), inherited=True),
-        Field("default_qos", _optional(values.name), inherited=True),
+        _field("name", _required(values.name), replaces=True),
+        _field("parent", values.parent, replaces=True),
+        _field("tenant", _required(values.name)),
+        _field("description", _required(values.text), stored=_lower),
+        _field("fairshare", _required(values.count)),
+        _field("grp_tres_gpus", values.optional_count),
+        _field("grp_jobs", values.optional_count),
+        _field("grp_submit_jobs", values.optional_count),
+        _field("qos", _optional(values.names), inherited=True),
+        _field("default_qos", _optional(values.name), inherited=True),
     ),
     identity=("name",),
     rules=_account_rules,
-    mark=("organization", _same),
+    implied=lambda p: {"organization": p["tenant"]},
 )
 
 # --- user associations ---------------------------------------------------------------------------
@@ -221,15 +128,15 @@ def _fairshare(value: Any) -> str:
 USER = Schema(
     kind="user association",
     fields=(
-        Field("user", _required(values.user), replaces=True),
-        Field("account", _required(values.name), replaces=True),
-        Field("tenant", _required(values.name)),
-        Field("default_account", _required(values.name)),
-        Field("fairshare", _required(_fairshare)),
-        Field("max_jobs", values.optional_count),
-        Field("grp_tres_mins_gpus", values.optional_count),
-        Field("qos", _optional(values.names), inherited=True),
-        Field("default_qos", _optional(values.name), inherited=True),
+        _field("user", _required(values.user), replaces=True),
+        _field("account", _required(values.name), replaces=True),
+        _field("tenant", _required(values.name)),
+        _field("default_account", _required(values.name)),
+        _field("fairshare", _required(_fairshare)),
+        _field("max_jobs", values.optional_count),
+        _field("grp_tres_mins_gpus", values.optional_count),
+        _field("qos", _optional(values.names), inherited=True),
+        _field("default_qos", _optional(values.name), inherited=True),
     ),
     identity=("user", "account"),
     rules=_qos_binding,
@@ -273,15 +180,15 @@ def _partition_rules(p: Mapping[str, Any]) -> list[tuple[str, str]]:
 PARTITION = Schema(
     kind="partition",
     fields=(
-        Field("name", _required(values.name), replaces=True),
-        Field("tenant", _required(values.name)),
-        Field("nodes", _required(_hostlist), stored=values.expand_hosts),
-        Field("allow_accounts", _required(values.names)),
-        Field("max_time", _required(values.time_limit)),
-        Field("default_time", _required(values.time_limit)),
-        Field("preempt_mode", _choice(partitions.PREEMPT_MODES, "OFF")),
-        Field("oversubscribe", _choice(partitions.OVERSUBSCRIBE, "EXCLUSIVE")),
-        Field("state", _choice(partitions.STATES, "UP")),
+        _field("name", _required(values.name), replaces=True),
+        _field("tenant", _required(values.name)),
+        _field("nodes", _required(_hostlist), stored=values.expand_hosts),
+        _field("allow_accounts", _required(values.names)),
+        _field("max_time", _required(values.time_limit)),
+        _field("default_time", _required(values.time_limit)),
+        _field("preempt_mode", _choice(partitions.PREEMPT_MODES, "OFF")),
+        _field("oversubscribe", _choice(partitions.OVERSUBSCRIBE, "EXCLUSIVE")),
+        _field("state", _choice(partitions.STATES, "UP")),
     ),
     identity=("name",),
     rules=_partition_rules,

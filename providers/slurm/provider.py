@@ -15,18 +15,15 @@ refuses an object that no longer carries it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from pulumi.dynamic import (
-    CheckFailure,
-    CheckResult,
     CreateResult,
-    DiffResult,
     ReadResult,
-    ResourceProvider,
     UpdateResult,
 )
 
+from providers.base import SchemaProvider, gone
 from providers.errors import SlurmError
 from providers.slurm import partitions, props, values
 from providers.slurm.client import SlurmClient
@@ -56,11 +53,6 @@ def _client(recorded: Mapping[str, Any] | None = None) -> tuple[Settings, SlurmC
     return settings, SlurmClient(settings.make_transport(), cluster=cluster)
 
 
-def _gone() -> ReadResult:
-    """What read returns for an object that no longer exists: the engine drops it from state."""
-    return ReadResult("", {})
-
-
 def _not_marked(doing: str, what: str, mark: str, fix: str) -> SlurmError:
     return SlurmError(
         doing,
@@ -69,32 +61,8 @@ def _not_marked(doing: str, what: str, mark: str, fix: str) -> SlurmError:
     )
 
 
-class _SlurmProvider(ResourceProvider):
-    schema: ClassVar[props.Schema]
-    # Nothing secret is captured (no client, endpoint or credential), so the state need not
-    # encrypt the pickled provider.
-    serialize_as_secret_always = False
-
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        failures = [CheckFailure(key, reason) for key, reason in self.schema.problems(news)]
-        return CheckResult(news, failures)
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed, replaces = self.schema.differences(olds, news)
-        # A replacement under the same name must delete first: creating first would adopt the
-        # object that the delete then removes.
-        same_name = not any(key in replaces for key in self.schema.identity)
-        return DiffResult(
-            changes=bool(changed),
-            replaces=replaces,
-            delete_before_replace=bool(replaces) and same_name,
-        )
-
-    def _load(self, inputs: Mapping[str, Any], doing: str) -> dict[str, Any]:
-        try:
-            return self.schema.load(inputs)
-        except ValueError as error:
-            raise SlurmError(doing, f"invalid properties: {error}") from error
+class _SlurmProvider(SchemaProvider):
+    error = SlurmError
 
 
 # --- QoS -----------------------------------------------------------------------------------------
@@ -131,7 +99,7 @@ class SlurmQosProvider(_SlurmProvider):
 
     def create(self, inputs: dict[str, Any]) -> CreateResult:
         doing = f"creating Slurm QoS '{inputs.get('name')}'"
-        p = self._load(inputs, doing)
+        p = self.load(inputs, doing)
         name = p["name"]
         _, client = _client()
         settings = _qos_settings(p)
@@ -153,11 +121,11 @@ class SlurmQosProvider(_SlurmProvider):
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
         _, client = _client()
         live = client.qos(id_)
-        return ReadResult(id_, _qos_outputs(live, outputs["tenant"])) if live else _gone()
+        return ReadResult(id_, _qos_outputs(live, outputs["tenant"])) if live else gone()
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm QoS '{id_}'"
-        p = self._load(news, doing)
+        p = self.load(news, doing)
         _, client = _client()
         client.modify_qos(id_, _qos_settings(p))
         return UpdateResult(self._outputs(client, p, doing))
@@ -213,7 +181,7 @@ class SlurmAccountProvider(_SlurmProvider):
         _, client = _client()
         name = inputs.get("name")
         doing = f"creating Slurm account '{name}' on cluster '{client.cluster}'"
-        p = self._load(inputs, doing)
+        p = self.load(inputs, doing)
         settings = _account_settings(p)
         # Read first, unlike a QoS: `add` succeeds on a record left without associations and
         # keeps its Organization, so adding blindly could take over another tenant's account.
@@ -254,12 +222,12 @@ class SlurmAccountProvider(_SlurmProvider):
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
         _, client = _client(outputs)
         live = _account_outputs(client.account(id_), client.cluster, outputs["tenant"])
-        return ReadResult(id_, live) if live else _gone()
+        return ReadResult(id_, live) if live else gone()
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         _, client = _client(olds)
         doing = f"modifying Slurm account '{id_}' on cluster '{client.cluster}'"
-        p = self._load(news, doing)
+        p = self.load(news, doing)
         client.modify_account(id_, _account_settings(p))
         return UpdateResult(self._outputs(client, p, doing))
 
@@ -342,7 +310,7 @@ class SlurmUserProvider(_SlurmProvider):
     def create(self, inputs: dict[str, Any]) -> CreateResult:
         _, client = _client()
         doing = client.user_doing("creating", inputs.get("user", ""), inputs.get("account", ""))
-        p = self._load(inputs, doing)
+        p = self.load(inputs, doing)
         user, account = p["user"], p["account"]
         # Adopting needs no other check: an association on one of the tenant's accounts is the
         # tenant's.
@@ -383,12 +351,12 @@ class SlurmUserProvider(_SlurmProvider):
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
         _, client = _client(outputs)
         live = _user_outputs(client.user(outputs["user"]), client.cluster, outputs)
-        return ReadResult(id_, live) if live else _gone()
+        return ReadResult(id_, live) if live else gone()
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         _, client = _client(olds)
         doing = client.user_doing("modifying", news.get("user", ""), news.get("account", ""))
-        p = self._load(news, doing)
+        p = self.load(news, doing)
         self._require_tenant_account(client, p, doing)
         client.modify_user(p["user"], p["account"], _user_settings(p))
         return UpdateResult(self._apply_default_account(client, p, doing))
@@ -467,7 +435,7 @@ class SlurmPartitionProvider(_SlurmProvider):
 
     def create(self, inputs: dict[str, Any]) -> CreateResult:
         doing = f"creating Slurm partition '{inputs.get('name')}'"
-        p = self._load(inputs, doing)
+        p = self.load(inputs, doing)
         name = p["name"]
         settings, client = _client()
         store = settings.partition_store(doing)
@@ -492,12 +460,12 @@ class SlurmPartitionProvider(_SlurmProvider):
         _, client = _client()
         live = client.partition(id_)
         if live is None:
-            return _gone()
+            return gone()
         return ReadResult(id_, self._outputs_of(live, outputs["tenant"]))
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm partition '{id_}'"
-        p = self._load(news, doing)
+        p = self.load(news, doing)
         settings, client = _client()
         store = settings.partition_store(doing)
 

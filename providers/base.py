@@ -1,0 +1,192 @@
+"""What every dynamic provider here shares, written once: a table of fields, check, diff in the
+backend's stored form, values a preview does not know yet, and the answer for an object gone.
+
+A resource kind is a `Schema`: its fields, each with how an input is validated and put in
+canonical form (`parse`), whether a change replaces the object, and the form the backend stores it
+in (`stored`), so that a diff right after `up` is empty although the backend lowercased a
+Description or printed 24:00:00 as 1-00:00:00. A provider names its schema and its backend's
+error class; `check` then reports every invalid input at its property, and `diff` compares the old
+outputs (which repeat the inputs as the backend has them now) with the new inputs, so that a
+change made behind Pulumi's back shows after a refresh.
+
+`check` validates and never rewrites the inputs: the provider's create and update take the
+canonical values from `load`. A provider holds no client, endpoint or credential (Pulumi pickles
+it into the state): each call builds its client from the environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pulumi.dynamic import CheckFailure, CheckResult, DiffResult, ReadResult, ResourceProvider
+from pulumi.output import Unknown
+from pulumi.runtime.rpc import UNKNOWN
+
+from providers.errors import BackendError
+
+__all__ = ["REQUIRED", "Field", "Schema", "SchemaProvider", "gone", "is_unknown", "no_rules"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def no_rules(_: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return []
+
+
+def is_unknown(value: Any) -> bool:
+    """True for a value `pulumi preview` cannot know yet (an output of a resource to be made or
+    updated): the engine's glue hands such a value as `Unknown` or as the wire's sentinel."""
+    if isinstance(value, list | tuple):
+        return any(is_unknown(item) for item in value)
+    if isinstance(value, dict):
+        return any(is_unknown(item) for item in value.values())
+    return isinstance(value, Unknown) or (isinstance(value, str) and value == UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str
+    # Validates an input or output value and returns its canonical form; ValueError says why not
+    # (never quoting a secret's value).
+    parse: Callable[[Any], Any] = _same
+    default: Any = REQUIRED  # the value of an absent input; REQUIRED: it must be given
+    replaces: bool = False  # a change creates a new object rather than modifying this one
+    stored: Callable[[Any], Any] = _same  # the canonical value as the backend stores it
+    inherited: bool = False  # unset in the inputs: the backend's (inherited) value is left alone
+    # A login, not a property of the object: not known during a preview (its organization is
+    # being updated), it is no change, since the credential stays the same.
+    login: bool = False
+
+
+@dataclass(frozen=True)
+class Schema:
+    kind: str
+    fields: tuple[Field, ...]
+    identity: tuple[str, ...] = ()  # the keys that name the object in the backend
+    rules: Callable[[Mapping[str, Any]], list[tuple[str, str]]] = no_rules  # across fields
+    # Outputs the inputs imply but do not hold: the ownership mark a tenant's object carries, an
+    # enabled user. An old output that differs is a change `update` puts back.
+    implied: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+
+    def problems(self, news: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(property, reason) for every invalid input; values not known yet are skipped, and the
+        rules across fields wait until every field is known and valid."""
+        found = []
+        parsed: dict[str, Any] = {}
+        for field in self.fields:
+            value = news.get(field.key, field.default)
+            if value is REQUIRED:
+                found.append((field.key, "is required"))
+                continue
+            if is_unknown(value):
+                continue
+            try:
+                parsed[field.key] = field.parse(value)
+            except ValueError as error:
+                found.append((field.key, str(error)))
+        if found or len(parsed) < len(self.fields):
+            return found
+        return self.rules(parsed)
+
+    def load(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The validated, canonical properties, defaults filled; ValueError listing every
+        problem."""
+        found = self.problems(props)
+        if found:
+            raise ValueError("; ".join(f"{key}: {reason}" for key, reason in found))
+        return {
+            field.key: field.parse(props.get(field.key, field.default)) for field in self.fields
+        }
+
+    def differences(
+        self, olds: Mapping[str, Any], news: Mapping[str, Any]
+    ) -> tuple[list[str], list[str]]:
+        """The keys whose stored forms differ between the last outputs and the new inputs, and
+        those of them that force a replacement."""
+        changed = []
+        for field in self.fields:
+            new = news.get(field.key, field.default)
+            if field.inherited and new is None:
+                continue
+            if is_unknown(new):
+                if not field.login:
+                    changed.append(field.key)
+            elif _stored(field, new) != _stored(field, olds.get(field.key, field.default)):
+                changed.append(field.key)
+        if self.implied is not None:
+            if any(is_unknown(news.get(field.key)) for field in self.fields):
+                implied: Mapping[str, Any] = {}
+            else:
+                implied = self.implied(news)
+            changed.extend(
+                key
+                for key, value in implied.items()
+                if _comparable(olds.get(key)) != _comparable(value)
+            )
+        replaces = [f.key for f in self.fields if f.replaces and f.key in changed]
+        return changed, replaces
+
+
+def _stored(field: Field, value: Any) -> Any:
+    try:
+        return field.stored(field.parse(value))
+    except (ValueError, TypeError):
+        # What the backend holds after a change made behind the provider's back may not be valid
+        # input: compared as it is, it differs from any valid input, which is the drift to report.
+        return value
+
+
+def _comparable(value: Any) -> Any:
+    # Backends lowercase marks (slurmdbd keeps a Description lowercased).
+    return value.lower() if isinstance(value, str) else value
+
+
+def gone() -> ReadResult:
+    """What read answers for an object that no longer exists: the engine drops it from the
+    state (a fresh dict, which the engine's glue writes into)."""
+    return ReadResult("", {})
+
+
+class SchemaProvider(ResourceProvider):
+    """check and diff from `schema`; a subclass adds the backend calls."""
+
+    schema: ClassVar[Schema]
+    error: ClassVar[type[BackendError]]
+    # Nothing secret is captured (no client, endpoint or credential), so the state need not
+    # encrypt the pickled provider.
+    serialize_as_secret_always = False
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = [CheckFailure(key, reason) for key, reason in self.schema.problems(news)]
+        return CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed, replaces = self.schema.differences(olds, news)
+        return DiffResult(
+            changes=bool(changed),
+            replaces=replaces,
+            delete_before_replace=self.delete_before_replace(replaces) if replaces else None,
+        )
+
+    def delete_before_replace(self, replaces: list[str]) -> bool:
+        """A replacement under the same name must delete first: creating first would find (and
+        adopt) the object that the delete then removes."""
+        return not any(key in replaces for key in self.schema.identity)
+
+    def load(self, props: Mapping[str, Any], doing: str) -> dict[str, Any]:
+        try:
+            return self.schema.load(props)
+        except ValueError as error:
+            raise self.error(doing, f"invalid properties: {error}") from error
