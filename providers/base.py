@@ -9,8 +9,8 @@ error class; `check` then reports every invalid input at its property, and `diff
 outputs (which repeat the inputs as the backend has them now) with the new inputs, so that a
 change made behind Pulumi's back shows after a refresh.
 
-`check` validates and never rewrites the inputs: the provider's create and update take the
-canonical values from `load`. A provider holds no client, endpoint or credential (Pulumi pickles
+`check` returns the inputs in canonical form, defaults filled, so that create and update get
+what the backend will store. A provider holds no client, endpoint or credential (Pulumi pickles
 it into the state): each call builds its client from the environment.
 """
 
@@ -87,7 +87,7 @@ class Schema:
         parsed: dict[str, Any] = {}
         for field in self.fields:
             value = news.get(field.key, field.default)
-            if value is REQUIRED:
+            if value is REQUIRED or (value is None and field.default is REQUIRED):
                 found.append((field.key, "is required"))
                 continue
             if is_unknown(value):
@@ -109,6 +109,21 @@ class Schema:
         return {
             field.key: field.parse(props.get(field.key, field.default)) for field in self.fields
         }
+
+    def recorded(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """Each field of `props` (inputs, or old outputs) in canonical form where it parses, as
+        it is where it does not (not known yet, or changed behind Pulumi's back), defaults
+        filled; a required field that is missing stays missing."""
+        found = {}
+        for field in self.fields:
+            value = props.get(field.key, field.default)
+            if value is REQUIRED:
+                continue
+            try:
+                found[field.key] = value if is_unknown(value) else field.parse(value)
+            except (ValueError, TypeError):
+                found[field.key] = value
+        return found
 
     def differences(
         self, olds: Mapping[str, Any], news: Mapping[str, Any]
@@ -170,7 +185,7 @@ class SchemaProvider(ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = [CheckFailure(key, reason) for key, reason in self.schema.problems(news)]
-        return CheckResult(news, failures)
+        return CheckResult({**news, **self.schema.recorded(news)}, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed, replaces = self.schema.differences(olds, news)

@@ -1,31 +1,27 @@
-"""The inputs of the Authentik resources: their names, how check() validates and normalises them,
-and the attributes they become in Authentik.
+"""The properties of the Authentik resources (`GROUP`, `USER`): how each input is validated and put
+in canonical form, and the attributes they become in Authentik.
 
-Values come from the engine over gRPC, where every number is a float and a value not known yet
-(during a preview) is the UNKNOWN sentinel: ids are accepted as whole floats, and unknown values
-are passed on unchecked (check runs again once they are known).
+Values come from the engine over gRPC, where every number is a float: ids are accepted as whole
+floats. Outputs repeat the inputs as Authentik has them now, plus `marked` (the object carries
+the tenant's mark) and, for users, `is_active`; both are implied by the inputs, so losing either
+is a change that `update` puts back.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
 from typing import Any
 
-from pulumi.dynamic import CheckFailure
-from pulumi.runtime.rpc import UNKNOWN
+from providers.base import Field, Schema
 
 __all__ = [
     "GID_ATTRIBUTE",
-    "GROUP_INPUTS",
+    "GROUP",
     "MARK_ATTRIBUTE",
     "MAX_ID",
     "SSH_KEYS_ATTRIBUTE",
     "UID_ATTRIBUTE",
-    "USER_INPUTS",
-    "check_group",
-    "check_user",
-    "is_unknown",
+    "USER",
     "join_keys",
     "posix_id",
     "split_keys",
@@ -40,74 +36,8 @@ SSH_KEYS_ATTRIBUTE = "ssh_keys"
 _MANAGED_ATTRIBUTES = frozenset({MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE})
 MAX_ID = 2**31 - 1  # uidNumber/gidNumber are signed 32-bit in NSS and in Slurm's accounting
 
-GROUP_INPUTS = ("tenant", "name", "parent", "gid", "attributes")
-USER_INPUTS = ("tenant", "username", "name", "email", "uid", "gid", "ssh_keys", "groups")
-
 _HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _EMAIL = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
-
-
-def is_unknown(value: Any) -> bool:
-    if isinstance(value, list):
-        return any(is_unknown(v) for v in value)
-    if isinstance(value, dict):
-        return any(is_unknown(v) for v in value.values())
-    return isinstance(value, str) and value == UNKNOWN
-
-
-def check_group(news: Mapping[str, Any]) -> tuple[dict[str, Any], list[CheckFailure]]:
-    """The normalised inputs of a TenantGroup, and what is wrong with them."""
-    return _check(
-        news,
-        {
-            "tenant": _slug,
-            "name": _group_name,
-            "parent": _group_name,
-            "gid": _posix_id_input,
-            "attributes": _extra_attributes,
-        },
-        defaults={"attributes": {}},
-    )
-
-
-def check_user(news: Mapping[str, Any]) -> tuple[dict[str, Any], list[CheckFailure]]:
-    """The normalised inputs of a TenantUser, and what is wrong with them."""
-    return _check(
-        news,
-        {
-            "tenant": _slug,
-            "username": _username,
-            "name": _full_name,
-            "email": _email,
-            "uid": _posix_id_input,
-            "gid": _posix_id_input,
-            "ssh_keys": _ssh_keys,
-            "groups": _group_names,
-        },
-        defaults={"groups": []},
-    )
-
-
-def _check(
-    news: Mapping[str, Any],
-    rules: Mapping[str, Callable[[Any], Any]],
-    *,
-    defaults: Mapping[str, Any],
-) -> tuple[dict[str, Any], list[CheckFailure]]:
-    inputs: dict[str, Any] = {}
-    failures: list[CheckFailure] = []
-    for key, rule in rules.items():
-        value = news.get(key, defaults.get(key))
-        if value is None:
-            failures.append(CheckFailure(key, "required"))
-        elif is_unknown(value):
-            inputs[key] = value
-        else:
-            try:
-                inputs[key] = rule(value)
-            except ValueError as exc:
-                failures.append(CheckFailure(key, str(exc)))
-    return inputs, failures
 
 
 def _hyphenated(value: Any, what: str, example: str, limit: int) -> str:
@@ -206,3 +136,33 @@ def split_keys(value: Any) -> list[str]:
     if not isinstance(value, str):
         return []
     return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+GROUP = Schema(
+    kind="group",
+    fields=(
+        Field("tenant", _slug),
+        Field("name", _group_name, replaces=True),
+        Field("parent", _group_name),
+        Field("gid", _posix_id_input),
+        Field("attributes", _extra_attributes, {}),
+    ),
+    identity=("name",),
+    implied=lambda _: {"marked": True},
+)
+
+USER = Schema(
+    kind="user",
+    fields=(
+        Field("tenant", _slug),
+        Field("username", _username, replaces=True),
+        Field("name", _full_name),
+        Field("email", _email),
+        Field("uid", _posix_id_input),
+        Field("gid", _posix_id_input),
+        Field("ssh_keys", _ssh_keys),
+        Field("groups", _group_names, []),
+    ),
+    identity=("username",),
+    implied=lambda _: {"marked": True, "is_active": True},
+)

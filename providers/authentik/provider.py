@@ -21,29 +21,25 @@ from contextlib import contextmanager
 from typing import Any
 
 from pulumi.dynamic import (
-    CheckResult,
     CreateResult,
-    DiffResult,
     ReadResult,
-    ResourceProvider,
     UpdateResult,
 )
 
 from providers.authentik.client import AuthentikClient, Group, User
 from providers.authentik.props import (
     GID_ATTRIBUTE,
-    GROUP_INPUTS,
+    GROUP,
     MARK_ATTRIBUTE,
     SSH_KEYS_ATTRIBUTE,
     UID_ATTRIBUTE,
-    USER_INPUTS,
-    check_group,
-    check_user,
+    USER,
     join_keys,
     posix_id,
     split_keys,
 )
 from providers.authentik.settings import Settings
+from providers.base import SchemaProvider, gone
 from providers.errors import AuthentikError
 
 __all__ = ["TenantGroupProvider", "TenantUserProvider"]
@@ -59,20 +55,6 @@ _NOT_MARKED_ADVICE = (
 def _client() -> Iterator[AuthentikClient]:
     with AuthentikClient.from_settings(Settings.from_environment()) as client:
         yield client
-
-
-def _diff(
-    olds: Mapping[str, Any], news: Mapping[str, Any], keys: Collection[str], replace: str
-) -> DiffResult:
-    changed = [k for k in keys if olds.get(k) != news.get(k)]
-    # `marked` and `is_active` are outputs only: the inputs always ask for the mark and an
-    # enabled user, so losing either is a change that update puts back.
-    drifted = not olds.get("marked", True) or not olds.get("is_active", True)
-    return DiffResult(
-        changes=bool(changed) or drifted,
-        replaces=[k for k in changed if k == replace],
-        delete_before_replace=False,
-    )
 
 
 def _require_mark(attributes: Mapping[str, Any], tenant: str, what: str, doing: str) -> None:
@@ -159,16 +141,12 @@ def _group_outputs(
     }
 
 
-class TenantGroupProvider(ResourceProvider):
+class TenantGroupProvider(SchemaProvider):
     """An Authentik group of one tenant (`<slug>` or `<slug>-admins`) under a parent group, with a
     pinned gidNumber. Deleting it removes it only once no member is left."""
 
-    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        inputs, failures = check_group(news)
-        return CheckResult(inputs, failures)
-
-    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return _diff(olds, news, GROUP_INPUTS, replace="name")
+    schema = GROUP
+    error = AuthentikError
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         name, tenant = props["name"], props["tenant"]
@@ -194,7 +172,7 @@ class TenantGroupProvider(ResourceProvider):
         with _client() as client:
             group = client.get_group(id_)
             if group is None:
-                return ReadResult("", {})
+                return gone()
             outputs = _group_outputs(client, group, props["tenant"], props.get("attributes") or {})
             return ReadResult(id_, outputs)
 
@@ -316,17 +294,13 @@ def _apply_user(
     )
 
 
-class TenantUserProvider(ResourceProvider):
+class TenantUserProvider(SchemaProvider):
     """An Authentik user of one tenant with pinned uidNumber/gidNumber, SSH keys and the tenant's
     groups. Deleting it disables the user and takes it out of the tenant's groups; the record
     stays as the audit trail's tombstone (the retention purge deletes it, not Pulumi)."""
 
-    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        inputs, failures = check_user(news)
-        return CheckResult(inputs, failures)
-
-    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return _diff(olds, news, USER_INPUTS, replace="username")
+    schema = USER
+    error = AuthentikError
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         username, tenant = props["username"], props["tenant"]
@@ -352,7 +326,7 @@ class TenantUserProvider(ResourceProvider):
         with _client() as client:
             user = client.get_user(int(id_))
             if user is None:
-                return ReadResult("", {})
+                return gone()
             outputs = _user_outputs(client, user, props["tenant"], props.get("groups") or ())
             return ReadResult(id_, outputs)
 

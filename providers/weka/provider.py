@@ -36,22 +36,12 @@ import posixpath
 import re
 import secrets
 import string
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from pulumi.dynamic import (
-    CheckFailure,
-    CheckResult,
-    CreateResult,
-    DiffResult,
-    ReadResult,
-    ResourceProvider,
-    UpdateResult,
-)
-from pulumi.output import Unknown
-from pulumi.runtime.rpc import UNKNOWN
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, ReadResult, UpdateResult
 
+from providers.base import Field, Schema, SchemaProvider, gone, is_unknown
 from providers.errors import WekaError
 from providers.weka.client import ROOT_ORG, Credentials, FileSystem, WekaClient
 from providers.weka.mount import mount_client, normalize_mode
@@ -68,120 +58,67 @@ __all__ = [
 ORG_USER_ROLES = ("CSI", "OrgAdmin", "Regular")
 _SLUG = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_REQUIRED: Any = object()
 
 
-@dataclass(frozen=True)
-class _Field:
-    """One input: its type, its default (or required), whether changing it replaces, and
-    whether it is only a login (a change is recorded, the object itself stays as it is)."""
+def _typed(kind: type[Any], check: Callable[[Any], Any] | None = None) -> Callable[[Any], Any]:
+    """A parse that takes a value of `kind` (numbers cross the engine as floats) and then runs
+    `check` on it. Its errors name the type only, never the value: it may be a password."""
 
-    name: str
-    kind: type[Any]
-    default: Any = _REQUIRED
-    replaces: bool = False
-    login: bool = False
+    def parse(value: Any) -> Any:
+        if kind is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"must be {kind.__name__}, not {type(value).__name__}")
+        return value if check is None else check(value)
+
+    return parse
+
+
+def _at_least(low: int, meaning: str) -> Callable[[Any], Any]:
+    def check(value: int) -> int:
+        if value < low:
+            raise ValueError(meaning)
+        return value
+
+    return _typed(int, check)
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return _typed(str, check)
 
 
 # Where the object lives, and how to log in there: Root means the cluster admin of `settings`.
 _CREDENTIALS = (
-    _Field("org", str, ROOT_ORG, replaces=True),
-    _Field("org_admin_username", str, "", login=True),
-    _Field("org_admin_password", str, "", login=True),
+    Field("org", _typed(str), ROOT_ORG, replaces=True),
+    Field("org_admin_username", _typed(str), "", login=True),
+    Field("org_admin_password", _typed(str), "", login=True),
 )
 
 
-def _coerce(value: Any, kind: type[Any]) -> Any:
-    """`value` as `kind`, or None when it is not one. Numbers cross the engine as floats."""
-    if kind is int:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-    return value if isinstance(value, kind) else None
-
-
-def _known(*values: Any) -> bool:
-    """False while a preview does not know a value yet (an output of a resource not made or
-    not updated yet). The engine's glue hands check and diff `Unknown` objects; the sentinel
-    string is what such a value is on the wire."""
-    return not any(isinstance(value, Unknown) or value == UNKNOWN for value in values)
-
-
-class _WekaProvider(ResourceProvider):
-    """Check and diff from the `fields` table; each subclass adds its rules and its calls."""
-
-    fields: ClassVar[tuple[_Field, ...]]
-    kind: ClassVar[str]
-    # True where a replacement must remove the old object before making the new one.
-    delete_before_replace: ClassVar[bool] = False
-
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        inputs: dict[str, Any] = {}
-        failures: list[CheckFailure] = []
-        for field in self.fields:
-            value = news.get(field.name, field.default)
-            if value is _REQUIRED:
-                failures.append(CheckFailure(field.name, f"{field.name} is required"))
-            elif not _known(value):
-                inputs[field.name] = value
-            elif (coerced := _coerce(value, field.kind)) is None:
-                # The type only, never the value: it may be a password.
-                reason = f"must be {field.kind.__name__}, not {type(value).__name__}"
-                failures.append(CheckFailure(field.name, reason))
-            else:
-                inputs[field.name] = coerced
-        if not failures:
-            failures = self._rules(inputs, creating=not _olds)
-        return CheckResult(inputs, failures)
-
-    def _rules(self, inputs: dict[str, Any], *, creating: bool) -> list[CheckFailure]:
-        """The resource's own checks of the typed `inputs`, which it may normalize in place."""
+def _credential_rules(p: Mapping[str, Any]) -> list[tuple[str, str]]:
+    if p["org"] == ROOT_ORG:
         return []
+    return [
+        (key, f"{key} is required for objects in organization {p['org']!r}")
+        for key in ("org_admin_username", "org_admin_password")
+        if p[key] == ""
+    ]
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [field.name for field in self.fields if self._changed(field, olds, news)]
-        replaces = [f.name for f in self.fields if f.replaces and f.name in changed]
-        return DiffResult(
-            changes=bool(changed),
-            replaces=replaces,
-            delete_before_replace=self.delete_before_replace if replaces else None,
-        )
 
-    @staticmethod
-    def _changed(field: _Field, olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
-        new = news.get(field.name, field.default)
-        if not _known(new):
-            # A preview does not know the organization's credentials while the organization is
-            # being updated; they stay the same, and `up` diffs again with them known.
-            return not field.login
-        old = _coerce(olds.get(field.name, field.default), field.kind)
-        return bool(old != _coerce(new, field.kind))
+class _WekaProvider(SchemaProvider):
+    """A Weka resource kind: its schema, and how its errors name the object."""
 
-    def _inputs(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        """The inputs recorded in `props` (inputs or old outputs), typed, defaults filled."""
-        return {f.name: _coerce(props.get(f.name, f.default), f.kind) for f in self.fields}
+    error = WekaError
 
     def _doing(self, what: str, props: Mapping[str, Any]) -> str:
         name = props.get("name") or props.get("username") or ""
         where = f" in organization {props['org']!r}" if "org" in props else ""
-        return f"{what} Weka {self.kind} {name!r}{where}"
-
-
-def _gone() -> ReadResult:
-    """What read answers for an object that no longer exists: an empty id (and a fresh dict,
-    which the engine's glue writes into)."""
-    return ReadResult("", {})
-
-
-def _credential_rules(inputs: Mapping[str, Any]) -> list[CheckFailure]:
-    org = inputs["org"]
-    if not _known(org) or org == ROOT_ORG:
-        return []
-    return [
-        CheckFailure(key, f"{key} is required for objects in organization {org!r}")
-        for key in ("org_admin_username", "org_admin_password")
-        if inputs[key] == ""
-    ]
+        return f"{what} Weka {self.schema.kind} {name!r}{where}"
 
 
 def _client(props: Mapping[str, Any]) -> WekaClient:
@@ -226,27 +163,23 @@ class OrganizationProvider(_WekaProvider):
     """A Weka organization (strict isolation) and its admin user `<name>-admin`, whose password
     (`_org_admin_password`) is returned as the secret output `admin_password`."""
 
-    kind = "organization"
-    fields = (
-        _Field("name", str),  # renamed in place, so that drift is put back without a replace
-        _Field("ssd_quota", int, 0),  # bytes; 0 = unlimited
-        _Field("total_quota", int, 0),
+    schema = Schema(
+        kind="organization",
+        fields=(
+            # Renamed in place, so that drift is put back without a replace.
+            Field("name", _matching(_SLUG, "a tenant slug (a DNS label)")),
+            Field("ssd_quota", _at_least(0, "must be 0 (unlimited) or more bytes"), 0),
+            Field("total_quota", _at_least(0, "must be 0 (unlimited) or more bytes"), 0),
+        ),
+        rules=lambda p: (
+            [("ssd_quota", "cannot exceed total_quota")]
+            if p["ssd_quota"] > 0 and 0 < p["total_quota"] < p["ssd_quota"]
+            else []
+        ),
     )
 
-    def _rules(self, inputs: dict[str, Any], *, creating: bool) -> list[CheckFailure]:
-        failures = []
-        name, ssd, total = inputs["name"], inputs["ssd_quota"], inputs["total_quota"]
-        if _known(name) and not _SLUG.fullmatch(name):
-            failures.append(CheckFailure("name", f"{name!r} is not a tenant slug (a DNS label)"))
-        for key in ("ssd_quota", "total_quota"):
-            if _known(inputs[key]) and inputs[key] < 0:
-                failures.append(CheckFailure(key, "must be 0 (unlimited) or more bytes"))
-        if _known(ssd, total) and ssd > 0 and 0 < total < ssd:
-            failures.append(CheckFailure("ssd_quota", "cannot exceed total_quota"))
-        return failures
-
     def create(self, props: dict[str, Any]) -> CreateResult:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         name = inputs["name"]
         admin = f"{name}-admin"
         settings = Settings.from_environment()
@@ -288,12 +221,12 @@ class OrganizationProvider(_WekaProvider):
         with _client({}) as weka:
             org = weka.get_organization(id_)
         if org is None:
-            return _gone()
+            return gone()
         live = {"name": org.name, "ssd_quota": org.ssd_quota, "total_quota": org.total_quota}
-        return ReadResult(id_, {**self._inputs(props), **live, **self._admin(props)})
+        return ReadResult(id_, {**self.schema.recorded(props), **live, **self._admin(props)})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        old, new = self._inputs(olds), self._inputs(news)
+        old, new = self.schema.recorded(olds), self.schema.recorded(news)
         with _client({}) as weka:
             if old["name"] != new["name"]:
                 weka.rename_organization(id_, new["name"])
@@ -320,40 +253,48 @@ class FilesystemProvider(_WekaProvider):
     (recorded by the offboarding stage's `up`, verified then and again at delete), or unless
     `allow_delete_without_snapshot` is true (rollback of a fresh tenant's onboarding)."""
 
-    kind = "filesystem"
-    # A name exists once per organization, and the delete gate must speak before a new
-    # filesystem is made beside the old one.
-    delete_before_replace = True
-    fields = (
-        _Field("name", str),  # a rename is done in place: the data stays
-        *_CREDENTIALS,
-        _Field("group_name", str, "default", replaces=True),
-        _Field("total_capacity", int),
-        _Field("ssd_capacity", int, 0),  # 0 = all of total_capacity on SSD (no tiering)
-        _Field("retained_snapshot_id", str, ""),
-        _Field("allow_delete_without_snapshot", bool, False),
+    schema = Schema(
+        kind="filesystem",
+        fields=(
+            # A rename is done in place: the data stays.
+            Field("name", _matching(_NAME, "a Weka filesystem name")),
+            *_CREDENTIALS,
+            Field("group_name", _typed(str), "default", replaces=True),
+            Field("total_capacity", _at_least(1, "must be a positive number of bytes")),
+            # 0 = all of total_capacity on SSD (no tiering); check writes it out.
+            Field("ssd_capacity", _at_least(0, "must be 1 to total_capacity bytes"), 0),
+            Field("retained_snapshot_id", _typed(str), ""),
+            Field("allow_delete_without_snapshot", _typed(bool), False),
+        ),
+        rules=lambda p: (
+            _credential_rules(p)
+            + (
+                [("ssd_capacity", "must be 1 to total_capacity bytes")]
+                if p["ssd_capacity"] > p["total_capacity"]
+                else []
+            )
+        ),
     )
 
-    def _rules(self, inputs: dict[str, Any], *, creating: bool) -> list[CheckFailure]:
-        failures = _credential_rules(inputs)
-        name, total, ssd = inputs["name"], inputs["total_capacity"], inputs["ssd_capacity"]
-        if _known(name) and not _NAME.fullmatch(name):
-            failures.append(CheckFailure("name", f"{name!r} is not a Weka filesystem name"))
-        if _known(total) and total <= 0:
-            failures.append(CheckFailure("total_capacity", "must be a positive number of bytes"))
-        if _known(total, ssd):
-            if ssd == 0:
-                inputs["ssd_capacity"] = total
-            elif not 0 < ssd <= total:
-                failures.append(CheckFailure("ssd_capacity", "must be 1 to total_capacity bytes"))
-        snapshot = inputs["retained_snapshot_id"]
-        if creating and _known(snapshot) and snapshot != "":
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        result = super().check(olds, news)
+        inputs, failures = result.inputs, list(result.failures or [])
+        total, ssd = inputs.get("total_capacity"), inputs.get("ssd_capacity")
+        if ssd == 0 and isinstance(total, int):
+            inputs["ssd_capacity"] = total
+        snapshot = inputs.get("retained_snapshot_id")
+        if not olds and isinstance(snapshot, str) and snapshot and not is_unknown(snapshot):
             reason = "a filesystem being created has no snapshot yet: leave it empty"
             failures.append(CheckFailure("retained_snapshot_id", reason))
-        return failures
+        return CheckResult(inputs, failures)
+
+    def delete_before_replace(self, replaces: list[str]) -> bool:
+        # A name exists once per organization, and the delete gate must speak before a new
+        # filesystem is made beside the old one.
+        return True
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         with _client(inputs) as weka:
             existing = weka.find_filesystem(inputs["name"])
             if existing is None:
@@ -391,17 +332,17 @@ class FilesystemProvider(_WekaProvider):
         with _client(props) as weka:
             fs = weka.get_filesystem(id_)
         if fs is None:
-            return _gone()
+            return gone()
         live = {
             "name": fs.name,
             "group_name": fs.group_name,
             "total_capacity": fs.total_capacity,
             "ssd_capacity": fs.ssd_capacity,
         }
-        return ReadResult(id_, {**self._inputs(props), **live})
+        return ReadResult(id_, {**self.schema.recorded(props), **live})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        old, new = self._inputs(olds), self._inputs(news)
+        old, new = self.schema.recorded(olds), self.schema.recorded(news)
         with _client(new) as weka:
             snapshot = new["retained_snapshot_id"]
             if snapshot and snapshot != old["retained_snapshot_id"]:
@@ -413,7 +354,7 @@ class FilesystemProvider(_WekaProvider):
         return UpdateResult(new)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         doing = self._doing("deleting", inputs)
         with _client(inputs) as weka:
             if weka.get_filesystem(id_) is None:
@@ -454,45 +395,55 @@ class FilesystemProvider(_WekaProvider):
 # --- directory quota ------------------------------------------------------------------------
 
 
+def _absolute_path(path: str) -> str:
+    if not path.startswith("/"):
+        raise ValueError(f"{path!r} is not an absolute path")
+    # As the cluster spells it, so that read's live path diffs clean.
+    return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def _nonempty(meaning: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value == "":
+            raise ValueError(meaning)
+        return value
+
+    return check
+
+
 class DirectoryQuotaProvider(_WekaProvider):
     """A quota on a directory (/home/alice, /scratch/tenant-foo). The directory must exist:
     the REST API cannot make one (the CSI driver or an operator does, through a mount)."""
 
-    kind = "directory quota"
-    fields = (
-        _Field("filesystem_uid", str, replaces=True),
-        _Field("path", str, replaces=True),
-        *_CREDENTIALS,
-        _Field("hard_limit_bytes", int),  # 0 = none
-        _Field("soft_limit_bytes", int),
-        _Field("grace_seconds", int, 0),
-        _Field("owner", str),  # the ownership mark: the tenant's slug
+    schema = Schema(
+        kind="directory quota",
+        fields=(
+            Field("filesystem_uid", _typed(str), replaces=True),
+            Field("path", _typed(str, _absolute_path), replaces=True),
+            *_CREDENTIALS,
+            Field("hard_limit_bytes", _at_least(0, "cannot be negative")),  # 0 = none
+            Field("soft_limit_bytes", _at_least(0, "cannot be negative")),
+            Field("grace_seconds", _at_least(0, "cannot be negative"), 0),
+            # The ownership mark: the tenant's slug.
+            Field("owner", _typed(str, _nonempty("is required: it marks the quota as ours"))),
+        ),
+        identity=("filesystem_uid", "path"),
+        rules=lambda p: (
+            _credential_rules(p)
+            + (
+                [("soft_limit_bytes", "cannot exceed hard_limit_bytes")]
+                if 0 < p["hard_limit_bytes"] < p["soft_limit_bytes"]
+                else []
+            )
+        ),
     )
-
-    def _rules(self, inputs: dict[str, Any], *, creating: bool) -> list[CheckFailure]:
-        failures = _credential_rules(inputs)
-        path = inputs["path"]
-        if _known(path):
-            if not path.startswith("/"):
-                failures.append(CheckFailure("path", f"{path!r} is not an absolute path"))
-            else:  # as the cluster spells it, so that read's live path diffs clean
-                inputs["path"] = "/" + posixpath.normpath(path).lstrip("/")
-        hard, soft = inputs["hard_limit_bytes"], inputs["soft_limit_bytes"]
-        for key in ("hard_limit_bytes", "soft_limit_bytes", "grace_seconds"):
-            if _known(inputs[key]) and inputs[key] < 0:
-                failures.append(CheckFailure(key, "cannot be negative"))
-        if _known(hard, soft) and 0 < hard < soft:
-            failures.append(CheckFailure("soft_limit_bytes", "cannot exceed hard_limit_bytes"))
-        if inputs["owner"] == "":
-            failures.append(CheckFailure("owner", "is required: it marks the quota as ours"))
-        return failures
 
     def _doing(self, what: str, props: Mapping[str, Any]) -> str:
         where = f"{props.get('path')} in filesystem {props.get('filesystem_uid')}"
         return f"{what} the Weka quota of {where}"
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         fs_uid, path, owner = inputs["filesystem_uid"], inputs["path"], inputs["owner"]
         doing = self._doing("setting", inputs)
         with _client(inputs) as weka:
@@ -538,7 +489,7 @@ class DirectoryQuotaProvider(_WekaProvider):
         with _client(props) as weka:
             quota = weka.get_quota(fs_uid, inode)
         if quota is None:
-            return _gone()
+            return gone()
         live = {
             "filesystem_uid": fs_uid,
             "path": quota.path,
@@ -548,10 +499,10 @@ class DirectoryQuotaProvider(_WekaProvider):
             "owner": quota.owner,
             "inode_id": inode,
         }
-        return ReadResult(id_, {**self._inputs(props), **live})
+        return ReadResult(id_, {**self.schema.recorded(props), **live})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        inputs = self._inputs(news)
+        inputs = self.schema.recorded(news)
         inode = id_.rpartition(":")[2]
         with _client(inputs) as weka:
             self._set(weka, inode, inputs)
@@ -569,6 +520,33 @@ _MODE = re.compile(r"[0-7]{3,4}")
 _PATH_PART = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,254}")
 
 
+def _plain_path(path: str) -> str:
+    parts = path.split("/")
+    names = [] if path == "/" else parts[1:]
+    plain = all(_PATH_PART.fullmatch(p) and p not in (".", "..") for p in names)
+    if parts[0] != "" or not plain:
+        raise ValueError(f"{path!r} is not an absolute path of plain names (no '..', no '//')")
+    return path
+
+
+def _posix_id(value: int) -> int:
+    if not 0 <= value < 2**32 - 1:
+        raise ValueError("must be a POSIX id")
+    return value
+
+
+def _mode(mode: str) -> str:
+    if not _MODE.fullmatch(mode):
+        raise ValueError(f"{mode!r} is not an octal mode like 0750")
+    return normalize_mode(mode)
+
+
+def _role(role: str) -> str:
+    if role not in ORG_USER_ROLES:
+        raise ValueError(f"must be one of {', '.join(ORG_USER_ROLES)}")
+    return role
+
+
 class DirectoryProvider(_WekaProvider):
     """A directory of a filesystem (a tenant's /scratch/tenant-foo, a user's home), made through
     the mount host (`mount`) with its owner and mode. Its owner is the ownership mark: a directory
@@ -580,42 +558,24 @@ class DirectoryProvider(_WekaProvider):
     organization is the mark) and left to the filesystem at delete: its data goes only with the
     filesystem, behind the snapshot gate."""
 
-    kind = "directory"
-    fields = (
-        _Field("org", str, ROOT_ORG, replaces=True),
-        _Field("filesystem", str, replaces=True),
-        _Field("path", str, replaces=True),
-        _Field("uid", int),
-        _Field("gid", int),
-        _Field("mode", str, "0750"),
-        _Field("allow_delete_with_data", bool, False),
+    schema = Schema(
+        kind="directory",
+        fields=(
+            Field("org", _typed(str), ROOT_ORG, replaces=True),
+            Field("filesystem", _matching(_NAME, "a Weka filesystem name"), replaces=True),
+            Field("path", _typed(str, _plain_path), replaces=True),
+            Field("uid", _typed(int, _posix_id)),
+            Field("gid", _typed(int, _posix_id)),
+            Field("mode", _typed(str, _mode), "0750"),
+            Field("allow_delete_with_data", _typed(bool), False),
+        ),
+        identity=("org", "filesystem", "path"),
+        rules=lambda p: (
+            [("path", "the root of a shared filesystem is the platform's, not a tenant's")]
+            if p["path"] == "/" and p["org"] == ROOT_ORG
+            else []
+        ),
     )
-
-    def _rules(self, inputs: dict[str, Any], *, creating: bool) -> list[CheckFailure]:
-        failures = []
-        path, mode = inputs["path"], inputs["mode"]
-        if _known(path):
-            parts = path.split("/")
-            names = [] if path == "/" else parts[1:]
-            plain = all(_PATH_PART.fullmatch(p) and p not in (".", "..") for p in names)
-            if parts[0] != "" or not plain:
-                reason = f"{path!r} is not an absolute path of plain names (no '..', no '//')"
-                failures.append(CheckFailure("path", reason))
-            elif path == "/" and inputs["org"] == ROOT_ORG:
-                reason = "the root of a shared filesystem is the platform's, not a tenant's"
-                failures.append(CheckFailure("path", reason))
-        if _known(inputs["filesystem"]) and not _NAME.fullmatch(inputs["filesystem"]):
-            reason = f"{inputs['filesystem']!r} is not a Weka filesystem name"
-            failures.append(CheckFailure("filesystem", reason))
-        for key in ("uid", "gid"):
-            if _known(inputs[key]) and not 0 <= inputs[key] < 2**32 - 1:
-                failures.append(CheckFailure(key, "must be a POSIX id"))
-        if _known(mode):
-            if _MODE.fullmatch(mode):
-                inputs["mode"] = normalize_mode(mode)
-            else:
-                failures.append(CheckFailure("mode", f"{mode!r} is not an octal mode like 0750"))
-        return failures
 
     def _doing(self, what: str, props: Mapping[str, Any]) -> str:
         where = f"{props.get('path')} of filesystem {props.get('filesystem')!r}"
@@ -626,7 +586,7 @@ class DirectoryProvider(_WekaProvider):
         return inputs["org"], inputs["filesystem"], inputs["path"]
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         doing = self._doing("creating", inputs)
         mount = mount_client()
         where = self._where(inputs)
@@ -650,14 +610,14 @@ class DirectoryProvider(_WekaProvider):
         return CreateResult(f"{inputs['org']}/{inputs['filesystem']}{inputs['path']}", inputs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         found = mount_client().stat(*self._where(inputs), self._doing("reading", inputs))
         if found is None:
-            return _gone()
+            return gone()
         return ReadResult(id_, {**inputs, "uid": found.uid, "gid": found.gid, "mode": found.mode})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        inputs = self._inputs(news)
+        inputs = self.schema.recorded(news)
         mount_client().set_owner(
             *self._where(inputs),
             inputs["uid"],
@@ -668,7 +628,7 @@ class DirectoryProvider(_WekaProvider):
         return UpdateResult(inputs)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         doing = self._doing("deleting", inputs)
         mount = mount_client()
         where = self._where(inputs)
@@ -692,26 +652,26 @@ class OrgUserProvider(_WekaProvider):
     """A local user of an organization, such as the CSI driver's (role CSI). Its password is
     generated at create and returned as the secret output `password`."""
 
-    kind = "user"
-    fields = (
-        _Field("username", str, replaces=True),
-        *_CREDENTIALS,
-        _Field("role", str),
+    schema = Schema(
+        kind="user",
+        fields=(
+            Field("username", _matching(_NAME, "a Weka username"), replaces=True),
+            *_CREDENTIALS,
+            Field("role", _typed(str, _role)),
+        ),
+        identity=("username", "org"),
+        rules=lambda p: (
+            _credential_rules(p)
+            + (
+                [("username", "is the organization admin's own name")]
+                if p["username"] == p["org_admin_username"]
+                else []
+            )
+        ),
     )
 
-    def _rules(self, inputs: dict[str, Any], *, creating: bool) -> list[CheckFailure]:
-        failures = _credential_rules(inputs)
-        username, role = inputs["username"], inputs["role"]
-        if _known(username) and not _NAME.fullmatch(username):
-            failures.append(CheckFailure("username", f"{username!r} is not a Weka username"))
-        if _known(username) and username == inputs["org_admin_username"]:
-            failures.append(CheckFailure("username", "is the organization admin's own name"))
-        if _known(role) and role not in ORG_USER_ROLES:
-            failures.append(CheckFailure("role", f"must be one of {', '.join(ORG_USER_ROLES)}"))
-        return failures
-
     def create(self, props: dict[str, Any]) -> CreateResult:
-        inputs = self._inputs(props)
+        inputs = self.schema.recorded(props)
         username, role = inputs["username"], inputs["role"]
         password = _new_password()
         with _client(inputs) as weka:
@@ -734,12 +694,14 @@ class OrgUserProvider(_WekaProvider):
         with _client(props) as weka:
             user = next((u for u in weka.list_users() if u.uid == id_), None)
         if user is None:
-            return _gone()
+            return gone()
         live = {"username": user.username, "role": user.role}
-        return ReadResult(id_, {**self._inputs(props), **live, "password": props["password"]})
+        return ReadResult(
+            id_, {**self.schema.recorded(props), **live, "password": props["password"]}
+        )
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        old, new = self._inputs(olds), self._inputs(news)
+        old, new = self.schema.recorded(olds), self.schema.recorded(news)
         if old["role"] != new["role"]:
             with _client(new) as weka:
                 weka.update_user(id_, new["username"], role=new["role"])
