@@ -60,7 +60,10 @@ def reservation_args(spec: TenantSpec) -> CapacityReservationArgs:
 
 
 def namespace_args(
-    spec: TenantSpec, platform: Platform, reservation: CapacityReservation | None
+    spec: TenantSpec,
+    platform: Platform,
+    reservation: CapacityReservation | None,
+    ldap_bind_data: pulumi.Input[dict[str, str]],
 ) -> TenantNamespaceArgs:
     quota = spec.kubernetes.quota
     defaults = spec.kubernetes.container_defaults
@@ -85,8 +88,8 @@ def namespace_args(
         ingress_from=[names.slurm_namespace],
         egress=network_egress(platform),
         admins_group=spec.admins_group if spec.identity.admins else None,
-        ldap_bind_secret_namespace=names.auth_namespace,
         ldap_bind_secret_name=names.ldap_bind_secret,
+        ldap_bind_data=ldap_bind_data,
         after=[reservation] if reservation else [],
     )
 

@@ -9,16 +9,12 @@
   do, instead of becoming a drift repair.
 
 It runs in the program, before any resource is declared, so `pulumi preview` in a pull request
-refuses and changes nothing. The cluster is read once with `kubectl` (the operator's own tool,
-and whatever credentials their kubeconfig uses), through the same KUBECONFIG the Kubernetes
-provider uses.
+refuses and changes nothing. What it checks is read by `tenant_stack.live`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -200,42 +196,3 @@ def _bytes(count: int) -> str:
         if count % 1024**power == 0:
             return f"{count // 1024**power}{unit}"
     return f"{count} bytes"
-
-
-@dataclass(frozen=True)
-class LiveCluster:
-    nodes: list[NodeState]
-    claims: list[ClaimState]  # of the tenant's namespace
-
-
-def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
-    """Every Node of the cluster the current kubeconfig points at, and the claims of
-    `namespace` (none when it does not exist yet), in one request."""
-    argv = [
-        kubectl,
-        "get",
-        "nodes,persistentvolumeclaims",
-        f"--namespace={namespace}",
-        "--output=json",
-        "--request-timeout=30s",
-    ]
-    try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    except FileNotFoundError as err:
-        raise ClusterError(f"{kubectl} is not on PATH; the preflight needs it") from err
-    except subprocess.TimeoutExpired as err:
-        raise ClusterError(f"`{' '.join(argv)}` did not answer within 60s") from err
-    except OSError as err:
-        raise ClusterError(f"`{' '.join(argv)}` could not run: {err}") from err
-    if result.returncode != 0:
-        message = result.stderr.strip() or f"exit code {result.returncode}"
-        raise ClusterError(f"`{' '.join(argv)}` failed: {message}")
-    items = json.loads(result.stdout)["items"]
-    return LiveCluster(
-        nodes=[NodeState.from_api(item) for item in items if item.get("kind") == "Node"],
-        claims=[
-            ClaimState.from_api(item)
-            for item in items
-            if item.get("kind") == "PersistentVolumeClaim"
-        ],
-    )

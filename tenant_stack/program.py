@@ -21,6 +21,7 @@ from tenant_stack.components import (
 from tenant_stack.components.weka_storage import SharedFilesystem
 from tenant_stack.errors import ClusterError, PreflightError
 from tenant_stack.handover import connection_sheet, smoke_tests
+from tenant_stack.live import read_cluster, read_secret_data
 from tenant_stack.mapping import (
     SharedFilesystems,
     identity_args,
@@ -32,7 +33,7 @@ from tenant_stack.mapping import (
     wanted_claims,
 )
 from tenant_stack.platform import Platform
-from tenant_stack.preflight import check_claims, check_nodes, read_cluster
+from tenant_stack.preflight import check_claims, check_nodes
 from tenant_stack.spec import TenantSpec
 
 PLATFORM_STACK = "prod"
@@ -76,6 +77,7 @@ class Tenant:
 def declare_tenant(
     spec: TenantSpec,
     platform: Platform,
+    ldap_bind_data: pulumi.Input[dict[str, str]],
     shared: SharedFilesystems | None = None,
     ca_certificate: str | None = None,
 ) -> Tenant:
@@ -88,7 +90,9 @@ def declare_tenant(
     reservation = (
         CapacityReservation(spec.slug, reservation_args(spec)) if spec.reservation.nodes else None
     )
-    namespace = TenantNamespace(spec.slug, namespace_args(spec, platform, reservation))
+    namespace = TenantNamespace(
+        spec.slug, namespace_args(spec, platform, reservation, ldap_bind_data)
+    )
     slurm = SlurmAccounting(
         spec.slug, slurm_args(spec, after=[namespace, *([reservation] if reservation else [])])
     )
@@ -129,7 +133,13 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
 
 def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     preflight(spec, platform, spec_path)
-    tenant = declare_tenant(spec, platform, shared_filesystems(spec, platform), ca_certificate())
+    names = platform.kubernetes
+    ldap_bind_data = pulumi.Output.secret(
+        read_secret_data(names.auth_namespace, names.ldap_bind_secret)
+    )
+    tenant = declare_tenant(
+        spec, platform, ldap_bind_data, shared_filesystems(spec, platform), ca_certificate()
+    )
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)
         pulumi.export("reserved_nodes", tenant.reservation.nodes)

@@ -56,8 +56,9 @@ class TenantNamespaceArgs:
     ingress_from: list[str]
     egress: list[Egress]
     admins_group: str | None
-    ldap_bind_secret_namespace: str
     ldap_bind_secret_name: str
+    # The platform's LDAP bind Secret's data, read from the auth namespace by the program.
+    ldap_bind_data: pulumi.Input[dict[str, str]]
     # Created after this; deleted before it (destroy runs in reverse dependency order).
     after: list[pulumi.Resource]
 
@@ -141,16 +142,11 @@ class TenantNamespace(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-        source = k8s.core.v1.Secret.get(
-            f"{name}-ldap-bind-source",
-            f"{args.ldap_bind_secret_namespace}/{args.ldap_bind_secret_name}",
-            opts=child,
-        )
         copy = k8s.core.v1.Secret(
             f"{name}-ldap-bind",
             metadata=meta(args.ldap_bind_secret_name),
             type="Opaque",
-            data=source.data,
+            data=pulumi.Output.secret(args.ldap_bind_data),
             opts=child,
         )
         self.name = ns

@@ -95,7 +95,6 @@ class Deployment:
 
 def _deploy(recorder: Recorder, spec: TenantSpec, platform: Platform = PLATFORM) -> Deployment:
     """The components in the program's order (runbook 1, 3, 5), args from tenant_stack.mapping."""
-    recorder.reads["auth/ldap-bind-creds"] = {"data": BIND_DATA}
 
     def program() -> pulumi.Output[dict[str, Any]]:
         shared = (
@@ -106,7 +105,7 @@ def _deploy(recorder: Recorder, spec: TenantSpec, platform: Platform = PLATFORM)
             if spec.storage.isolation == "directory"
             else None
         )
-        tenant = declare_tenant(spec, platform, shared)
+        tenant = declare_tenant(spec, platform, pulumi.Output.secret(BIND_DATA), shared)
         reservation, namespace, login = tenant.reservation, tenant.namespace, tenant.login
         outputs: dict[str, Any] = {
             "namespace": namespace.name,
@@ -297,16 +296,14 @@ def test_admins_role_binding_is_the_runbooks(foo: Deployment) -> None:
 
 
 def test_ldap_bind_secret_is_copied_into_the_tenant_namespace(foo: Deployment) -> None:
-    # The source is read (Secret.get: a ReadResource with an id), never managed by the stack.
-    source = foo.one(K8S_SECRET, "tenant-foo-ldap-bind-source")
-    assert source.read_id == "auth/ldap-bind-creds"
+    # The source is read by the program (tenant_stack.live), never a resource of the stack.
+    assert not [r for r in foo.recorder.resources if r.read_id is not None]
     copy = foo.one(K8S_SECRET, "tenant-foo-ldap-bind")
     assert copy.read_id is None
     assert copy.inputs["metadata"] == owned("ldap-bind-creds", "tenant-foo")
     assert copy.inputs["type"] == "Opaque"
     assert is_secret(copy.inputs["data"])
     assert reveal(copy.inputs["data"]) == BIND_DATA
-    assert source.urn in copy.property_dependencies["data"]
     assert foo.outputs["ldap_bind_secret"] == "ldap-bind-creds"
 
 
@@ -380,7 +377,6 @@ FOO_CHILDREN = {
         (K8S_POLICY, "tenant-foo-deny-all"),
         (K8S_POLICY, "tenant-foo-allow"),
         (K8S_ROLE_BINDING, "tenant-foo-admins"),
-        (K8S_SECRET, "tenant-foo-ldap-bind-source"),
         (K8S_SECRET, "tenant-foo-ldap-bind"),
     },
     IDENTITY: {

@@ -122,7 +122,7 @@ def test_reservation_args_name_the_runbooks_reservation() -> None:
 
 
 def test_namespace_args_without_a_reservation() -> None:
-    args = namespace_args(FOO, PLATFORM, None)
+    args = namespace_args(FOO, PLATFORM, None, {"password": "cGFzc3dvcmQ="})
     assert args.reservation_name is None
     assert args.after == []
     assert args.ingress_from == ["slurm-control"]
@@ -132,10 +132,8 @@ def test_namespace_args_without_a_reservation() -> None:
         ("kube-system", [(53, "UDP"), (53, "TCP")]),
     ]
     assert args.admins_group == "tenant-foo-admins"
-    assert (args.ldap_bind_secret_namespace, args.ldap_bind_secret_name) == (
-        "auth",
-        "ldap-bind-creds",
-    )
+    assert args.ldap_bind_secret_name == "ldap-bind-creds"
+    assert args.ldap_bind_data == {"password": "cGFzc3dvcmQ="}
     quota = args.quota
     assert (quota.gpus, quota.requests_cpu, quota.requests_memory, quota.limits_memory) == (
         64,

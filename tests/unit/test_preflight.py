@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tenant_stack.errors import ClusterError, Problem
+from tenant_stack.live import read_cluster
 from tenant_stack.preflight import (
     ClaimState,
     Findings,
@@ -21,7 +22,6 @@ from tenant_stack.preflight import (
     check_claims,
     check_nodes,
     quantity_bytes,
-    read_cluster,
 )
 
 TENANT = "tenant-foo"
@@ -345,7 +345,7 @@ def test_a_hung_kubectl_is_a_cluster_error(monkeypatch: pytest.MonkeyPatch) -> N
     def hang(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
 
-    monkeypatch.setattr("tenant_stack.preflight.subprocess.run", hang)
+    monkeypatch.setattr("tenant_stack.live.subprocess.run", hang)
     with pytest.raises(ClusterError, match="kubectl"):
         read_cluster("tenant-foo", "kubectl")
 
