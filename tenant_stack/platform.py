@@ -12,9 +12,9 @@ engine resolves them, too late for that. And a pull request's `pulumi preview` m
 access to the prod stack's state. The prod stack exports the same values, for consumers that are
 not this program.
 
-This module is also the project's YAML boundary, shared with `spec.py`: the strict YAML loader,
-the base of the pydantic models, name types both files use, and the conversion of pydantic's errors
-into located `Problem`s.
+This module is also the project's YAML boundary, shared with the `spec` package: the strict YAML
+loader, the base of the pydantic models, name types both use, and the conversion of pydantic's
+errors into located `Problem`s.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ __all__ = [
 CONFIG_NAMESPACE = "gpu-tenants"
 MAX_ID = 2**31 - 1  # uidNumber/gidNumber are signed 32-bit in NSS and in Slurm's accounting
 
-# --- the YAML boundary (shared with spec.py) -----------------------------------------------------
+# --- the YAML boundary (shared with the spec) ----------------------------------------------------
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -222,7 +222,7 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-# --- names and values shared with spec.py --------------------------------------------------------
+# --- names and values shared with the spec -------------------------------------------------------
 
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

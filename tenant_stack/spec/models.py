@@ -1,0 +1,297 @@
+"""The pydantic models of `tenants/<slug>.yaml`, each field checked on its own: types, ranges and
+formats. The names derived from the slug are properties of `TenantSpec`, so they cannot drift
+apart; `hostlist` is here because `TenantSpec.nodelist` writes its nodes in Slurm's form. The rules
+that tie fields to each other live in `rules`, which needs valid fields first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable
+from datetime import date
+from typing import Annotated, Literal, TypeVar
+
+from pydantic import AfterValidator, Field
+
+from tenant_stack.platform import MAX_ID, DnsLabel, DnsName, StrictModel
+from tenant_stack.spec.names import (
+    AccountName,
+    Email,
+    PersonName,
+    QosFlag,
+    SacctmgrText,
+    Slug,
+    Ticket,
+    Username,
+)
+from tenant_stack.spec.quantities import BoundedDuration, Bytes, MilliCpu, WallTime
+from tenant_stack.spec.ssh_keys import SshKey
+
+_T = TypeVar("_T", bound=Hashable)
+
+
+def _evict_on_release(value: bool) -> bool:
+    if value:
+        raise ValueError(
+            "must be false: with evictOnRelease true, removing a node from the reservation "
+            "(an RMA, say) kills the tenant's running jobs on it instead of draining them"
+        )
+    return value
+
+
+def _unique(values: list[_T]) -> list[_T]:
+    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} listed more than once; list each once")
+    return values
+
+
+PosixId = Annotated[int, Field(ge=1, le=MAX_ID)]
+Count = Annotated[int, Field(ge=1, le=MAX_ID)]
+Day = Annotated[date, Field(strict=False)]  # a quoted ISO date is as clear as an unquoted one
+PreemptMode = Literal["off", "cancel", "requeue"]
+Stage = Literal["active", "frozen", "drained", "archived", "snapshotted", "destroy"]
+
+
+class Term(StrictModel):
+    start: Day
+    end: Day
+
+
+class Contract(StrictModel):
+    """What the tenant bought."""
+
+    gpu_sku: DnsLabel
+    gpus: Count
+    partition_type: Literal["reserved", "on-demand", "spot"]
+    term: Term
+    wall_limit: WallTime
+    interactive_wall_limit: WallTime
+    gpu_minutes: Count  # the whole tenant's budget, split evenly between its users
+
+
+class Reservation(StrictModel):
+    hardware_pool: DnsLabel
+    nodes: list[DnsLabel] = Field(default_factory=list)
+    evict_on_release: Annotated[bool, AfterValidator(_evict_on_release)]
+
+
+class Identity(StrictModel):
+    gid: PosixId  # pinned: the outpost's own gidNumber is a hash prefix that collides
+    admins: list[Username]
+    # The `<slug>-admins` group's gidNumber, pinned for the same reason; needed when admins exist.
+    admins_gid: PosixId | None = None
+
+
+class User(StrictModel):
+    username: Username
+    name: PersonName
+    email: Email
+    uid: PosixId
+    team: AccountName | None = None  # None: the user's association is on the tenant account
+    ssh_keys: Annotated[list[SshKey], Field(min_length=1)]
+
+
+class Team(StrictModel):
+    """A Slurm sub-account of the tenant's account."""
+
+    name: AccountName
+    description: SacctmgrText
+    fairshare: Count
+
+
+class Qos(StrictModel):
+    priority: Annotated[int, Field(ge=0, le=MAX_ID)]
+    gpus: Count  # GrpTRES=gres/gpu=<gpus>
+    flags: Annotated[list[QosFlag], AfterValidator(_unique)] = Field(default_factory=list)
+    preempt_mode: PreemptMode | None = None  # None: the cluster's default
+
+
+class QosSet(StrictModel):
+    normal: Qos  # MaxWall = contract.wall_limit
+    interactive: Qos  # MaxWall = contract.interactive_wall_limit
+
+
+class Partition(StrictModel):
+    default_time: WallTime
+    oversubscribe: Literal["exclusive", "no"]
+    preempt_mode: PreemptMode
+
+
+class SlurmSpec(StrictModel):
+    fairshare: Count
+    grp_jobs: Count
+    max_jobs_per_user: Count
+    teams: list[Team] = Field(default_factory=list)
+    qos: QosSet
+    partition: Partition
+
+
+class Quota(StrictModel):
+    soft: Bytes
+    hard: Bytes
+
+
+class PersistentVolumeClaim(StrictModel):
+    name: DnsLabel
+    size: Bytes
+
+
+class Storage(StrictModel):
+    isolation: Literal["org", "directory"]  # org: a Weka org of its own; directory: shared org
+    home_capacity: Bytes
+    home_per_user: Quota
+    scratch: Quota
+    pvcs: list[PersistentVolumeClaim] = Field(default_factory=list)
+    # Filesystems refuse `pulumi destroy` until offboarding has recorded a verified snapshot.
+    # True only for a rehearsal or the rollback of a tenant that never held data.
+    delete_without_snapshot: bool = False
+
+
+class ResourceQuota(StrictModel):
+    """The namespace's ResourceQuota; its GPU requests equal contract.gpus."""
+
+    requests_cpu: MilliCpu
+    requests_memory: Bytes
+    limits_memory: Bytes
+    persistent_volume_claims: Annotated[int, Field(ge=0, le=10000)]
+    requests_storage: Bytes
+
+
+class ContainerResources(StrictModel):
+    cpu: MilliCpu
+    memory: Bytes
+
+
+class ContainerDefaults(StrictModel):
+    """The namespace's LimitRange for containers that set no resources."""
+
+    limit: ContainerResources
+    request: ContainerResources
+
+
+class KubernetesSpec(StrictModel):
+    quota: ResourceQuota
+    container_defaults: ContainerDefaults
+
+
+class Network(StrictModel):
+    """NetworkPolicies always isolate the namespace; `pkey` adds an InfiniBand partition."""
+
+    isolation: Literal["networkpolicy", "pkey"]
+    # The 15-bit base key; the membership bit is the fabric manager's. 0x7fff is the default
+    # partition every port is in, so it isolates nothing.
+    pkey: Annotated[int, Field(ge=0x0001, le=0x7FFE)] | None = None
+
+
+class Login(StrictModel):
+    hostname: DnsName
+    replicas: Annotated[int, Field(ge=1, le=10)]
+
+
+class SignOff(StrictModel):
+    by: PersonName
+    date: Day
+    ticket: Ticket
+
+
+class Lifecycle(StrictModel):
+    """Offboarding moves `stage` forward one reviewed pull request at a time."""
+
+    stage: Stage
+    drain_mode: Literal["graceful", "hard"]
+    drain_timeout: BoundedDuration  # graceful: wait for the queue; hard: TERM to KILL
+    retention_days: Annotated[int, Field(ge=1, le=3650)]
+    legal_hold: bool
+    sign_off: SignOff | None = None
+
+
+class TenantSpec(StrictModel):
+    """One tenant. Names derived from the slug are properties, so they cannot drift apart."""
+
+    slug: Slug
+    display_name: SacctmgrText  # the Slurm account's Description
+    contract: Contract
+    reservation: Reservation
+    identity: Identity
+    users: Annotated[list[User], Field(min_length=1)]
+    slurm: SlurmSpec
+    storage: Storage
+    kubernetes: KubernetesSpec
+    network: Network
+    login: Login
+    lifecycle: Lifecycle
+
+    @property
+    def short_name(self) -> str:
+        return self.slug.removeprefix("tenant-")
+
+    @property
+    def account(self) -> str:
+        return self.slug
+
+    @property
+    def partition(self) -> str:
+        return self.slug
+
+    @property
+    def namespace(self) -> str:
+        return self.slug
+
+    @property
+    def reservation_name(self) -> str:
+        return f"{self.slug}-reservation"
+
+    @property
+    def admins_group(self) -> str:
+        return f"{self.slug}-admins"
+
+    @property
+    def qos_normal(self) -> str:
+        return f"normal-{self.short_name}"
+
+    @property
+    def qos_interactive(self) -> str:
+        return f"interactive-{self.short_name}"
+
+    @property
+    def gpu_minutes_per_user(self) -> int:
+        """GrpTRESMins=gres/gpu=<this> on each user (an exact split; `check_spec` ensures it)."""
+        return self.contract.gpu_minutes // len(self.users)
+
+    @property
+    def nodelist(self) -> str:
+        """The reservation's nodes in Slurm hostlist form, as the partition names them."""
+        return hostlist(self.reservation.nodes)
+
+    def user_account(self, user: User) -> str:
+        """The Slurm account a user's association sits on: their team, else the tenant's."""
+        return user.team or self.account
+
+
+def hostlist(nodes: Iterable[str]) -> str:
+    """Slurm's compressed hostlist: gpu-01..gpu-08 -> `gpu-[01-08]`, gaps as `gpu-[01-03,05]`."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain: list[str] = []
+    for node in sorted(set(nodes)):
+        match = re.match(r"^(.*?)([0-9]+)$", node)
+        if match:
+            groups.setdefault((match.group(1), len(match.group(2))), []).append(int(match.group(2)))
+        else:
+            plain.append(node)
+    parts = list(plain)
+    for (prefix, width), numbers in sorted(groups.items()):
+        numbers.sort()
+        runs: list[list[int]] = []
+        for number in numbers:
+            if runs and number == runs[-1][-1] + 1:
+                runs[-1].append(number)
+            else:
+                runs.append([number])
+        ranges = [
+            f"{r[0]:0{width}d}" if len(r) == 1 else f"{r[0]:0{width}d}-{r[-1]:0{width}d}"
+            for r in runs
+        ]
+        single = len(ranges) == 1 and len(runs[0]) == 1
+        parts.append(f"{prefix}{ranges[0]}" if single else f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)

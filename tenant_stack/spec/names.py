@@ -1,0 +1,119 @@
+"""Names and free text of a spec: slugs, usernames, Slurm account names, descriptions, people's
+names, email addresses, change tickets and QoS flags. Each ends up in a system with a grammar of
+its own (Slurm, sacctmgr, passwd), so each is checked against that grammar here, where the
+problem can name its spec field, rather than failing halfway through an update.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+from providers.slurm.sacctmgr import QOS_FLAGS
+
+_HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+RESERVED_SLUGS = {
+    "prod": "it is the platform stack",
+    "default": "Slurm refuses a partition named 'default'",
+}
+SYSTEM_USERNAMES = frozenset({"root", "daemon", "bin", "sys", "nobody", "slurm", "munge", "admin"})
+# sacctmgr splits its arguments on ',' and '=', its -P output on '|', and reads a leading '-' as
+# an option; quotes and line breaks survive neither its parser nor ours.
+_SACCTMGR_UNSAFE = set("|,=\"'`\\")
+
+
+def _slug(value: str) -> str:
+    if not 3 <= len(value) <= 40 or not _HYPHENATED.match(value):
+        raise ValueError(
+            f"{value!r} is not a slug: use 3-40 lowercase letters and digits in hyphen-separated "
+            "words, starting with a letter, such as 'tenant-foo'"
+        )
+    if value in RESERVED_SLUGS:
+        raise ValueError(f"{value!r} is reserved: {RESERVED_SLUGS[value]}")
+    return value
+
+
+def _username(value: str) -> str:
+    if len(value) > 32 or not _HYPHENATED.match(value):
+        raise ValueError(
+            f"{value!r} is not a username: use up to 32 lowercase letters and digits, "
+            "hyphen-separated, starting with a letter, such as 'alice' or 'bob-smith'"
+        )
+    if value in SYSTEM_USERNAMES:
+        raise ValueError(f"{value!r} is a system account name; choose another username")
+    return value
+
+
+def _account_name(value: str) -> str:
+    # Slurm stores account names lowercased, so only lowercase names read back as written.
+    if len(value) > 40 or not re.match(r"^[a-z][a-z0-9]*([-_][a-z0-9]+)*$", value):
+        raise ValueError(
+            f"{value!r} is not a Slurm account name: use up to 40 lowercase letters, digits, "
+            "'-' and '_', starting with a letter, such as 'ml-team-foo'"
+        )
+    return value
+
+
+def _printable_line(value: str, limit: int) -> None:
+    if not value.strip() or value != value.strip():
+        raise ValueError(f"{value!r} must be non-empty, without leading or trailing spaces")
+    if not value.isprintable():
+        raise ValueError(f"{value!r} must be printable text on one line")
+    if len(value) > limit:
+        raise ValueError(f"{len(value)} characters; at most {limit}")
+
+
+def _sacctmgr_text(value: str) -> str:
+    _printable_line(value, 100)
+    unsafe = sorted(set(value) & _SACCTMGR_UNSAFE)
+    if unsafe:
+        raise ValueError(
+            f"{value!r} contains {' '.join(repr(c) for c in unsafe)}, which sacctmgr would "
+            "misread; "
+            "use letters, digits, spaces and . - _ ( ) /"
+        )
+    if value.startswith("-"):
+        raise ValueError(f"{value!r} starts with '-', which sacctmgr reads as an option")
+    return value
+
+
+def _person_name(value: str) -> str:
+    _printable_line(value, 128)
+    if ":" in value:
+        raise ValueError(f"{value!r} contains ':', which would break the user's passwd entry")
+    return value
+
+
+def _email(value: str) -> str:
+    if not re.match(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$", value):
+        raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
+    return value
+
+
+def _ticket(value: str) -> str:
+    if not re.match(r"^[A-Z][A-Z0-9]+-[0-9]+$", value):
+        raise ValueError(f"{value!r} is not a change ticket id such as 'OPS-1234'")
+    return value
+
+
+Slug = Annotated[str, AfterValidator(_slug)]
+Username = Annotated[str, AfterValidator(_username)]
+AccountName = Annotated[str, AfterValidator(_account_name)]
+SacctmgrText = Annotated[str, AfterValidator(_sacctmgr_text)]
+PersonName = Annotated[str, AfterValidator(_person_name)]
+Email = Annotated[str, AfterValidator(_email)]
+Ticket = Annotated[str, AfterValidator(_ticket)]
+
+
+def _qos_flag(value: str) -> str:
+    # The Slurm provider's list: the spec accepts exactly what it can write.
+    if value not in QOS_FLAGS:
+        raise ValueError(
+            f"{value!r} is not a Slurm 22.05 QoS flag; use one of {', '.join(QOS_FLAGS)}"
+        )
+    return value
+
+
+QosFlag = Annotated[str, AfterValidator(_qos_flag)]
