@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.weka.api import WekaApi, handler_for, parse_capacity
-from sandbox.weka.cluster import ApiError, Cluster
+from sandbox.weka.cluster import Cluster
+from sandbox.weka.errors import ApiError
 from sandbox.weka.mounts import Mounts
 from sandbox.weka.store import Store
 from sandbox.weka.tokens import Tokens, generate_password

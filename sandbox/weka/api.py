@@ -14,7 +14,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from sandbox.weka import views
-from sandbox.weka.cluster import ApiError, Caller, Cluster, QuotaLimits
+from sandbox.weka.cluster import Cluster
+from sandbox.weka.core import Caller
+from sandbox.weka.errors import ApiError
+from sandbox.weka.quotas import QuotaLimits
 from sandbox.weka.store import Store
 
 BASE = "/api/v2"

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sandbox.weka.cluster import ApiError
+from sandbox.weka.errors import ApiError
 
 DIRECTORY_MODE = 0o755
 
@@ -57,7 +57,7 @@ def _make_fresh(path: Path) -> None:
 
 class Mounts:
     """The mount root and the filesystems' directories under it. Every method expects valid
-    organization and filesystem names (a single path component each: see `Cluster`)."""
+    organization and filesystem names (a single path component each: see `core.check_name`)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandbox.weka.cluster import Caller, Cluster
+from sandbox.weka.cluster import Cluster
+from sandbox.weka.core import Caller
 from sandbox.weka.store import Directory, FileSystem, Org, Quota, Snapshot, User
 
 

@@ -1,0 +1,107 @@
+"""Snapshots: copies of a filesystem as it was, named and reached through an access point. They
+outlive their filesystem; uploading one only gives it a locator, as no object store is modelled.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime
+
+from sandbox.weka.core import Caller
+from sandbox.weka.errors import ApiError
+from sandbox.weka.filesystems import STORAGE_WRITERS, Filesystems
+from sandbox.weka.store import Snapshot
+
+OBS_SITES = {"LOCAL", "REMOTE"}
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Snapshots(Filesystems):
+    def find_snapshot(self, caller: Caller, uid: str) -> Snapshot:
+        snap = self.state.snapshots.get(uid)
+        if snap is None or snap.org_uid != caller.org.uid:
+            raise ApiError(404, f"Snapshot {uid} not found")
+        return snap
+
+    def list_snapshots(
+        self, caller: Caller, filesystem: str | None, name: str | None, access_point: str | None
+    ) -> list[Snapshot]:
+        return [
+            s
+            for s in self.state.snapshots.values()
+            if s.org_uid == caller.org.uid
+            and (filesystem is None or s.fs_name == filesystem)
+            and (name is None or s.name == name)
+            and (access_point is None or s.access_point == access_point)
+        ]
+
+    def _check_snapshot_unique(self, fs_uid: str, name: str, access_point: str, uid: str) -> None:
+        for other in self.state.snapshots.values():
+            if other.fs_uid != fs_uid or other.uid == uid:
+                continue
+            if other.name == name:
+                raise ApiError(409, f"Snapshot {name} already exists in this filesystem")
+            if other.access_point == access_point:
+                raise ApiError(409, f"Access point {access_point} is already in use")
+
+    def create_snapshot(
+        self, caller: Caller, fs_uid: str, name: str, access_point: str | None, writable: bool
+    ) -> Snapshot:
+        self._require(caller, STORAGE_WRITERS, "create snapshots")
+        fs = self.find_fs(caller, fs_uid)
+        if not name:
+            raise ApiError(400, "Snapshot name is required")
+        point = access_point or time.strftime("@GMT-%Y.%m.%d-%H.%M.%S", time.gmtime())
+        self._check_snapshot_unique(fs.uid, name, point, "")
+        snap = Snapshot(
+            uid=str(uuid.uuid4()),
+            id=f"SnapshotId<{self.state.next_snapshot_id}>",
+            org_uid=caller.org.uid,
+            name=name,
+            access_point=point,
+            fs_uid=fs.uid,
+            fs_id=fs.id,
+            fs_name=fs.name,
+            is_writable=writable,
+            creation_time=_now_iso(),
+            size_bytes=self.fs_used(fs),
+        )
+        self.state.next_snapshot_id += 1
+        self.state.snapshots[snap.uid] = snap
+        return snap
+
+    def update_snapshot(
+        self,
+        caller: Caller,
+        uid: str,
+        new_name: str | None,
+        access_point: str | None,
+        writable: bool | None,
+    ) -> Snapshot:
+        self._require(caller, STORAGE_WRITERS, "update snapshots")
+        snap = self.find_snapshot(caller, uid)
+        name = new_name or snap.name
+        point = access_point or snap.access_point
+        self._check_snapshot_unique(snap.fs_uid, name, point, snap.uid)
+        snap.name, snap.access_point = name, point
+        if writable is not None:
+            snap.is_writable = writable
+        return snap
+
+    def delete_snapshot(self, caller: Caller, uid: str) -> None:
+        self._require(caller, STORAGE_WRITERS, "delete snapshots")
+        del self.state.snapshots[self.find_snapshot(caller, uid).uid]
+
+    def upload_snapshot(self, caller: Caller, uid: str, obs_site: str) -> Snapshot:
+        self._require(caller, STORAGE_WRITERS, "upload snapshots")
+        snap = self.find_snapshot(caller, uid)
+        if obs_site.upper() not in OBS_SITES:
+            raise ApiError(400, f"obs_site must be one of {', '.join(sorted(OBS_SITES))}")
+        # No object store is modelled: the upload completes at once with a plausible locator.
+        number = snap.id.removeprefix("SnapshotId<").removesuffix(">")
+        snap.locator = f"{self.state.cluster_guid[:8]}/d/s/{number}/spec/{uuid.uuid4()}"
+        return snap
