@@ -1,0 +1,53 @@
+"""A spec that YAML itself cannot build fails `pulumi preview` as every other bad spec does: the
+field path and the line, no Python traceback, nothing declared."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox.project import project_copy
+
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.mark.parametrize(
+    ("written", "reported"),
+    [
+        (
+            "end: 2027-02-29",
+            "contract.term.end: '2027-02-29' (line 11) is not a valid date: "
+            "day is out of range for month",
+        ),
+        ("end: 2027-13-01", "contract.term.end: '2027-13-01' (line 11) is not a valid date"),
+    ],
+)
+def test_preview_names_an_impossible_date_at_its_field(
+    tmp_path: Path, pulumi_backend: dict[str, str], written: str, reported: str
+) -> None:
+    project = project_copy(tmp_path / "project")
+    spec = project / "tenants" / "tenant-foo.yaml"
+    spec.write_text(spec.read_text().replace("end: 2027-01-04", written))
+    env = {**os.environ, **pulumi_backend}
+
+    def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["pulumi", *args, "--stack", "tenant-foo", "--non-interactive"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    assert pulumi("stack", "init").returncode == 0
+    preview = pulumi("preview")
+    printed = preview.stdout + preview.stderr
+    assert preview.returncode != 0
+    assert f"{spec}: {reported}" in printed, printed
+    assert "Traceback" not in printed
+    assert "ValueError" not in printed
