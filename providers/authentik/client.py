@@ -1,8 +1,12 @@
 """A small client of the Authentik REST API v3 (2024.10 and later) over httpx, free of Pulumi.
 
 Every reply other than 2xx becomes an AuthentikError carrying the method, the path, the status and
-Authentik's own JSON body, never the token. Connection failures, 5xx and 429 are retried with a
-bounded exponential backoff; other 4xx are the request's fault and are not.
+Authentik's own JSON body, never the token. Requests are sent again under the backend clients' one
+policy (`providers.http_retry`): any request after a connection that never opened or a 429 or
+503, only idempotent ones (GET, HEAD, PUT, DELETE) after a 5xx or a lost reply (a POST or PATCH
+is never resent blindly: the providers' create adopts by ownership mark on the next run), never
+after other 4xx;
+waits start at 0.5 s and double up to 8 s, AUTHENTIK_MAX_ATTEMPTS tries in all.
 
 Groups come in two shapes: up to 2025.10 a group has one `parent` (and `parent_name`), from 2025.12
 a list of `parents` (and `parents_obj`). Both are read into the same `Group`; writes use the shape
@@ -24,13 +28,13 @@ import httpx
 from providers.authentik.settings import DEFAULT_MAX_ATTEMPTS, Settings
 from providers.call_log import httpx_hooks
 from providers.errors import AuthentikError
+from providers.http_retry import NoResponseError, RetryPolicy, send
 
 __all__ = ["API_PREFIX", "AuthentikClient", "Group", "Member", "User"]
 
 API_PREFIX = "/api/v3"
 _T = TypeVar("_T")
 
-_RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 _BODY_LIMIT = 2000  # characters of a reply quoted in an error; an HTML error page can be huge
 
 _NEXT_STEP = {
@@ -142,9 +146,7 @@ class AuthentikClient:
             timeout=timeout,
             event_hooks=httpx_hooks("authentik"),
         )
-        self._max_attempts = max(1, max_attempts)
-        self._backoff = backoff
-        self._max_backoff = max_backoff
+        self._retry = RetryPolicy.exponential(max_attempts, backoff, max_backoff)
         self._sleep = sleep
         self._parents_list: bool | None = None
 
@@ -388,52 +390,45 @@ class AuthentikClient:
     ) -> Any:
         """The reply's JSON (None for an empty body, or for 404 when `missing_ok`)."""
         where = f"{doing} ({method} {API_PREFIX}{path})"
-        attempt = 1
-        while True:
-            try:
-                response = self._http.request(method, path, params=params, json=body)
-            except httpx.TransportError as exc:
-                # Retrying a POST whose reply was lost may find the object made; the providers'
-                # create adopts it then, by the ownership mark it was sent with.
-                if attempt >= self._max_attempts:
-                    raise AuthentikError(
-                        where,
-                        f"connection to {self._origin()} failed after {attempt} "
-                        f"attempt{'s' if attempt > 1 else ''} ({type(exc).__name__}: {exc})",
-                        "check AUTHENTIK_URL and that Authentik is up",
-                    ) from None
-                self._sleep(self._delay(attempt, None))
-                attempt += 1
-                continue
-            if response.status_code in _RETRIED_STATUSES and attempt < self._max_attempts:
-                self._sleep(self._delay(attempt, response))
-                attempt += 1
-                continue
-            if missing_ok and response.status_code == 404:
-                return None
-            try:
-                response.raise_for_status()
-            except httpx.HTTPStatusError:
-                status = response.status_code
-                tried = f" after {attempt} attempts" if attempt > 1 else ""
-                raise AuthentikError(
-                    where,
-                    f"HTTP {status}{tried}: {_quote(_body(response))}",
-                    _NEXT_STEP.get(
-                        status,
-                        "Authentik failed; check its logs and retry"
-                        if status >= 500
-                        else "check the request against the Authentik API",
-                    ),
-                ) from None
-            return _body(response) if response.content else None
-
-    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
-        delay = self._backoff * 2.0 ** (attempt - 1)
-        retry_after = response.headers.get("Retry-After", "") if response is not None else ""
-        if retry_after.strip().isdigit():
-            delay = float(retry_after)
-        return min(delay, self._max_backoff)
+        try:
+            reply = send(
+                self._http,
+                method,
+                path,
+                policy=self._retry,
+                params=params,
+                json=body,
+                sleep=self._sleep,
+            )
+        except NoResponseError as failed:
+            # A POST or PATCH whose reply was lost is not sent again (it may have been acted on):
+            # the providers' create adopts what it made, by its ownership mark, on the next run.
+            attempts, exc = failed.attempts, failed.error
+            raise AuthentikError(
+                where,
+                f"connection to {self._origin()} failed after {attempts} "
+                f"attempt{'s' if attempts > 1 else ''} ({type(exc).__name__}: {exc})",
+                "check AUTHENTIK_URL and that Authentik is up",
+            ) from None
+        response = reply.response
+        if missing_ok and response.status_code == 404:
+            return None
+        try:
+            response.raise_for_status()
+        except httpx.HTTPStatusError:
+            status = response.status_code
+            tried = f" after {reply.attempts} attempts" if reply.attempts > 1 else ""
+            raise AuthentikError(
+                where,
+                f"HTTP {status}{tried}: {_quote(_body(response))}",
+                _NEXT_STEP.get(
+                    status,
+                    "Authentik failed; check its logs and retry"
+                    if status >= 500
+                    else "check the request against the Authentik API",
+                ),
+            ) from None
+        return _body(response) if response.content else None
 
     def _origin(self) -> str:
         # Scheme, host and port only: a URL's user:password part must not reach a message.

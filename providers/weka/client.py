@@ -7,13 +7,19 @@ of the token: a client logged in to Root as a ClusterAdmin manages organizations
 to a tenant's organization as its OrgAdmin manages that organization's filesystems, quotas and
 users. Failures become `WekaError`s that name the call, its status and the backend's own message,
 and never a password or a token.
+
+Requests are sent again under the backend clients' one policy (`providers.http_retry`): any
+request after a connection that never opened or a 429 or 503, only idempotent ones (GET, HEAD,
+PUT, DELETE) after another 5xx or a lost reply (a repeated POST would meet its own object as a
+409; the providers' create adopts by ownership mark on the next run instead), never after other
+4xx. The cluster's 500 "Directory has no quota" is an answer, not a failure. Waits: RETRY_DELAYS.
 """
 
 from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
@@ -22,6 +28,7 @@ import httpx
 
 from providers.call_log import httpx_hooks
 from providers.errors import WekaError
+from providers.http_retry import NoResponseError, RetryPolicy, send
 from providers.weka.settings import Settings
 
 __all__ = [
@@ -38,10 +45,9 @@ __all__ = [
 
 ROOT_ORG = "Root"
 # Waits between attempts: four tries in about 3.5 s, short enough for a `pulumi up` to stay
-# responsive, long enough to ride out a management-process failover.
+# responsive, long enough to ride out a management-process failover. A numeric Retry-After on a
+# retried answer replaces the wait, up to the policy's cap (http_retry.RetryPolicy).
 RETRY_DELAYS = (0.5, 1.0, 2.0)
-# Methods that may be sent again after the cluster may already have acted on them.
-_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 # The real cluster answers 500 for a directory without a quota; csi-wekafs matches this text.
 _NO_QUOTA = "Directory has no quota"
 
@@ -226,10 +232,12 @@ class WekaClient:
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
         retry_delays: Sequence[float] = RETRY_DELAYS,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.org = credentials.org
         self._auth = WekaAuth(base_url, credentials)
-        self._retry_delays = tuple(retry_delays)
+        self._retry = RetryPolicy(tuple(retry_delays))
+        self._sleep = sleep
         self._http = httpx.Client(
             base_url=base_url.rstrip("/") + "/",
             auth=self._auth,
@@ -302,24 +310,25 @@ class WekaClient:
         params: Mapping[str, str] | None,
         doing: str,
     ) -> httpx.Response:
-        delays: Iterator[float] = iter(self._retry_delays)
-        while True:
-            try:
-                response = self._http.request(method, path, json=json, params=params)
-            except httpx.TransportError as error:
-                delay = next(delays, None) if _may_resend(error, method) else None
-                if delay is None:
-                    raise WekaError(
-                        doing,
-                        f"{method} {self._http.base_url.join(path).path} reached no answer: "
-                        f"{type(error).__name__}: {self._auth.redact(str(error))}",
-                        "check WEKA_URL and that the cluster's management API is up",
-                    ) from error
-            else:
-                delay = next(delays, None) if _should_retry(response, method) else None
-                if delay is None:
-                    return response
-            time.sleep(delay)
+        try:
+            return send(
+                self._http,
+                method,
+                path,
+                policy=self._retry,
+                params=params,
+                json=json,
+                final=_no_quota,
+                sleep=self._sleep,
+            ).response
+        except NoResponseError as failed:
+            error = failed.error
+            raise WekaError(
+                doing,
+                f"{method} {self._http.base_url.join(path).path} reached no answer: "
+                f"{type(error).__name__}: {self._auth.redact(str(error))}",
+                "check WEKA_URL and that the cluster's management API is up",
+            ) from error
 
     def _unwrap(self, response: httpx.Response, doing: str) -> Any:
         try:
@@ -552,23 +561,9 @@ def _message(response: httpx.Response) -> str:
     return response.text.strip()[:300]
 
 
-def _may_resend(error: httpx.TransportError, method: str) -> bool:
-    """A request that never left (no connection) is safe to send again; one that may have
-    reached the cluster only if sending it twice does no harm."""
-    not_sent = isinstance(error, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
-    return not_sent or method in _IDEMPOTENT
-
-
-def _should_retry(response: httpx.Response, method: str) -> bool:
-    """429 and 503 say the request was not processed: any method may try again. Other 5xx may
-    come after the cluster acted, so only idempotent calls are repeated (a repeated POST would
-    meet its own object as a 409). "Directory has no quota" is an answer, not a failure."""
-    status = response.status_code
-    if status in (429, 503):
-        return True
-    if status < 500 or method not in _IDEMPOTENT:
-        return False
-    return not (status == 500 and _message(response) == _NO_QUOTA)
+def _no_quota(response: httpx.Response) -> bool:
+    """The cluster's answer for a directory without a quota: final, not a failure to retry."""
+    return response.status_code == 500 and _message(response) == _NO_QUOTA
 
 
 def _next_step(status: int) -> str:

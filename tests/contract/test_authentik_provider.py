@@ -1,5 +1,6 @@
 """Contract tests of the Authentik providers (providers.authentik) against the tests' sandbox
-emulator, calling the providers' methods as the engine would, plus the client on a mock transport.
+emulator, calling the providers' methods as the engine would. The client on a mock transport is
+tested in tests/unit/test_authentik_client.py.
 
 Every test names what it makes uniquely (a uuid suffix) and removes it again; the `tenants` parent
 group is shared and left in place.
@@ -11,7 +12,7 @@ import base64
 import pickle
 import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -505,100 +506,3 @@ def test_providers_pickle_without_token_or_endpoint() -> None:
         ):
             assert not [s for s in secrets if s in serialized]
         assert vars(provider) == {}
-
-
-# the client on a mock transport
-
-
-def mock_client(
-    handler: Callable[[httpx.Request], httpx.Response], *, max_attempts: int = 3
-) -> tuple[AuthentikClient, list[float]]:
-    slept: list[float] = []
-    api = AuthentikClient(
-        base_url="http://authentik.test",
-        token="mock-token",
-        transport=httpx.MockTransport(handler),
-        max_attempts=max_attempts,
-        sleep=slept.append,
-    )
-    return api, slept
-
-
-GROUP_PK = str(uuid.uuid4())
-GROUP = {
-    "pk": GROUP_PK,
-    "num_pk": 12345,
-    "name": "t-a",
-    "is_superuser": False,
-    "parent": None,
-    "parent_name": None,
-    "attributes": {},
-    "users": [],
-    "users_obj": None,
-}
-
-
-def test_client_retries_a_503_then_succeeds() -> None:
-    answers = iter([httpx.Response(503, json={"detail": "busy"}), httpx.Response(200, json=GROUP)])
-    seen: list[httpx.Request] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return next(answers)
-
-    api, slept = mock_client(handler)
-    group = api.get_group(GROUP_PK)
-
-    assert group is not None
-    assert group.name == "t-a"
-    assert len(seen) == 2
-    assert slept == [0.5]
-    assert seen[0].headers["Authorization"] == "Bearer mock-token"
-
-
-def test_client_does_not_retry_a_400_and_quotes_the_body() -> None:
-    seen: list[httpx.Request] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(400, json={"name": ["This field must be unique."]})
-
-    api, slept = mock_client(handler)
-    with pytest.raises(AuthentikError) as failed:
-        api.create_group(name="t-a", parent=None, attributes={})
-
-    assert (len(seen), slept) == (1, [])
-    message = str(failed.value)
-    assert "POST /api/v3/core/groups/" in message
-    assert "HTTP 400" in message
-    assert "This field must be unique." in message
-    assert "mock-token" not in message
-
-
-def test_client_follows_pagination_and_reads_the_2025_12_group_shape() -> None:
-    parent = str(uuid.uuid4())
-    newer = {
-        **{k: v for k, v in GROUP.items() if k not in ("parent", "parent_name")},
-        "parents": [parent],
-        "parents_obj": [{"pk": parent, "name": "tenants"}],
-        "children": [],
-    }
-    pages = {
-        "1": {"pagination": {"next": 2}, "results": [{**newer, "name": "t-b"}]},
-        "2": {"pagination": {"next": 0}, "results": [newer]},
-    }
-    bodies: list[bytes] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.method == "GET":
-            return httpx.Response(200, json=pages[request.url.params["page"]])
-        bodies.append(request.content)
-        return httpx.Response(201, json=newer)
-
-    api, _ = mock_client(handler)
-    found = api.find_group("t-a")
-
-    assert found is not None
-    assert (found.parents, found.parent_names) == ((parent,), ("tenants",))
-    api.create_group(name="t-c", parent=parent, attributes={})
-    assert f'"parents":["{parent}"]'.encode() in bodies[0].replace(b" ", b"")
