@@ -26,7 +26,7 @@ from pulumi.runtime.rpc import UNKNOWN
 
 from providers.errors import BackendError
 
-__all__ = ["REQUIRED", "Field", "Schema", "SchemaProvider", "gone", "is_unknown", "no_rules"]
+__all__ = ["REQUIRED", "Field", "Rule", "Schema", "SchemaProvider", "gone", "is_unknown"]
 
 
 class _Required:
@@ -39,10 +39,6 @@ REQUIRED: Any = _Required()
 
 def _same(value: Any) -> Any:
     return value
-
-
-def no_rules(_: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return []
 
 
 def is_unknown(value: Any) -> bool:
@@ -71,18 +67,27 @@ class Field:
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A check across fields: it runs once every field it `needs` is known and valid, so that
+    one check reports every problem it can, and returns (property, reason) pairs."""
+
+    needs: tuple[str, ...]
+    check: Callable[[Mapping[str, Any]], list[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
 class Schema:
     kind: str
     fields: tuple[Field, ...]
     identity: tuple[str, ...] = ()  # the keys that name the object in the backend
-    rules: Callable[[Mapping[str, Any]], list[tuple[str, str]]] = no_rules  # across fields
+    rules: tuple[Rule, ...] = ()
     # Outputs the inputs imply but do not hold: the ownership mark a tenant's object carries, an
     # enabled user. An old output that differs is a change `update` puts back.
     implied: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
     def problems(self, news: Mapping[str, Any]) -> list[tuple[str, str]]:
-        """(property, reason) for every invalid input; values not known yet are skipped, and the
-        rules across fields wait until every field is known and valid."""
+        """(property, reason) for every invalid input; values not known yet are skipped, and each
+        rule across fields waits until the fields it needs are known and valid."""
         found = []
         parsed: dict[str, Any] = {}
         for field in self.fields:
@@ -96,9 +101,10 @@ class Schema:
                 parsed[field.key] = field.parse(value)
             except ValueError as error:
                 found.append((field.key, str(error)))
-        if found or len(parsed) < len(self.fields):
-            return found
-        return self.rules(parsed)
+        for rule in self.rules:
+            if all(key in parsed for key in rule.needs):
+                found.extend(rule.check(parsed))
+        return found
 
     def load(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """The validated, canonical properties, defaults filled; ValueError listing every

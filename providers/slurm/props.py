@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from providers.base import Field, Schema, no_rules
+from providers.base import Field, Rule, Schema
 from providers.slurm import partitions, sacctmgr, values
 
 __all__ = ["ACCOUNT", "PARTITION", "QOS", "USER"]
@@ -82,18 +82,19 @@ QOS = Schema(
         _field("preempt_mode", _qos_preempt_mode),
     ),
     identity=("name",),
-    rules=no_rules,
     implied=lambda p: {"description": values.owner_mark(p["tenant"])},
 )
 
 # --- accounts ------------------------------------------------------------------------------------
 
 
-def _account_rules(p: Mapping[str, Any]) -> list[tuple[str, str]]:
-    found = _qos_binding(p)
+_QOS_BINDING = Rule(("qos", "default_qos"), _qos_binding)
+
+
+def _not_own_parent(p: Mapping[str, Any]) -> list[tuple[str, str]]:
     if p["parent"] == p["name"]:
-        found.append(("parent", "an account cannot be its own parent"))
-    return found
+        return [("parent", "an account cannot be its own parent")]
+    return []
 
 
 ACCOUNT = Schema(
@@ -111,7 +112,7 @@ ACCOUNT = Schema(
         _field("default_qos", _optional(values.name), inherited=True),
     ),
     identity=("name",),
-    rules=_account_rules,
+    rules=(_QOS_BINDING, Rule(("parent", "name"), _not_own_parent)),
     implied=lambda p: {"organization": p["tenant"]},
 )
 
@@ -139,7 +140,7 @@ USER = Schema(
         _field("default_qos", _optional(values.name), inherited=True),
     ),
     identity=("user", "account"),
-    rules=_qos_binding,
+    rules=(_QOS_BINDING,),
 )
 
 # --- partitions ----------------------------------------------------------------------------------
@@ -157,24 +158,25 @@ def _choice(allowed: Sequence[str], default: str) -> Callable[[Any], str]:
     return parse_choice
 
 
-def _partition_rules(p: Mapping[str, Any]) -> list[tuple[str, str]]:
-    found = []
+def _marking_accounts(p: Mapping[str, Any]) -> list[tuple[str, str]]:
     if not p["allow_accounts"]:
-        found.append(("allow_accounts", "name at least one account"))
-    elif p["tenant"] not in p["allow_accounts"]:
-        found.append(
-            (
-                "allow_accounts",
-                f"must include the tenant's account {p['tenant']!r}: it marks the partition as "
-                "the tenant's",
-            )
+        return [("allow_accounts", "name at least one account")]
+    if p["tenant"] not in p["allow_accounts"]:
+        reason = (
+            f"must include the tenant's account {p['tenant']!r}: it marks the partition as the "
+            "tenant's"
         )
+        return [("allow_accounts", reason)]
+    return []
+
+
+def _times(p: Mapping[str, Any]) -> list[tuple[str, str]]:
     default_time, max_time = values.seconds(p["default_time"]), values.seconds(p["max_time"])
     if default_time is None:
-        found.append(("default_time", "must be a time limit, not UNLIMITED"))
-    elif max_time is not None and default_time > max_time:
-        found.append(("default_time", f"is longer than max_time {p['max_time']}"))
-    return found
+        return [("default_time", "must be a time limit, not UNLIMITED")]
+    if max_time is not None and default_time > max_time:
+        return [("default_time", f"is longer than max_time {p['max_time']}")]
+    return []
 
 
 PARTITION = Schema(
@@ -191,5 +193,8 @@ PARTITION = Schema(
         _field("state", _choice(partitions.STATES, "UP")),
     ),
     identity=("name",),
-    rules=_partition_rules,
+    rules=(
+        Rule(("allow_accounts", "tenant"), _marking_accounts),
+        Rule(("default_time", "max_time"), _times),
+    ),
 )

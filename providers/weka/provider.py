@@ -41,7 +41,7 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, ReadResult, UpdateResult
 
-from providers.base import Field, Schema, SchemaProvider, gone, is_unknown
+from providers.base import Field, Rule, Schema, SchemaProvider, gone, is_unknown
 from providers.errors import WekaError
 from providers.weka.client import ROOT_ORG, Credentials, FileSystem, WekaClient
 from providers.weka.mount import mount_client, normalize_mode
@@ -100,7 +100,7 @@ _CREDENTIALS = (
 )
 
 
-def _credential_rules(p: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _credentials_given(p: Mapping[str, Any]) -> list[tuple[str, str]]:
     if p["org"] == ROOT_ORG:
         return []
     return [
@@ -108,6 +108,17 @@ def _credential_rules(p: Mapping[str, Any]) -> list[tuple[str, str]]:
         for key in ("org_admin_username", "org_admin_password")
         if p[key] == ""
     ]
+
+
+_CREDENTIALS_GIVEN = Rule(("org", "org_admin_username", "org_admin_password"), _credentials_given)
+
+
+def _not_above(low: str, high: str, reason: str) -> Rule:
+    """`low` may not exceed `high` when both are set (0 means unset: no limit, or all)."""
+    return Rule(
+        (low, high),
+        lambda p: [(low, reason)] if p[low] > 0 and 0 < p[high] < p[low] else [],
+    )
 
 
 class _WekaProvider(SchemaProvider):
@@ -171,11 +182,7 @@ class OrganizationProvider(_WekaProvider):
             Field("ssd_quota", _at_least(0, "must be 0 (unlimited) or more bytes"), 0),
             Field("total_quota", _at_least(0, "must be 0 (unlimited) or more bytes"), 0),
         ),
-        rules=lambda p: (
-            [("ssd_quota", "cannot exceed total_quota")]
-            if p["ssd_quota"] > 0 and 0 < p["total_quota"] < p["ssd_quota"]
-            else []
-        ),
+        rules=(_not_above("ssd_quota", "total_quota", "cannot exceed total_quota"),),
     )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -266,13 +273,9 @@ class FilesystemProvider(_WekaProvider):
             Field("retained_snapshot_id", _typed(str), ""),
             Field("allow_delete_without_snapshot", _typed(bool), False),
         ),
-        rules=lambda p: (
-            _credential_rules(p)
-            + (
-                [("ssd_capacity", "must be 1 to total_capacity bytes")]
-                if p["ssd_capacity"] > p["total_capacity"]
-                else []
-            )
+        rules=(
+            _CREDENTIALS_GIVEN,
+            _not_above("ssd_capacity", "total_capacity", "must be 1 to total_capacity bytes"),
         ),
     )
 
@@ -428,13 +431,9 @@ class DirectoryQuotaProvider(_WekaProvider):
             Field("owner", _typed(str, _nonempty("is required: it marks the quota as ours"))),
         ),
         identity=("filesystem_uid", "path"),
-        rules=lambda p: (
-            _credential_rules(p)
-            + (
-                [("soft_limit_bytes", "cannot exceed hard_limit_bytes")]
-                if 0 < p["hard_limit_bytes"] < p["soft_limit_bytes"]
-                else []
-            )
+        rules=(
+            _CREDENTIALS_GIVEN,
+            _not_above("soft_limit_bytes", "hard_limit_bytes", "cannot exceed hard_limit_bytes"),
         ),
     )
 
@@ -570,10 +569,15 @@ class DirectoryProvider(_WekaProvider):
             Field("allow_delete_with_data", _typed(bool), False),
         ),
         identity=("org", "filesystem", "path"),
-        rules=lambda p: (
-            [("path", "the root of a shared filesystem is the platform's, not a tenant's")]
-            if p["path"] == "/" and p["org"] == ROOT_ORG
-            else []
+        rules=(
+            Rule(
+                ("path", "org"),
+                lambda p: (
+                    [("path", "the root of a shared filesystem is the platform's, not a tenant's")]
+                    if p["path"] == "/" and p["org"] == ROOT_ORG
+                    else []
+                ),
+            ),
         ),
     )
 
@@ -660,13 +664,16 @@ class OrgUserProvider(_WekaProvider):
             Field("role", _typed(str, _role)),
         ),
         identity=("username", "org"),
-        rules=lambda p: (
-            _credential_rules(p)
-            + (
-                [("username", "is the organization admin's own name")]
-                if p["username"] == p["org_admin_username"]
-                else []
-            )
+        rules=(
+            _CREDENTIALS_GIVEN,
+            Rule(
+                ("username", "org_admin_username"),
+                lambda p: (
+                    [("username", "is the organization admin's own name")]
+                    if p["username"] == p["org_admin_username"]
+                    else []
+                ),
+            ),
         ),
     )
 

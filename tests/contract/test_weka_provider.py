@@ -235,7 +235,7 @@ def test_organization_check_reports_every_bad_input() -> None:
     assert {f.property for f in failures} == {"name", "ssd_quota"}
     missing = OrganizationProvider().check({}, {"total_quota": "lots"}).failures
     assert {(f.property, f.reason) for f in missing} == {
-        ("name", "name is required"),
+        ("name", "is required"),
         ("total_quota", "must be int, not str"),
     }
 

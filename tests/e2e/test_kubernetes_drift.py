@@ -283,7 +283,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
             "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
         },
     )
-    stack.must("stack", "init", "tenant-foo")
+    stack.must("stack", "init")
     try:
         stack.must("up", "--yes", "--skip-preview")
         yield stack
