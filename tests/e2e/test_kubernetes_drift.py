@@ -292,8 +292,11 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
 
 
 def drifted_resources(output: str) -> set[tuple[str, str]]:
-    """(type, name) of each resource a drift command shows as changing."""
-    steps = re.findall(r"^\s+~\s+(\S+)\s+(\S+)\s+update\b", output, flags=re.MULTILINE)
+    """(type, name) of each resource a drift command shows as changing: an update in a preview,
+    or a refresh with a diff in a refresh preview."""
+    steps = re.findall(
+        r"^\s+~\s+(\S+:\S+)\s+(\S+)\s+(?:update|refresh \[diff:)", output, flags=re.MULTILINE
+    )
     return set(steps)
 
 
@@ -302,6 +305,7 @@ def test_kubectl_changes_to_each_kind_are_named_and_up_refresh_takes_them_back(
     foo: FooStack, command: str
 ) -> None:
     check = DRIFT_COMMANDS[command]
+    foo.must("up", "--refresh", "--yes", "--skip-preview")  # whatever an earlier test left
     assert foo.pulumi(*check).returncode == 0, "a freshly applied stack is clean"
     expected = [drift.read() for drift in DRIFTS]
 
@@ -322,6 +326,7 @@ def test_kubectl_changes_to_each_kind_are_named_and_up_refresh_takes_them_back(
 
 
 def test_a_claim_grown_outside_the_stack_is_refused_not_replaced(foo: FooStack) -> None:
+    foo.must("up", "--refresh", "--yes", "--skip-preview")  # whatever an earlier test left
     # A volume the claim binds to, as the CSI driver would provision it, so the claim can grow.
     volume = {
         "apiVersion": "v1",
