@@ -11,13 +11,11 @@ import pulumi
 from pulumi.dynamic import Resource
 
 from providers.weka.client import ROOT_ORG
-from providers.weka.provider import (
-    DirectoryProvider,
-    DirectoryQuotaProvider,
-    FilesystemProvider,
-    OrganizationProvider,
-    OrgUserProvider,
-)
+from providers.weka.directory_provider import DirectoryProvider
+from providers.weka.filesystem_provider import FilesystemProvider
+from providers.weka.org_user_provider import OrgUserProvider
+from providers.weka.organization_provider import OrganizationProvider
+from providers.weka.quota_provider import DirectoryQuotaProvider
 
 __all__ = [
     "WekaDirectory",

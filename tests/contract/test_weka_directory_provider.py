@@ -19,7 +19,8 @@ from pulumi.dynamic import CreateResult, ReadResult
 
 from providers.errors import WekaError
 from providers.weka.client import WekaClient
-from providers.weka.provider import DirectoryProvider, DirectoryQuotaProvider
+from providers.weka.directory_provider import DirectoryProvider
+from providers.weka.quota_provider import DirectoryQuotaProvider
 from providers.weka.settings import Settings
 from tests.backends import owner_and_mode
 from tests.contract.test_weka_provider import GB, checked, no_changes, wire

@@ -24,12 +24,10 @@ from pulumi.output import UNKNOWN  # an `Unknown`, as check and diff receive the
 from providers.errors import WekaError
 from providers.weka.client import Credentials, Organization, WekaClient
 from providers.weka.csi import csi_secret_data, storage_class_parameters
-from providers.weka.provider import (
-    DirectoryQuotaProvider,
-    FilesystemProvider,
-    OrganizationProvider,
-    OrgUserProvider,
-)
+from providers.weka.filesystem_provider import FilesystemProvider
+from providers.weka.org_user_provider import OrgUserProvider
+from providers.weka.organization_provider import OrganizationProvider
+from providers.weka.quota_provider import DirectoryQuotaProvider
 from providers.weka.settings import Settings
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]

@@ -7,6 +7,10 @@ followed through the project's own modules):
 - the spec, components and program never reach the sandbox, toolchain, benchmarks or tests;
 - the sandbox reaches the product only through the bottom layer's helpers and the platform file's
   loader.
+
+Under providers/, the provider layer is `base` and each backend's `props`, `provider`,
+`resources` and `<kind>_provider` modules (one per kind of object, where a backend's providers
+are split so); every other module there is a backend client or its helpers, the bottom layer.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGES = ("providers", "tenant_stack", "sandbox", "toolchain", "benchmarks", "tests")
-# The provider layer: what turns Pulumi's calls into client calls. Everything else under
-# providers/ is a backend client or its helpers, the bottom layer.
+# The provider layer: what turns Pulumi's calls into client calls, these modules and every
+# `<kind>_provider` (a backend's providers split one module per kind of object). Everything else
+# under providers/ is a backend client or its helpers, the bottom layer.
 PROVIDER_LAYER = {"props", "provider", "resources", "base"}
 
 
@@ -39,8 +44,11 @@ MODULES = {
 
 
 def is_client(module: str) -> bool:
+    """A module of the bottom layer: under providers/, and neither named in `PROVIDER_LAYER`
+    nor a `<kind>_provider`."""
     parts = module.split(".")
-    return parts[0] == "providers" and parts[-1] not in PROVIDER_LAYER
+    provider_layer = parts[-1] in PROVIDER_LAYER or parts[-1].endswith("_provider")
+    return parts[0] == "providers" and not provider_layer
 
 
 @cache
@@ -127,3 +135,5 @@ def test_the_graph_is_read() -> None:
     assert "tenant_stack.platform" in reached("tenant_stack.spec")
     assert is_client("providers.weka.client")
     assert not is_client("providers.weka.provider")
+    assert not is_client("providers.weka.organization_provider")
+    assert "pulumi" in offending("providers.weka.organization_provider", ("pulumi",))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from providers.weka.provider import _org_admin_password
+from providers.weka.organization_provider import org_admin_password
 
 
 def test_the_password_is_derived_per_org_and_per_cluster_credential() -> None:
-    password = _org_admin_password("cluster-admin-secret", "tenant-foo")
-    assert password == _org_admin_password("cluster-admin-secret", "tenant-foo")
-    assert password != _org_admin_password("cluster-admin-secret", "tenant-bar")
-    assert password != _org_admin_password("rotated-secret", "tenant-foo")
+    password = org_admin_password("cluster-admin-secret", "tenant-foo")
+    assert password == org_admin_password("cluster-admin-secret", "tenant-foo")
+    assert password != org_admin_password("cluster-admin-secret", "tenant-bar")
+    assert password != org_admin_password("rotated-secret", "tenant-foo")
     # Weka's rule: at least 8 characters with an upper, a lower case letter and a digit.
     assert len(password) == 24
     assert any(c.isupper() for c in password)
