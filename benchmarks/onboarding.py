@@ -52,7 +52,7 @@ from floor_provider import Nothing
 k8s.core.v1.ConfigMap("floor", metadata={"namespace": "default"}, data={"floor": "1"})
 Resource(Nothing(), "nothing", {"value": 1})
 '''
-FLOOR_PROVIDER = '''"""A dynamic provider that does nothing, importable so that it is pickled by reference."""
+FLOOR_PROVIDER = '''"""A provider doing nothing, importable so that it is pickled by reference."""
 
 from pulumi.dynamic import CreateResult, ResourceProvider
 
@@ -93,7 +93,9 @@ def baseline_project(worktree: Path, directory: Path) -> Path:
         spec.read_text().replace("\nstorage:\n", "\nstorage:\n  delete_without_snapshot: true\n")
     )
     settings = (worktree / "Pulumi.yaml").read_text()
-    (directory / "Pulumi.yaml").write_text(f"{settings.rstrip()}\nstackConfigDir: {STACK_CONFIG_DIR}\n")
+    (directory / "Pulumi.yaml").write_text(
+        f"{settings.rstrip()}\nstackConfigDir: {STACK_CONFIG_DIR}\n"
+    )
     (directory / STACK_CONFIG_DIR).mkdir()
     return directory
 
@@ -226,9 +228,10 @@ def report(results: dict[str, Figures], baseline: str, runs: int) -> None:
         print(f"{label:36} {median(results[name].up):16.2f} {median(results[name].preview):14.2f}")
     current = results["current"]
     print()
-    print(f"{'backend calls per resource':26} {'resources':>9} " + " ".join(
-        f"{phase:>14}" for phase in current.calls
-    ))
+    print(
+        f"{'backend calls per resource':26} {'resources':>9} "
+        + " ".join(f"{phase:>14}" for phase in current.calls)
+    )
     for name in sorted(current.resources):
         per = [current.calls[phase][name] / current.resources[name] for phase in current.calls]
         print(f"{name:26} {current.resources[name]:9d} " + " ".join(f"{p:14.1f}" for p in per))

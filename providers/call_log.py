@@ -1,29 +1,55 @@
-"""Counts backend calls, for `benchmarks/onboarding.py`: when GPU_TENANTS_CALL_LOG names a file,
-every request or command a backend client makes appends one line `<backend> <call>` to it. The
-providers run in their own process, so a file is the simplest way to count across it."""
+"""Counts and times backend calls, for `benchmarks/onboarding.py`: when GPU_TENANTS_CALL_LOG names
+a file, every request or command a backend client makes appends one line
+`<backend> <seconds> <call>` to it once answered. The providers run in a process of their own, so
+a file is the simplest way to count across it."""
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
 VARIABLE = "GPU_TENANTS_CALL_LOG"
+_STARTED = "gpu_tenants_started"
 
 
-def record(backend: str, call: str) -> None:
+@dataclass(frozen=True)
+class Call:
+    backend: str
+    seconds: float
+    call: str
+
+
+def record(backend: str, call: str, seconds: float) -> None:
     path = os.environ.get(VARIABLE)
     if path:
         # One short O_APPEND write per line: lines from concurrent threads do not interleave.
         with open(path, "a") as log:
-            log.write(f"{backend} {call}\n")
+            log.write(f"{backend} {seconds:.4f} {call}\n")
 
 
-def httpx_hooks(backend: str) -> dict[str, list[Callable[[httpx.Request], None]]]:
-    """Event hooks that record every request an httpx client sends (retries and logins too)."""
+def read_log(path: Path) -> list[Call]:
+    calls = []
+    for line in path.read_text().splitlines():
+        backend, seconds, call = line.split(" ", 2)
+        calls.append(Call(backend, float(seconds), call))
+    return calls
+
+
+def httpx_hooks(backend: str) -> dict[str, list[Callable[..., None]]]:
+    """Event hooks that record every request an httpx client sends (retries and logins too),
+    with the time until its answer's headers."""
 
     def on_request(request: httpx.Request) -> None:
-        record(backend, f"{request.method} {request.url.path}")
+        request.extensions[_STARTED] = time.perf_counter()
 
-    return {"request": [on_request]}
+    def on_response(response: httpx.Response) -> None:
+        request = response.request
+        seconds = time.perf_counter() - request.extensions.get(_STARTED, time.perf_counter())
+        record(backend, f"{request.method} {request.url.path}", seconds)
+
+    return {"request": [on_request], "response": [on_response]}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -63,7 +64,7 @@ def _execute(
     env: dict[str, str] | None,
     timeout: float,
 ) -> CommandResult:
-    record(backend, " ".join(a for a in argv[:3] if not a.startswith("-")))
+    started = time.perf_counter()
     try:
         done = subprocess.run(
             full,
@@ -83,6 +84,9 @@ def _execute(
         )
     except OSError as error:
         return CommandResult(tuple(argv), None, "", f"could not run {full[0]}: {error}")
+    finally:
+        call = " ".join(a for a in argv[:3] if not a.startswith("-"))
+        record(backend, call, time.perf_counter() - started)
     return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
 
 
