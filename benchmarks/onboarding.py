@@ -45,21 +45,25 @@ EMPTY_PROGRAM = '"""An empty program: what the engine and language host cost on 
 FLOOR_PROGRAM = '''"""The plugin floor: one Kubernetes object and one trivial dynamic resource."""
 
 import pulumi_kubernetes as k8s
-from pulumi.dynamic import Resource
 
 from floor_provider import Nothing
 
 k8s.core.v1.ConfigMap("floor", metadata={"namespace": "default"}, data={"floor": "1"})
-Resource(Nothing(), "nothing", {"value": 1})
+Nothing("nothing")
 '''
 FLOOR_PROVIDER = '''"""A provider doing nothing, importable so that it is pickled by reference."""
 
-from pulumi.dynamic import CreateResult, ResourceProvider
+from pulumi.dynamic import CreateResult, Resource, ResourceProvider
 
 
-class Nothing(ResourceProvider):
+class NothingProvider(ResourceProvider):
     def create(self, props):
         return CreateResult("nothing", props)
+
+
+class Nothing(Resource, module="floor", name="Nothing"):
+    def __init__(self, name):
+        super().__init__(NothingProvider(), name, {"value": 1})
 '''
 
 

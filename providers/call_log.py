@@ -5,6 +5,7 @@ a file is the simplest way to count across it."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -33,10 +34,16 @@ def record(backend: str, call: str, seconds: float) -> None:
 
 
 def read_log(path: Path) -> list[Call]:
+    """The calls in the log; lines of a release that logged no times (`<backend> <call>`, which
+    the benchmark reads when it measures an earlier commit) have a time of NaN."""
     calls = []
     for line in path.read_text().splitlines():
-        backend, seconds, call = line.split(" ", 2)
-        calls.append(Call(backend, float(seconds), call))
+        backend, rest = line.split(" ", 1)
+        seconds, _, call = rest.partition(" ")
+        try:
+            calls.append(Call(backend, float(seconds), call))
+        except ValueError:
+            calls.append(Call(backend, math.nan, rest))
     return calls
 
 

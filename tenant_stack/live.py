@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from tenant_stack.errors import ClusterError
 from tenant_stack.preflight import ClaimState, NodeState
 
-__all__ = ["LiveCluster", "read_cluster", "read_secret_data"]
+__all__ = ["LiveCluster", "read_cluster", "read_live", "read_secret_data"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,17 @@ def read_secret_data(namespace: str, name: str, kubectl: str = "kubectl") -> dic
     if not data:
         raise ClusterError(f"Secret {namespace}/{name} holds no data; the platform must fill it")
     return data
+
+
+def read_live(
+    namespace: str, secret_namespace: str, secret_name: str
+) -> tuple[LiveCluster, dict[str, str]]:
+    """`read_cluster(namespace)` and `read_secret_data(secret_namespace, secret_name)` at once:
+    two kubectl runs side by side, since every preview waits for both."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        cluster = pool.submit(read_cluster, namespace)
+        secret = pool.submit(read_secret_data, secret_namespace, secret_name)
+        return cluster.result(), secret.result()
 
 
 def _kubectl_json(argv: list[str]) -> Any:

@@ -21,7 +21,7 @@ from tenant_stack.components import (
 from tenant_stack.components.weka_storage import SharedFilesystem
 from tenant_stack.errors import ClusterError, PreflightError
 from tenant_stack.handover import connection_sheet, smoke_tests
-from tenant_stack.live import read_cluster, read_secret_data
+from tenant_stack.live import LiveCluster, read_live
 from tenant_stack.mapping import (
     SharedFilesystems,
     identity_args,
@@ -45,12 +45,9 @@ def build_platform(platform: Platform) -> None:
         pulumi.export(key, value)
 
 
-def preflight(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
+def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveCluster) -> None:
     """Refuses, before anything is declared, nodes the live cluster cannot give this tenant and
     claims `up` could only bring to the spec by replacing them."""
-    if not spec.reservation.nodes and not spec.storage.pvcs:
-        return
-    live = read_cluster(spec.slug)
     refusals = check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]
@@ -132,13 +129,15 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
 
 
 def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
-    preflight(spec, platform, spec_path)
     names = platform.kubernetes
-    ldap_bind_data = pulumi.Output.secret(
-        read_secret_data(names.auth_namespace, names.ldap_bind_secret)
-    )
+    live, ldap_bind_data = read_live(spec.slug, names.auth_namespace, names.ldap_bind_secret)
+    preflight(spec, platform, spec_path, live)
     tenant = declare_tenant(
-        spec, platform, ldap_bind_data, shared_filesystems(spec, platform), ca_certificate()
+        spec,
+        platform,
+        pulumi.Output.secret(ldap_bind_data),
+        shared_filesystems(spec, platform),
+        ca_certificate(),
     )
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)
