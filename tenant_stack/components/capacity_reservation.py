@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-from tenant_stack.components.kubernetes_objects import object_metadata
+from tenant_stack.components.kubernetes_objects import KubernetesObject, object_metadata
 
 TYPE = "gpu-tenants:reservation:CapacityReservation"
 
@@ -30,7 +29,7 @@ class CapacityReservation(pulumi.ComponentResource):
         self, name: str, args: CapacityReservationArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE, name, None, opts)
-        reservation = k8s.apiextensions.CustomResource(
+        reservation = KubernetesObject(
             f"{name}-reservation",
             api_version="scheduling.example.io/v1alpha1",
             kind="Reservation",
@@ -43,14 +42,16 @@ class CapacityReservation(pulumi.ComponentResource):
                     "pulumi.com/timeoutSeconds": str(args.ready_timeout_seconds),
                 },
             ),
-            spec={
-                "tenant": args.tenant,
-                "nodeSelector": {"matchLabels": {"hardware-pool": args.hardware_pool}},
-                "reservedNodes": list(args.nodes),
-                "applyTaint": True,
-                "taintEffect": "NoSchedule",
-                # true would make the operator evict running jobs on release (runbook sidebar).
-                "evictOnRelease": False,
+            manifest={
+                "spec": {
+                    "tenant": args.tenant,
+                    "nodeSelector": {"matchLabels": {"hardware-pool": args.hardware_pool}},
+                    "reservedNodes": list(args.nodes),
+                    "applyTaint": True,
+                    "taintEffect": "NoSchedule",
+                    # true would make the operator evict running jobs on release (runbook sidebar).
+                    "evictOnRelease": False,
+                }
             },
             opts=pulumi.ResourceOptions(parent=self),
         )

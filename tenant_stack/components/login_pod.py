@@ -7,9 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-from tenant_stack.components.kubernetes_objects import object_metadata
+from tenant_stack.components.kubernetes_objects import (
+    SECRET_FIELDS,
+    KubernetesObject,
+    object_metadata,
+)
 
 TYPE = "gpu-tenants:login:LoginPod"
 
@@ -66,49 +69,58 @@ class LoginPod(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         tenant = args.tenant
         child = pulumi.ResourceOptions(parent=self, depends_on=args.after)
-        keys = k8s.core.v1.Secret(
+        keys = KubernetesObject(
             f"{name}-authorized-keys",
+            api_version="v1",
+            kind="Secret",
             metadata=object_metadata(f"{tenant}-authorized-keys", args.namespace),
-            type="Opaque",
-            string_data={
-                user: "\n".join(lines) + "\n" for user, lines in args.authorized_keys.items()
+            manifest={
+                "type": "Opaque",
+                "stringData": {
+                    user: "\n".join(lines) + "\n" for user, lines in args.authorized_keys.items()
+                },
             },
+            secret_fields=SECRET_FIELDS,
             opts=child,
         )
         keys_name = keys.metadata.apply(lambda m: str(m["name"]))
-        release = k8s.apiextensions.CustomResource(
+        release = KubernetesObject(
             f"{name}-release",
             api_version="helm.example.io/v1",
             kind="HelmRelease",
             metadata=object_metadata(f"login-{tenant}", args.namespace),
-            spec={
-                "chart": {"name": args.chart_name, "version": args.chart_version},
-                "values": {
-                    "tenant": tenant,
-                    "replicas": args.replicas,
-                    "ldap": {
-                        "uri": args.ldap.uri,
-                        "baseDN": args.ldap.base_dn,
-                        "bindDN": args.ldap.bind_dn,
-                        "bindPasswordSecret": args.ldap_bind_secret,
+            manifest={
+                "spec": {
+                    "chart": {"name": args.chart_name, "version": args.chart_version},
+                    "values": {
+                        "tenant": tenant,
+                        "replicas": args.replicas,
+                        "ldap": {
+                            "uri": args.ldap.uri,
+                            "baseDN": args.ldap.base_dn,
+                            "bindDN": args.ldap.bind_dn,
+                            "bindPasswordSecret": args.ldap_bind_secret,
+                        },
+                        "slurm": {"controllerHost": args.slurm_controller_host},
+                        "sshKeysSecret": keys_name,
+                        "homeMount": {
+                            "type": "weka",
+                            "path": "/home",
+                            "filesystem": args.home_filesystem,
+                        },
+                        "scratchMount": {
+                            "type": "weka",
+                            "path": "/scratch",
+                            "filesystem": args.scratch_filesystem,
+                        },
+                        "service": {
+                            "type": "LoadBalancer",
+                            "annotations": {
+                                "external-dns.alpha.kubernetes.io/hostname": args.hostname
+                            },
+                        },
                     },
-                    "slurm": {"controllerHost": args.slurm_controller_host},
-                    "sshKeysSecret": keys_name,
-                    "homeMount": {
-                        "type": "weka",
-                        "path": "/home",
-                        "filesystem": args.home_filesystem,
-                    },
-                    "scratchMount": {
-                        "type": "weka",
-                        "path": "/scratch",
-                        "filesystem": args.scratch_filesystem,
-                    },
-                    "service": {
-                        "type": "LoadBalancer",
-                        "annotations": {"external-dns.alpha.kubernetes.io/hostname": args.hostname},
-                    },
-                },
+                }
             },
             opts=child,
         )

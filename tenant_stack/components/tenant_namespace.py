@@ -5,13 +5,16 @@ from its own namespace, not from `auth`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-from tenant_stack.components.kubernetes_objects import object_metadata
+from tenant_stack.components.kubernetes_objects import (
+    SECRET_FIELDS,
+    KubernetesObject,
+    object_metadata,
+)
 
 TYPE = "gpu-tenants:namespace:TenantNamespace"
 POD_SECURITY = ("enforce", "audit", "warn")
@@ -77,8 +80,10 @@ class TenantNamespace(pulumi.ComponentResource):
     ) -> None:
         super().__init__(TYPE, name, None, opts)
         tenant = args.tenant
-        namespace = k8s.core.v1.Namespace(
+        namespace = KubernetesObject(
             f"{name}-namespace",
+            api_version="v1",
+            kind="Namespace",
             metadata=object_metadata(
                 tenant,
                 labels={
@@ -91,139 +96,106 @@ class TenantNamespace(pulumi.ComponentResource):
         ns = namespace.metadata.apply(lambda m: str(m["name"]))
         child = pulumi.ResourceOptions(parent=self)
 
-        def meta(object_name: str) -> k8s.meta.v1.ObjectMetaArgs:
-            return object_metadata(object_name, ns)
-
-        q = args.quota
-        k8s.core.v1.ResourceQuota(
-            f"{name}-quota",
-            metadata=meta(f"{tenant}-quota"),
-            spec=k8s.core.v1.ResourceQuotaSpecArgs(
-                hard={
-                    "requests.nvidia.com/gpu": str(q.gpus),
-                    "requests.cpu": q.requests_cpu,
-                    "requests.memory": q.requests_memory,
-                    "limits.memory": q.limits_memory,
-                    "persistentvolumeclaims": str(q.persistent_volume_claims),
-                    "requests.storage": q.requests_storage,
-                }
-            ),
-            opts=child,
-        )
-        d = args.container_defaults
-        k8s.core.v1.LimitRange(
-            f"{name}-defaults",
-            metadata=meta(f"{tenant}-defaults"),
-            spec=k8s.core.v1.LimitRangeSpecArgs(
-                limits=[
-                    k8s.core.v1.LimitRangeItemArgs(
-                        type="Container",
-                        default={"cpu": d.cpu_limit, "memory": d.memory_limit},
-                        default_request={"cpu": d.cpu_request, "memory": d.memory_request},
-                    )
-                ]
-            ),
-            opts=child,
-        )
-        if args.reservation_name is not None:
-            self._binding(name, tenant, args.reservation_name, meta, child)
-        self._network_policies(name, tenant, args, meta, child)
-        if args.admins_group:
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-admins",
-                metadata=meta(f"{tenant}-admins"),
-                subjects=[
-                    k8s.rbac.v1.SubjectArgs(
-                        kind="Group", name=args.admins_group, api_group="rbac.authorization.k8s.io"
-                    )
-                ],
-                role_ref=k8s.rbac.v1.RoleRefArgs(
-                    kind="ClusterRole", name="edit", api_group="rbac.authorization.k8s.io"
-                ),
+        def inside(
+            suffix: str, api_version: str, kind: str, object_name: str, manifest: dict[str, Any]
+        ) -> KubernetesObject:
+            return KubernetesObject(
+                f"{name}-{suffix}",
+                api_version=api_version,
+                kind=kind,
+                metadata=object_metadata(object_name, ns),
+                manifest=manifest,
                 opts=child,
             )
-        copy = k8s.core.v1.Secret(
+
+        q = args.quota
+        hard = {
+            "requests.nvidia.com/gpu": str(q.gpus),
+            "requests.cpu": q.requests_cpu,
+            "requests.memory": q.requests_memory,
+            "limits.memory": q.limits_memory,
+            "persistentvolumeclaims": str(q.persistent_volume_claims),
+            "requests.storage": q.requests_storage,
+        }
+        inside("quota", "v1", "ResourceQuota", f"{tenant}-quota", {"spec": {"hard": hard}})
+        d = args.container_defaults
+        limits = {
+            "type": "Container",
+            "default": {"cpu": d.cpu_limit, "memory": d.memory_limit},
+            "defaultRequest": {"cpu": d.cpu_request, "memory": d.memory_request},
+        }
+        inside("defaults", "v1", "LimitRange", f"{tenant}-defaults", {"spec": {"limits": [limits]}})
+        if args.reservation_name is not None:
+            binding = {
+                "reservationName": args.reservation_name,
+                "podSelector": {"matchLabels": workload_labels(tenant)},
+                "injectAffinity": True,
+                "injectToleration": True,
+            }
+            inside(
+                "binding",
+                "scheduling.example.io/v1alpha1",
+                "ReservationBinding",
+                f"{tenant}-binding",
+                {"spec": binding},
+            )
+        for suffix, spec in network_policies(tenant, args).items():
+            inside(suffix, "networking.k8s.io/v1", "NetworkPolicy", f"{tenant}-{suffix}", spec)
+        if args.admins_group:
+            rbac = "rbac.authorization.k8s.io"
+            inside(
+                "admins",
+                f"{rbac}/v1",
+                "RoleBinding",
+                f"{tenant}-admins",
+                {
+                    "subjects": [{"kind": "Group", "name": args.admins_group, "apiGroup": rbac}],
+                    "roleRef": {"kind": "ClusterRole", "name": "edit", "apiGroup": rbac},
+                },
+            )
+        copy = KubernetesObject(
             f"{name}-ldap-bind",
-            metadata=meta(args.ldap_bind_secret_name),
-            type="Opaque",
-            data=pulumi.Output.secret(args.ldap_bind_data),
+            api_version="v1",
+            kind="Secret",
+            metadata=object_metadata(args.ldap_bind_secret_name, ns),
+            manifest={"type": "Opaque", "data": pulumi.Output.secret(args.ldap_bind_data)},
+            secret_fields=SECRET_FIELDS,
             opts=child,
         )
         self.name = ns
         self.ldap_bind_secret = copy.metadata.apply(lambda m: str(m["name"]))
         self.register_outputs({"name": self.name, "ldap_bind_secret": self.ldap_bind_secret})
 
-    def _binding(
-        self,
-        name: str,
-        tenant: str,
-        reservation_name: pulumi.Input[str],
-        meta: Callable[[str], k8s.meta.v1.ObjectMetaArgs],
-        child: pulumi.ResourceOptions,
-    ) -> None:
-        k8s.apiextensions.CustomResource(
-            f"{name}-binding",
-            api_version="scheduling.example.io/v1alpha1",
-            kind="ReservationBinding",
-            metadata=meta(f"{tenant}-binding"),
-            spec={
-                "reservationName": reservation_name,
-                "podSelector": {"matchLabels": workload_labels(tenant)},
-                "injectAffinity": True,
-                "injectToleration": True,
-            },
-            opts=child,
-        )
 
-    def _network_policies(
-        self,
-        name: str,
-        tenant: str,
-        args: TenantNamespaceArgs,
-        meta: Callable[[str], k8s.meta.v1.ObjectMetaArgs],
-        child: pulumi.ResourceOptions,
-    ) -> None:
-        def namespace_peer(namespace: str) -> k8s.networking.v1.NetworkPolicyPeerArgs:
-            return k8s.networking.v1.NetworkPolicyPeerArgs(
-                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                    match_labels={"kubernetes.io/metadata.name": namespace}
-                )
-            )
+def network_policies(tenant: str, args: TenantNamespaceArgs) -> dict[str, dict[str, Any]]:
+    """The deny-all policy and the allow policy by purpose (README, "NetworkPolicy by purpose"),
+    by name suffix."""
 
-        def peers(namespaces: list[str]) -> list[k8s.networking.v1.NetworkPolicyPeerArgs]:
-            return [namespace_peer(ns) for ns in [tenant, *namespaces]]
+    def namespace_peer(namespace: str) -> dict[str, Any]:
+        return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
 
-        everything = k8s.meta.v1.LabelSelectorArgs()
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-deny-all",
-            metadata=meta(f"{tenant}-deny-all"),
-            spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                pod_selector=everything, policy_types=["Ingress", "Egress"]
-            ),
-            opts=child,
-        )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-allow",
-            metadata=meta(f"{tenant}-allow"),
-            spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                pod_selector=everything,
-                policy_types=["Ingress", "Egress"],
-                ingress=[
-                    k8s.networking.v1.NetworkPolicyIngressRuleArgs(from_=peers(args.ingress_from))
-                ],
-                egress=[
-                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(to=peers([])),
-                    *(
-                        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                            to=[namespace_peer(rule.namespace)],
-                            ports=[
-                                k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol=proto)
-                                for port, proto in rule.ports
-                            ],
-                        )
-                        for rule in args.egress
-                    ),
-                ],
-            ),
-            opts=child,
-        )
+    def peers(namespaces: list[str]) -> list[dict[str, Any]]:
+        return [namespace_peer(ns) for ns in [tenant, *namespaces]]
+
+    both = ["Ingress", "Egress"]
+    egress = [
+        {"to": peers([])},
+        *(
+            {
+                "to": [namespace_peer(rule.namespace)],
+                "ports": [{"port": port, "protocol": proto} for port, proto in rule.ports],
+            }
+            for rule in args.egress
+        ),
+    ]
+    return {
+        "deny-all": {"spec": {"podSelector": {}, "policyTypes": both}},
+        "allow": {
+            "spec": {
+                "podSelector": {},
+                "policyTypes": both,
+                "ingress": [{"from": peers(args.ingress_from)}],
+                "egress": egress,
+            }
+        },
+    }

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from providers.weka.client import ROOT_ORG
 from providers.weka.csi import csi_secret_data, storage_class_parameters
@@ -37,7 +36,11 @@ from providers.weka.resources import (
     WekaOrganization,
     WekaOrgUser,
 )
-from tenant_stack.components.kubernetes_objects import object_metadata
+from tenant_stack.components.kubernetes_objects import (
+    SECRET_FIELDS,
+    KubernetesObject,
+    object_metadata,
+)
 
 TYPE = "gpu-tenants:storage:WekaStorage"
 ROOT_UID = 0
@@ -215,55 +218,66 @@ class WekaStorage(pulumi.ComponentResource):
             org_admin_password=credentials.password,
             opts=first,
         )
-        secret = k8s.core.v1.Secret(
+        secret = KubernetesObject(
             f"{name}-csi-secret",
+            api_version="v1",
+            kind="Secret",
             metadata=object_metadata(f"weka-{tenant}-creds", args.namespace),
-            type="Opaque",
-            string_data=pulumi.Output.all(
-                csi_user.username, csi_user.password, credentials.org
-            ).apply(
-                lambda v: csi_secret_data(
-                    username=v[0],
-                    password=v[1],
-                    organization=v[2],
-                    endpoints=args.api_endpoints,
-                    scheme="https",
-                    ca_certificate=args.ca_certificate,
-                )
-            ),
+            secret_fields=SECRET_FIELDS,
+            manifest={
+                "type": "Opaque",
+                "stringData": pulumi.Output.all(
+                    csi_user.username, csi_user.password, credentials.org
+                ).apply(
+                    lambda v: csi_secret_data(
+                        username=v[0],
+                        password=v[1],
+                        organization=v[2],
+                        endpoints=args.api_endpoints,
+                        scheme="https",
+                        ca_certificate=args.ca_certificate,
+                    )
+                ),
+            },
             opts=child,
         )
         secret_name = secret.metadata.apply(lambda m: str(m["name"]))
-        storage_class = k8s.storage.v1.StorageClass(
+        storage_class = KubernetesObject(
             f"{name}-storage-class",
+            api_version="storage.k8s.io/v1",
+            kind="StorageClass",
             metadata=object_metadata(storage_class_name(tenant)),
-            provisioner="csi.weka.io",
-            parameters=pulumi.Output.all(secret_name, args.namespace, scratch.name).apply(
-                lambda v: storage_class_parameters(v[0], v[1], v[2])
-            ),
-            # A deleted claim must not delete the tenant's data (runbook 6c).
-            reclaim_policy="Retain",
-            volume_binding_mode="Immediate",
-            allow_volume_expansion=True,
+            manifest={
+                "provisioner": "csi.weka.io",
+                "parameters": pulumi.Output.all(secret_name, args.namespace, scratch.name).apply(
+                    lambda v: storage_class_parameters(v[0], v[1], v[2])
+                ),
+                # A deleted claim must not delete the tenant's data (runbook 6c).
+                "reclaimPolicy": "Retain",
+                "volumeBindingMode": "Immediate",
+                "allowVolumeExpansion": True,
+            },
             opts=child,
         )
         class_name = storage_class.metadata.apply(lambda m: str(m["name"]))
         for claim in args.claims:
-            k8s.core.v1.PersistentVolumeClaim(
+            KubernetesObject(
                 f"{name}-pvc-{claim.name}",
+                api_version="v1",
+                kind="PersistentVolumeClaim",
                 metadata=object_metadata(
                     claim.name,
                     args.namespace,
                     # Binding is the CSI driver's job; up does not wait for it.
                     annotations={"pulumi.com/skipAwait": "true"},
                 ),
-                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                    access_modes=list(CLAIM_ACCESS_MODES),
-                    storage_class_name=class_name,
-                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(
-                        requests={"storage": claim.size}
-                    ),
-                ),
+                manifest={
+                    "spec": {
+                        "accessModes": list(CLAIM_ACCESS_MODES),
+                        "storageClassName": class_name,
+                        "resources": {"requests": {"storage": claim.size}},
+                    }
+                },
                 opts=child,
             )
         self.scratch_filesystem = pulumi.Output.from_input(scratch.name)
