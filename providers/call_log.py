@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:  # the Slurm transport logs through here too, and needs no HTTP client
+    import httpx
 
 VARIABLE = "GPU_TENANTS_CALL_LOG"
 _STARTED = "gpu_tenants_started"

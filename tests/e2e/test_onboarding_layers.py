@@ -1,0 +1,316 @@
+"""Onboarding end to end, one test per runbook layer over one stack: the real engine brings
+tenant-foo up on the sandbox once (a rehearsal: its filesystems may go without an offboarding
+snapshot), each test reads one layer back with the backend's own tools, and the last one
+destroys it and checks that every layer is gone."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from sandbox.layout import SandboxLayout
+from sandbox.project import project_copy
+from tests.backends import (
+    authentik,
+    authentik_user,
+    kubectl_json,
+    labelled,
+    mounted,
+    owner_and_mode,
+    revealed,
+    run,
+    run_pulumi,
+    sacctmgr,
+    weka,
+    weka_org,
+    weka_quotas,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
+
+
+@dataclass
+class Onboarded:
+    stack: auto.Stack
+    project: Path
+    env: dict[str, str]
+    planned: dict[str, int]  # the first preview's change summary
+    outputs: dict[str, Any]
+    printed: str  # what the engine printed in that preview and the up
+    destroyed: bool = False
+
+
+def secret_data(name: str) -> dict[str, str]:
+    data: dict[str, str] = kubectl_json("-n", "tenant-foo", "get", "secret", name)["data"]
+    return data
+
+
+@pytest.fixture(scope="module")
+def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Onboarded]:
+    work = tmp_path_factory.mktemp("onboarding")
+    backend = work / "backend"
+    backend.mkdir()
+    env = {
+        "PULUMI_BACKEND_URL": backend.as_uri(),
+        "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
+        "PULUMI_HOME": os.environ["PULUMI_HOME"],
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    }
+    project = project_copy(work / "project", rehearsals=("tenant-foo",))
+    stack = auto.create_stack(
+        "tenant-foo", work_dir=str(project), opts=auto.LocalWorkspaceOptions(env_vars=env)
+    )
+    preview = stack.preview()
+    up = stack.up()
+    assert up.summary.result == "succeeded"
+    onboarded = Onboarded(
+        stack,
+        project,
+        env,
+        {op.value: count for op, count in preview.change_summary.items()},
+        {key: output.value for key, output in up.outputs.items()},
+        preview.stdout + preview.stderr + up.stdout + up.stderr,
+    )
+    yield onboarded
+    if not onboarded.destroyed:
+        stack.destroy()
+
+
+def test_preview_plans_every_layer_and_up_exports_the_handover(foo: Onboarded) -> None:
+    assert foo.planned == {"create": 47}
+    assert foo.outputs["reserved_nodes"] == [f"gpu-0{i}" for i in range(1, 9)]
+    assert "User           alice" in foo.outputs["ssh_config"]["alice"]
+
+
+def test_step_1_the_reservation_holds_exactly_the_contracted_nodes(foo: Onboarded) -> None:
+    # Step 1: the operator labelled and tainted exactly the eight nodes before up returned.
+    assert labelled("tenant-foo") == [f"gpu-0{i}" for i in range(1, 9)]
+    taint = {"key": "reserved.tenant", "value": "tenant-foo", "effect": "NoSchedule"}
+    assert taint in kubectl_json("get", "node", "gpu-05")["spec"]["taints"]
+    reservation = kubectl_json("get", "reservation", "tenant-foo-reservation")
+    assert reservation["spec"]["evictOnRelease"] is False
+
+
+def test_step_3_the_namespace_and_everything_in_it(foo: Onboarded) -> None:
+    # Step 3: the namespace and everything in it.
+    labels = kubectl_json("get", "namespace", "tenant-foo")["metadata"]["labels"]
+    assert labels["tenant"] == "tenant-foo"
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    quota = kubectl_json("-n", "tenant-foo", "get", "resourcequota", "tenant-foo-quota")
+    assert quota["status"]["hard"]["requests.nvidia.com/gpu"] == "64"
+    assert quota["status"]["hard"]["limits.memory"] == "10Ti"
+    limits = kubectl_json("-n", "tenant-foo", "get", "limitrange", "tenant-foo-defaults")
+    assert limits["spec"]["limits"][0]["default"] == {"cpu": "4", "memory": "16Gi"}
+    binding = kubectl_json("-n", "tenant-foo", "get", "reservationbinding", "tenant-foo-binding")
+    assert binding["spec"]["reservationName"] == "tenant-foo-reservation"
+    assert binding["spec"]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/managed-by": "tenant-foo"}
+    }
+    policies = kubectl_json("-n", "tenant-foo", "get", "networkpolicy")["items"]
+    assert sorted(p["metadata"]["name"] for p in policies) == [
+        "tenant-foo-allow",
+        "tenant-foo-deny-all",
+    ]
+    admins = kubectl_json("-n", "tenant-foo", "get", "rolebinding", "tenant-foo-admins")
+    assert admins["subjects"][0]["name"] == "tenant-foo-admins"
+    # The runbook's sidebar: the bind Secret must exist in the tenant's namespace, same password.
+    copied = kubectl_json("-n", "tenant-foo", "get", "secret", "ldap-bind-creds")["data"]
+    assert copied == kubectl_json("-n", "auth", "get", "secret", "ldap-bind-creds")["data"]
+
+
+def test_step_2_the_group_and_users_with_pinned_numbers(foo: Onboarded) -> None:
+    # Step 2: the group under `tenants` and the users, numbers pinned as strings.
+    with authentik() as api:
+        group = api.get("/core/groups/", params={"name": "tenant-foo"}).json()["results"][0]
+        parent = api.get(f"/core/groups/{group['parent']}/").json()
+    assert parent["name"] == "tenants"
+    assert group["attributes"]["gidNumber"] == "4099"
+    assert group["attributes"]["tenant_slug"] == "tenant-foo"
+    alice = authentik_user("alice")
+    assert alice["attributes"]["uidNumber"] == "2147"
+    assert alice["attributes"]["gidNumber"] == "4099"
+    assert alice["attributes"]["ssh_keys"].startswith("ssh-ed25519 ")
+    assert alice["is_active"] is True
+    assert group["pk"] in alice["groups"]
+    assert sorted(u["username"] for u in group["users_obj"]) == ["alice", "bob", "carol"]
+
+
+def test_step_4_slurm_accounting_and_partition(foo: Onboarded) -> None:
+    # Step 4: Slurm, read back with its own tools.
+    assert sacctmgr(
+        "show", "assoc", "account=tenant-foo", "format=Account,User,Fairshare,GrpTRES,GrpJobs"
+    ) == ["tenant-foo||300|gres/gpu=64|200"]
+    users = sacctmgr(
+        "show", "assoc", "account=ml-team-foo", "format=User,MaxJobs,GrpTRESMins,DefaultQOS"
+    )
+    # The first row is the sub-account's own association (no user).
+    assert sorted(u for u in users if not u.startswith("|")) == [
+        "alice|20|gres/gpu=240000|normal-foo",
+        "bob|20|gres/gpu=240000|normal-foo",
+        "carol|20|gres/gpu=240000|normal-foo",
+    ]
+    assert sorted(
+        sacctmgr(
+            "show",
+            "qos",
+            "normal-foo,interactive-foo",
+            "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode",
+        )
+    ) == [
+        "interactive-foo|200|gres/gpu=8|04:00:00||cluster",  # PreemptMode=OFF, as Slurm stores it
+        "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster",
+    ]
+    # Runbook 4d: the line went into the Slurm operator's ConfigMap, then reached slurmctld.
+    configmap = kubectl_json("-n", "slurm-control", "get", "configmap", "slurm-partitions")
+    assert "PartitionName=tenant-foo Nodes=gpu-[01-08]" in configmap["data"]["partitions.conf"]
+    partition = run("scontrol", "show", "partition", "tenant-foo")
+    for field in (
+        "Nodes=gpu-[01-08]",
+        "AllowAccounts=tenant-foo",
+        "MaxTime=1-00:00:00",
+        "OverSubscribe=EXCLUSIVE",
+    ):
+        assert field in partition
+
+
+def test_step_6_the_weka_organization_and_what_kubernetes_gets_of_it(foo: Onboarded) -> None:
+    # Step 6: the Weka organization and what Kubernetes gets of it.
+    org = weka_org("tenant-foo")
+    assert org is not None
+    assert org["total_quota"] == 55 * 10**12
+    csi = kubectl_json("-n", "tenant-foo", "get", "secret", "weka-tenant-foo-creds")["data"]
+    assert sorted(csi) == [
+        "caCertificate",
+        "endpoints",
+        "organization",
+        "password",
+        "scheme",
+        "username",
+    ]
+    storage_class = kubectl_json("get", "storageclass", "weka-tenant-foo")
+    assert storage_class["provisioner"] == "csi.weka.io"
+    assert storage_class["reclaimPolicy"] == "Retain"
+    params = storage_class["parameters"]
+    assert params["csi.storage.k8s.io/provisioner-secret-name"] == "weka-tenant-foo-creds"
+    assert params["filesystemName"] == "tenant-foo-scratch"
+    pvc = kubectl_json("-n", "tenant-foo", "get", "pvc", "training-scratch")
+    assert pvc["spec"]["storageClassName"] == "weka-tenant-foo"
+
+
+def test_step_4e_home_and_scratch_directories_with_their_quotas(foo: Onboarded) -> None:
+    # Step 4e: each user's home is a directory of the tenant's home filesystem, made through the
+    # mount with the user's pinned numbers, each with its quota; scratch has the tenant's quota.
+    assert owner_and_mode(mounted("tenant-foo", "tenant-foo-home")) == (0, 4099, "0750")
+    for user, uid in (("alice", 2147), ("bob", 2148), ("carol", 2149)):
+        home = mounted("tenant-foo", "tenant-foo-home", user)
+        assert owner_and_mode(home) == (uid, 4099, "0700")
+    scratch = mounted("tenant-foo", "tenant-foo-scratch", "tenant-foo")
+    assert owner_and_mode(scratch) == (0, 4099, "2770")
+    org_resource = next(
+        r
+        for r in (foo.stack.export_stack().deployment or {})["resources"]
+        if r["type"] == "pulumi-python:dynamic/weka:Organization"
+    )
+    org_admin = (
+        "tenant-foo",
+        org_resource["outputs"]["admin_username"],
+        revealed(org_resource["outputs"]["admin_password"]),
+    )
+    with weka(org_admin) as api:
+        assert weka_quotas(api, "tenant-foo-home") == {
+            f"/{user}": (90 * 10**9, 100 * 10**9, "tenant-foo")
+            for user in ("alice", "bob", "carol")
+        }
+        assert weka_quotas(api, "tenant-foo-scratch") == {
+            "/tenant-foo": (45 * 10**12, 50 * 10**12, "tenant-foo")
+        }
+
+
+def test_step_5_the_login_release_and_its_keys(foo: Onboarded) -> None:
+    # Step 5: the login release and the keys it mounts.
+    keys = kubectl_json("-n", "tenant-foo", "get", "secret", "tenant-foo-authorized-keys")
+    assert sorted(keys["data"]) == ["alice", "bob", "carol"]
+    release = kubectl_json("-n", "tenant-foo", "get", "helmrelease", "login-tenant-foo")
+    values = release["spec"]["values"]
+    assert values["ldap"]["bindPasswordSecret"] == "ldap-bind-creds"
+    assert values["sshKeysSecret"] == "tenant-foo-authorized-keys"
+    annotations = values["service"]["annotations"]
+    assert annotations["external-dns.alpha.kubernetes.io/hostname"] == (
+        "login.tenant-foo.example.internal"
+    )
+
+
+def test_no_secret_in_state_output_or_logs(foo: Onboarded, sandbox: SandboxLayout) -> None:
+    # No secret is in the state in clear: the backends' credentials, the LDAP bind password the
+    # stack copied, and the passwords it generated for Weka's org admin and CSI user. (The
+    # Automation API's export_stack shows secrets, so read what the backend stores, and what
+    # `pulumi stack export` prints.)
+    backend = Path(foo.env["PULUMI_BACKEND_URL"].removeprefix("file://"))
+    state = "".join(f.read_text() for f in backend.rglob("*.json"))
+    state += run_pulumi(foo.env, foo.project, "stack", "export", "--stack", "tenant-foo")
+    secrets = {
+        "authentik token": Path(os.environ["AUTHENTIK_TOKEN_FILE"]).read_text().strip(),
+        "weka admin password": Path(os.environ["WEKA_PASSWORD_FILE"]).read_text().strip(),
+        "ldap bind password": base64.b64decode(secret_data("ldap-bind-creds")["password"]).decode(),
+        "weka csi password": base64.b64decode(
+            secret_data("weka-tenant-foo-creds")["password"]
+        ).decode(),
+    }
+    # ...nor in what the engine printed (the providers' logs come through it), nor in the logs
+    # the sandbox's emulators wrote.
+    printed = foo.printed
+    logs = "".join(
+        f.read_text(errors="replace") for f in (sandbox.root / "logs").glob("*-emulator.log")
+    )
+    for what, value in secrets.items():
+        assert len(value) >= 8, what
+        assert value not in state, f"the {what} is in the state in clear"
+        assert value not in printed, f"the {what} was printed"
+        assert value not in logs, f"the {what} is in an emulator's log"
+
+
+def test_a_second_preview_plans_nothing(foo: Onboarded) -> None:
+    # Nothing drifted: a second preview plans nothing (the run fails otherwise).
+    foo.stack.preview(expect_no_changes=True)
+
+
+def test_destroy_undoes_every_layer(foo: Onboarded) -> None:
+    destroy = foo.stack.destroy()
+    foo.destroyed = True
+    assert destroy.summary.result == "succeeded"
+    assert labelled("tenant-foo") == []
+    assert sacctmgr("show", "assoc", "account=tenant-foo", "format=Account") == []
+    assert sacctmgr("show", "qos", "normal-foo", "format=Name") == []
+    assert (
+        "not found"
+        in subprocess.run(
+            ["scontrol", "show", "partition", "tenant-foo"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    )
+    assert weka_org("tenant-foo") is None
+    # Identity is revoked, never hard-deleted: the users stay, disabled and out of the group.
+    alice = authentik_user("alice")
+    assert alice["is_active"] is False
+    assert alice["groups"] == []
+    with authentik() as api:
+        assert api.get("/core/groups/", params={"name": "tenant-foo"}).json()["results"] == []
+    node = kubectl_json("get", "node", "gpu-05")
+    assert "reserved.tenant" not in node["metadata"]["labels"]
+    assert not [t for t in node["spec"].get("taints") or [] if t["key"] == "reserved.tenant"]
+    gone = subprocess.run(
+        ["kubectl", "get", "namespace", "tenant-foo"], capture_output=True, text=True, check=False
+    )
+    assert "NotFound" in gone.stderr
