@@ -42,7 +42,7 @@ class Onboarded:
     stack: auto.Stack
     project: Path
     env: dict[str, str]
-    planned: dict[str, int]  # the first preview's change summary
+    planned: dict[Any, int]  # the first preview's change summary (op -> count)
     outputs: dict[str, Any]
     printed: str  # what the engine printed in that preview and the up
     destroyed: bool = False
@@ -76,7 +76,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
         stack,
         project,
         env,
-        {op.value: count for op, count in preview.change_summary.items()},
+        dict(preview.change_summary),
         {key: output.value for key, output in up.outputs.items()},
         preview.stdout + preview.stderr + up.stdout + up.stderr,
     )
