@@ -135,3 +135,15 @@ def labelled(tenant: str) -> list[str]:
 def owner_and_mode(path: Path) -> tuple[int, int, str]:
     stat = path.stat()
     return stat.st_uid, stat.st_gid, format(stat.st_mode & 0o7777, "04o")
+
+
+def show_partition(name: str) -> str:
+    """`scontrol show partition NAME -o`: its line, or Slurm's words when it has none."""
+    result = subprocess.run(
+        ["scontrol", "show", "partition", name, "-o"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return result.stdout + result.stderr

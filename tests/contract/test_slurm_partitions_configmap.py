@@ -23,7 +23,7 @@ from providers.slurm.partition_store import FileStore, StaleWriteError
 from providers.slurm.provider import SlurmPartitionProvider
 from providers.slurm.settings import Settings
 from sandbox.layout import SandboxLayout
-from tests.contract.test_slurm_provider import show_partition
+from tests.backends import show_partition
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 

@@ -31,6 +31,7 @@ from providers.slurm.provider import (
 )
 from providers.slurm.transport import SlurmCommandError
 from sandbox.layout import SandboxLayout
+from tests.backends import show_partition
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -43,11 +44,6 @@ def rows(*argv: str) -> list[str]:
     result = slurm(*argv)
     assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
     return result.stdout.splitlines()
-
-
-def show_partition(name: str) -> str:
-    result = slurm("scontrol", "show", "partition", name, "-o")
-    return result.stdout + result.stderr
 
 
 @dataclass(frozen=True)

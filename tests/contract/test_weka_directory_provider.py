@@ -23,7 +23,7 @@ from providers.weka.directory_provider import DirectoryProvider
 from providers.weka.quota_provider import DirectoryQuotaProvider
 from providers.weka.settings import Settings
 from tests.backends import owner_and_mode
-from tests.contract.test_weka_provider import GB, checked, no_changes, wire
+from tests.provider_calls import GB, checked, no_changes, wire
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 

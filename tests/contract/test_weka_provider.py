@@ -29,38 +29,15 @@ from providers.weka.org_user_provider import OrgUserProvider
 from providers.weka.organization_provider import OrganizationProvider
 from providers.weka.quota_provider import DirectoryQuotaProvider
 from providers.weka.settings import Settings
+from tests.provider_calls import GB, checked, no_changes, wire
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
-GB = 10**9
 Cleanup = Callable[[Callable[[], object]], None]
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wire(props: dict[str, Any]) -> dict[str, Any]:
-    """`props` as the engine hands them to a provider: every number a float."""
-    return {
-        k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
-        for k, v in props.items()
-    }
-
-
-def checked(
-    provider: ResourceProvider, news: dict[str, Any], olds: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    result = provider.check(wire(olds or {}), wire(news))
-    assert result.failures == [], [(f.property, f.reason) for f in result.failures]
-    return wire(result.inputs)
-
-
-def no_changes(
-    provider: ResourceProvider, id_: str, outs: dict[str, Any], inputs: dict[str, Any]
-) -> None:
-    diff = provider.diff(id_, wire(outs), inputs)
-    assert diff.changes is False, diff.__dict__
 
 
 @pytest.fixture

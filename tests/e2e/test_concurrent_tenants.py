@@ -15,7 +15,7 @@ import yaml
 from sandbox.project import project_copy
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
-from tests.backends import kubectl_json, labelled, sacctmgr
+from tests.backends import kubectl_json, labelled, sacctmgr, show_partition
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -77,17 +77,6 @@ def partitions_configmap() -> str:
     return str((configmap.get("data") or {}).get("partitions.conf", ""))
 
 
-def slurmctld_partition(slug: str) -> str:
-    result = subprocess.run(
-        ["scontrol", "show", "partition", slug, "-o"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    return result.stdout + result.stderr
-
-
 @pytest.mark.parametrize("count", [2, 4])
 def test_new_tenants_brought_up_and_torn_down_at_once(
     tmp_path: Path, pulumi_backend: dict[str, str], count: int
@@ -106,7 +95,7 @@ def test_new_tenants_brought_up_and_torn_down_at_once(
         all_at_once(project, pulumi_backend, slugs, "up", "--yes", "--skip-preview")
         for index, slug in enumerate(slugs):
             assert f"PartitionName={slug} " in partitions_configmap()
-            assert f"Nodes={NODES[index]}" in slurmctld_partition(slug)
+            assert f"Nodes={NODES[index]}" in show_partition(slug)
             assert labelled(slug) == [NODES[index]]
             assert sacctmgr("show", "account", slug, "format=Account") == [slug]
         all_at_once(project, pulumi_backend, slugs, "preview", "--expect-no-changes")
@@ -114,6 +103,6 @@ def test_new_tenants_brought_up_and_torn_down_at_once(
         all_at_once(project, pulumi_backend, slugs, "destroy", "--yes", "--skip-preview")
     for slug in slugs:
         assert f"PartitionName={slug} " not in partitions_configmap()
-        assert "not found" in slurmctld_partition(slug)
+        assert "not found" in show_partition(slug)
         assert labelled(slug) == []
         assert sacctmgr("show", "account", slug, "format=Account") == []
