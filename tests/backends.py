@@ -92,16 +92,37 @@ def weka_org(name: str) -> dict[str, Any] | None:
     return next((o for o in orgs if o["name"] == name), None)
 
 
-def run_pulumi(env: dict[str, str], project: Path, *args: str) -> str:
-    result = subprocess.run(
+def file_backend(directory: Path) -> dict[str, str]:
+    """The environment of a throwaway file backend in `directory`, so that tests never touch the
+    operator's stacks."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return {
+        "PULUMI_BACKEND_URL": directory.as_uri(),
+        "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
+        "PULUMI_HOME": os.environ["PULUMI_HOME"],
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    }
+
+
+def pulumi(
+    env: dict[str, str], project: Path, *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`pulumi <args>` in `project` with `env` added, whatever its exit status."""
+    return subprocess.run(
         ["pulumi", *args, "--non-interactive"],
         cwd=project,
         env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
+
+
+def run_pulumi(env: dict[str, str], project: Path, *args: str, timeout: float = 300) -> str:
+    """`pulumi <args>`, which must succeed; its output."""
+    result = pulumi(env, project, *args, timeout=timeout)
     assert result.returncode == 0, f"pulumi {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
     return result.stdout
 

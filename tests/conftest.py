@@ -10,6 +10,7 @@ import pytest
 
 from sandbox.__main__ import up
 from sandbox.layout import SandboxLayout
+from tests.backends import file_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,15 +22,7 @@ def pulumi_backend(tmp_path: Path) -> dict[str, str]:
         pytest.fail(
             'pulumi is not on PATH: run `make setup` and `eval "$(make -s env)"`, or `make test`'
         )
-    backend = tmp_path / "backend"
-    backend.mkdir()
-    return {
-        "PULUMI_BACKEND_URL": backend.as_uri(),
-        "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
-        "PULUMI_HOME": os.environ["PULUMI_HOME"],
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-    }
+    return file_backend(tmp_path / "backend")
 
 
 @pytest.fixture(scope="session")

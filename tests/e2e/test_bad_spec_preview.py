@@ -3,13 +3,12 @@ field path and the line, no Python traceback, nothing declared."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from sandbox.project import project_copy
+from tests.backends import pulumi, run_pulumi
 
 pytestmark = [pytest.mark.e2e]
 
@@ -31,21 +30,8 @@ def test_preview_names_an_impossible_date_at_its_field(
     project = project_copy(tmp_path / "project")
     spec = project / "tenants" / "tenant-foo.yaml"
     spec.write_text(spec.read_text().replace("end: 2027-01-04", written))
-    env = {**os.environ, **pulumi_backend}
-
-    def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["pulumi", *args, "--stack", "tenant-foo", "--non-interactive"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-
-    assert pulumi("stack", "init").returncode == 0
-    preview = pulumi("preview")
+    run_pulumi(pulumi_backend, project, "stack", "init", "tenant-foo")
+    preview = pulumi(pulumi_backend, project, "preview", "--stack", "tenant-foo")
     printed = preview.stdout + preview.stderr
     assert preview.returncode != 0
     assert f"{spec}: {reported}" in printed, printed

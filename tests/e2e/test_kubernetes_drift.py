@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ import pytest
 
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
-from tests.backends import kubectl_json
+from tests.backends import file_backend, kubectl_json, pulumi, run_pulumi
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -254,34 +253,18 @@ class FooStack:
     env: dict[str, str]
 
     def pulumi(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["pulumi", *args, "--stack", "tenant-foo", "--non-interactive"],
-            cwd=self.project,
-            env={**os.environ, **self.env},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        return pulumi(self.env, self.project, *args, "--stack", "tenant-foo", timeout=600)
 
     def must(self, *args: str) -> str:
-        result = self.pulumi(*args)
-        assert result.returncode == 0, f"pulumi {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-        return result.stdout
+        return run_pulumi(self.env, self.project, *args, "--stack", "tenant-foo", timeout=600)
 
 
 @pytest.fixture(scope="module")
 def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[FooStack]:
     """tenant-foo, up once for the module's tests, each of which leaves it as the spec says."""
     work = tmp_path_factory.mktemp("kubernetes-drift")
-    backend = work / "backend"
-    backend.mkdir()
     stack = FooStack(
-        project_copy(work / "project", rehearsals=("tenant-foo",)),
-        {
-            "PULUMI_BACKEND_URL": backend.as_uri(),
-            "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
-        },
+        project_copy(work / "project", rehearsals=("tenant-foo",)), file_backend(work / "backend")
     )
     stack.must("stack", "init")
     try:

@@ -21,6 +21,7 @@ from sandbox.project import project_copy
 from tests.backends import (
     authentik,
     authentik_user,
+    file_backend,
     kubectl_json,
     labelled,
     mounted,
@@ -56,15 +57,7 @@ def secret_data(name: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Onboarded]:
     work = tmp_path_factory.mktemp("onboarding")
-    backend = work / "backend"
-    backend.mkdir()
-    env = {
-        "PULUMI_BACKEND_URL": backend.as_uri(),
-        "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
-        "PULUMI_HOME": os.environ["PULUMI_HOME"],
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-    }
+    env = file_backend(work / "backend")
     project = project_copy(work / "project", rehearsals=("tenant-foo",))
     stack = auto.create_stack(
         "tenant-foo", work_dir=str(project), opts=auto.LocalWorkspaceOptions(env_vars=env)

@@ -12,7 +12,6 @@ brought up, previewed clean, and destroyed.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,6 +22,7 @@ import yaml
 
 from sandbox.layout import SandboxLayout
 from sandbox.project import ROOT, STACK_CONFIG_DIR
+from tests.backends import pulumi, run_pulumi
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -64,30 +64,19 @@ def test_a_stack_made_by_the_previous_release_refreshes_upgrades_and_destroys(
         spec.read_text().replace("\nstorage:\n", "\nstorage:\n  delete_without_snapshot: true\n")
     )
     # The baseline read the private CA under the sandbox's name.
-    env = {**os.environ, **pulumi_backend, "SANDBOX_CA_FILE": str(sandbox.pki.ca_cert)}
+    env = {**pulumi_backend, "SANDBOX_CA_FILE": str(sandbox.pki.ca_cert)}
 
-    def pulumi(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            ["pulumi", *args, "--stack", "tenant-foo", "--non-interactive"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if ok:
-            assert result.returncode == 0, f"pulumi {args}:\n{result.stdout}\n{result.stderr}"
-        return result
+    def foo(*args: str) -> str:
+        return run_pulumi(env, project, *args, "--stack", "tenant-foo", timeout=600)
 
     try:
         point_project_at(project, baseline)
-        pulumi("stack", "init")
-        pulumi("up", "--yes", "--skip-preview")
+        foo("stack", "init")
+        foo("up", "--yes", "--skip-preview")
 
         point_project_at(project, ROOT)
-        pulumi("refresh", "--yes", "--skip-preview")
-        plan = json.loads(pulumi("preview", "--json").stdout)
+        foo("refresh", "--yes", "--skip-preview")
+        plan = json.loads(foo("preview", "--json"))
         changes = [step for step in plan["steps"] if step["op"] != "same"]
         dynamic = [s["urn"] for s in changes if "pulumi-python:dynamic" in s["urn"]]
         assert dynamic == [], f"dynamic resources the new code would change: {dynamic}"
@@ -96,11 +85,13 @@ def test_a_stack_made_by_the_previous_release_refreshes_upgrades_and_destroys(
                 assert set(step.get("diffReasons") or []) <= EXPECTED_KUBERNETES_CHANGES, step
             else:
                 assert _is_dropped_read(step) or _is_provider_config(step), step
-        pulumi("up", "--yes", "--skip-preview")
-        pulumi("preview", "--expect-no-changes")
-        pulumi("destroy", "--yes", "--skip-preview")
+        foo("up", "--yes", "--skip-preview")
+        foo("preview", "--expect-no-changes")
+        foo("destroy", "--yes", "--skip-preview")
     finally:
-        pulumi("destroy", "--yes", "--skip-preview", ok=False)
+        pulumi(
+            env, project, "destroy", "--yes", "--skip-preview", "--stack", "tenant-foo", timeout=600
+        )
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
             capture_output=True,
