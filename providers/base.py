@@ -26,7 +26,16 @@ from pulumi.runtime.rpc import UNKNOWN
 
 from providers.errors import BackendError
 
-__all__ = ["REQUIRED", "Field", "Rule", "Schema", "SchemaProvider", "gone", "is_unknown"]
+__all__ = [
+    "LIFECYCLE",
+    "REQUIRED",
+    "Field",
+    "Rule",
+    "Schema",
+    "SchemaProvider",
+    "gone",
+    "is_unknown",
+]
 
 
 class _Required:
@@ -174,6 +183,25 @@ def _comparable(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
+def _lifecycle(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(value.get("stage"), str):
+        raise ValueError(f"{value!r} is not a lifecycle record {{stage, next_stage, signed_off}}")
+    return {
+        "stage": value["stage"],
+        "next_stage": value.get("next_stage"),
+        "signed_off": bool(value.get("signed_off")),
+        "rehearsal": bool(value.get("rehearsal")),
+    }
+
+
+# The tenant's offboarding stage as the last `up` recorded it on a tenant-level object. `destroy`
+# does not run the program, so this record is all a delete knows of where the tenant stands;
+# None (a team's sub-account, or a state from before stages were recorded) gates nothing.
+LIFECYCLE = Field("lifecycle", _lifecycle, default=None)
+
+
 def gone() -> ReadResult:
     """What read answers for an object that no longer exists: the engine drops it from the
     state (a fresh dict, which the engine's glue writes into)."""
@@ -205,6 +233,26 @@ class SchemaProvider(ResourceProvider):
         """A replacement under the same name must delete first: creating first would find (and
         adopt) the object that the delete then removes."""
         return not any(key in replaces for key in self.schema.identity)
+
+    def refuse_before_offboarding(self, what: str, recorded: Mapping[str, Any], doing: str) -> None:
+        """Refuses to delete a tenant-level object unless the last `up` recorded stage destroy
+        with a sign-off (or a rehearsal): whatever drives the engine, a tenant's data and access
+        go only in the runbook's order."""
+        gate = _lifecycle(recorded.get(LIFECYCLE.key))
+        if gate is None or gate["rehearsal"] or (gate["stage"] == "destroy" and gate["signed_off"]):
+            return
+        step = (
+            f"the next pull request moves lifecycle.stage to '{gate['next_stage']}'"
+            if gate["stage"] != "destroy"
+            else "the pull request at stage 'destroy' adds lifecycle.sign_off {by, date, ticket}"
+        )
+        raise self.error(
+            doing,
+            f"refused: {what} belongs to a tenant at offboarding stage '{gate['stage']}', and "
+            "tenant-level objects are deleted only at stage 'destroy' with a sign-off",
+            f"{step} in tenants/<slug>.yaml, then `pulumi up`; the runbook's order is frozen, "
+            "drained, archived, snapshotted, destroy (nothing was deleted)",
+        )
 
     def load(self, props: Mapping[str, Any], doing: str) -> dict[str, Any]:
         try:

@@ -2,6 +2,7 @@
 
     BackendError       a backend refused or failed a step
     ├── AuthentikError
+    ├── OffboardingError
     ├── SlurmError
     └── WekaError
 
@@ -11,7 +12,7 @@ what the operator can do next (`BackendError(doing, backend_says, next_step)`).
 
 from __future__ import annotations
 
-__all__ = ["AuthentikError", "BackendError", "SlurmError", "WekaError"]
+__all__ = ["AuthentikError", "BackendError", "OffboardingError", "SlurmError", "WekaError"]
 
 
 class BackendError(Exception):
@@ -29,6 +30,10 @@ class BackendError(Exception):
 
 class AuthentikError(BackendError):
     """The Authentik API answered with an error (its JSON body is `backend_says`)."""
+
+
+class OffboardingError(BackendError):
+    """Offboarding refused a step: the tenant is not where the runbook's order needs it."""
 
 
 class SlurmError(BackendError):

@@ -59,8 +59,6 @@ def project_copy(destination: Path, *, rehearsals: tuple[str, ...] = ()) -> Path
     shutil.copytree(ROOT / "tenants", destination / "tenants")
     for slug in rehearsals:
         spec = destination / "tenants" / f"{slug}.yaml"
-        marked = spec.read_text().replace(
-            "\nstorage:\n", "\nstorage:\n  delete_without_snapshot: true\n"
-        )
+        marked = spec.read_text().replace("\nlifecycle:\n", "\nlifecycle:\n  rehearsal: true\n")
         spec.write_text(marked)
     return destination

@@ -1,6 +1,7 @@
 """Runbook steps 7 and 8: the smoke-test job scripts, and the connection sheet the tenant receives
 (login host, users, SSH snippet, partition, account, QoS, GPU pool, wall limits, filesystems with
-quotas, and the capacity contract so the customer knows what they bought).
+quotas, and the capacity contract so the customer knows what they bought). Its offboarding
+counterpart is the notice sent when the tenant is frozen: what stops, what is kept, how long.
 
 Both are rendered from the reviewed spec alone, so a pull request shows them before `up`; the
 tenant stack exports them, and `python -m tenant_stack.handover <slug>` prints the sheet.
@@ -120,6 +121,37 @@ def connection_sheet(spec: TenantSpec, platform: Platform) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def offboarding_notice(spec: TenantSpec, platform: Platform) -> str:
+    """The Markdown notice the customer receives when offboarding starts (stage frozen)."""
+    lifecycle, retention = spec.lifecycle, platform.retention
+    drain = (
+        f"running jobs may finish for up to {lifecycle.drain_timeout}"
+        if lifecycle.drain_mode == "graceful"
+        else f"running jobs receive TERM (checkpoint now) and are killed {lifecycle.drain_timeout}"
+        " later"
+    )
+    lines = [
+        f"# {spec.display_name}: offboarding notice",
+        "",
+        f"- Tenant: `{spec.slug}`, now at stage `{lifecycle.stage}`",
+        f"- New jobs are refused on `{spec.partition}` and account `{spec.account}`; pending jobs"
+        f" are cancelled; {drain}.",
+        f"- The login host `{spec.login.hostname}` stays reachable for copying data out until the"
+        " storage snapshots are taken; then it is stopped.",
+        "",
+        "## What is kept, and for how long",
+        "",
+        f"- Snapshots of /home and /scratch/{spec.slug}, in the retention store: "
+        f"{lifecycle.retention_days} days after they are taken.",
+        f"- Your job accounting records (jobs, steps, accounts): {retention.accounting_days} days.",
+        f"- Scheduler logs: {retention.logs_days} days.",
+        "- Your user accounts are disabled, not deleted, until the snapshots' retention ends.",
+    ]
+    if lifecycle.legal_hold:
+        lines.append("- A legal hold is in force: nothing is deleted until it is lifted.")
+    return "\n".join([*lines, ""])
 
 
 def main(argv: list[str]) -> int:

@@ -12,6 +12,7 @@ from tenant_stack.components import (
     IdentityGroup,
     IdentityGroupArgs,
     LoginPodArgs,
+    OffboardingArgs,
     TenantNamespace,
     TenantNamespaceArgs,
 )
@@ -31,6 +32,10 @@ from tenant_stack.platform import Platform
 from tenant_stack.preflight import WantedClaim
 from tenant_stack.spec import Duration, TenantSpec
 from tenant_stack.spec import Qos as SpecQos
+
+# How long one `up` at stage drained waits for the tenant's queue before it reports progress
+# and asks to be run again (stack config gpu-tenants:drain_wait_seconds).
+DRAIN_WAIT_SECONDS = 300
 
 _IEC = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _SI = ("k", "M", "G", "T", "P", "E")
@@ -105,7 +110,9 @@ def _qos(name: str, qos: SpecQos, wall: Duration) -> slurm.Qos:
     )
 
 
-def slurm_args(spec: TenantSpec, after: list[pulumi.Resource]) -> slurm.SlurmAccountingArgs:
+def slurm_args(
+    spec: TenantSpec, after: list[pulumi.Resource], drain_wait_seconds: int = DRAIN_WAIT_SECONDS
+) -> slurm.SlurmAccountingArgs:
     contract, s = spec.contract, spec.slurm
     partition = (
         slurm.Partition(
@@ -131,6 +138,37 @@ def slurm_args(spec: TenantSpec, after: list[pulumi.Resource]) -> slurm.SlurmAcc
         teams=[slurm.Team(t.name, t.description, t.fairshare) for t in s.teams],
         users=[slurm.User(u.username, u.team) for u in spec.users],
         partition=partition,
+        frozen=spec.lifecycle.reached("frozen"),
+        drain=(
+            slurm.Drain(
+                mode=spec.lifecycle.drain_mode,
+                timeout_seconds=spec.lifecycle.drain_timeout.seconds or 0,
+                wait_seconds=drain_wait_seconds,
+            )
+            if spec.lifecycle.reached("drained")
+            else None
+        ),
+        lifecycle=lifecycle_record(spec),
+        after=after,
+    )
+
+
+def lifecycle_record(spec: TenantSpec) -> dict[str, object]:
+    """Where offboarding stands, as a tenant-level object records it for its delete gate."""
+    lifecycle = spec.lifecycle
+    return {
+        "stage": lifecycle.stage,
+        "next_stage": lifecycle.next_stage,
+        "signed_off": lifecycle.sign_off is not None,
+        "rehearsal": lifecycle.rehearsal,
+    }
+
+
+def offboarding_args(spec: TenantSpec, after: list[pulumi.Resource]) -> OffboardingArgs:
+    return OffboardingArgs(
+        tenant=spec.slug,
+        accounts=spec.slurm_accounts,
+        lifecycle=lifecycle_record(spec),
         after=after,
     )
 
@@ -156,6 +194,7 @@ def identity_args(
             )
             for user in spec.users
         ],
+        lifecycle=lifecycle_record(spec),
         after=after,
     )
 
@@ -211,7 +250,7 @@ def storage_args(
         api_endpoints=[platform.weka.api_endpoint],
         ca_certificate=ca_certificate,
         claims=[Claim(pvc.name, quantity(pvc.size)) for pvc in storage.pvcs],
-        delete_without_snapshot=storage.delete_without_snapshot,
+        delete_without_snapshot=spec.lifecycle.rehearsal,
         after=after,
     )
 

@@ -392,6 +392,13 @@ class LoginChart(StrictModel):
     version: ChartVersion
 
 
+class Retention(StrictModel):
+    """How long offboarding's archives are kept in the retention store, by kind."""
+
+    accounting_days: Annotated[int, Field(ge=1, le=36500)] = 7 * 365
+    logs_days: Annotated[int, Field(ge=1, le=36500)] = 90
+
+
 class Platform(StrictModel):
     """The cluster-wide facts, keyed as in Pulumi.prod.yaml without the `gpu-tenants:` prefix."""
 
@@ -405,6 +412,7 @@ class Platform(StrictModel):
     slurm: Slurm
     weka: Weka
     login_chart: LoginChart
+    retention: Retention = Retention()
 
     def gpu_inventory(self) -> dict[str, int]:
         """GPUs in the fleet per SKU, counted from the node pools."""

@@ -14,19 +14,22 @@ from tenant_stack.components import (
     CapacityReservation,
     IdentityGroup,
     LoginPod,
+    Offboarding,
     SlurmAccounting,
     TenantNamespace,
     WekaStorage,
 )
 from tenant_stack.components.weka_storage import SharedFilesystem
 from tenant_stack.errors import ClusterError, PreflightError
-from tenant_stack.handover import connection_sheet, smoke_tests
+from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
 from tenant_stack.live import LiveCluster, read_live
 from tenant_stack.mapping import (
+    DRAIN_WAIT_SECONDS,
     SharedFilesystems,
     identity_args,
     login_args,
     namespace_args,
+    offboarding_args,
     reservation_args,
     slurm_args,
     storage_args,
@@ -69,6 +72,7 @@ class Tenant:
     identity: IdentityGroup
     login: LoginPod
     storage: WekaStorage
+    offboarding: Offboarding
 
 
 def declare_tenant(
@@ -90,8 +94,14 @@ def declare_tenant(
     namespace = TenantNamespace(
         spec.slug, namespace_args(spec, platform, reservation, ldap_bind_data)
     )
+    drain_wait = pulumi.Config().get_int("drain_wait_seconds") or DRAIN_WAIT_SECONDS
     slurm = SlurmAccounting(
-        spec.slug, slurm_args(spec, after=[namespace, *([reservation] if reservation else [])])
+        spec.slug,
+        slurm_args(
+            spec,
+            after=[namespace, *([reservation] if reservation else [])],
+            drain_wait_seconds=drain_wait,
+        ),
     )
     identity = IdentityGroup(spec.slug, identity_args(spec, platform, after=[slurm]))
     login = LoginPod(spec.slug, login_args(spec, platform, namespace, identity))
@@ -106,7 +116,11 @@ def declare_tenant(
             after=[identity, namespace],
         ),
     )
-    return Tenant(reservation, namespace, slurm, identity, login, storage)
+    layers: list[pulumi.Resource] = [namespace, slurm, identity, login, storage]
+    if reservation is not None:
+        layers.append(reservation)
+    offboarding = Offboarding(spec.slug, offboarding_args(spec, after=layers))
+    return Tenant(reservation, namespace, slurm, identity, login, storage, offboarding)
 
 
 def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystems | None:
@@ -154,3 +168,6 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     pulumi.export("ssh_config", tenant.login.ssh_config)
     pulumi.export("connection_sheet", connection_sheet(spec, platform))
     pulumi.export("smoke_tests", smoke_tests(spec))
+    pulumi.export("lifecycle_stage", tenant.offboarding.stage)
+    if spec.lifecycle.reached("frozen"):
+        pulumi.export("offboarding_notice", offboarding_notice(spec, platform))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from providers.base import Field, Schema
+from providers.base import LIFECYCLE, Field, Schema
 
 __all__ = [
     "GID_ATTRIBUTE",
@@ -146,6 +146,7 @@ GROUP = Schema(
         Field("parent", _group_name),
         Field("gid", _posix_id_input),
         Field("attributes", _extra_attributes, {}),
+        LIFECYCLE,
     ),
     identity=("name",),
     implied=lambda _: {"marked": True},

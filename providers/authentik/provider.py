@@ -126,11 +126,13 @@ def _parent_name(client: AuthentikClient, group: Group) -> str | None:
 
 
 def _group_outputs(
-    client: AuthentikClient, group: Group, tenant: str, extra_keys: Collection[str]
+    client: AuthentikClient, group: Group, props: Mapping[str, Any], extra_keys: Collection[str]
 ) -> dict[str, Any]:
     attributes = group.attributes
+    tenant = props["tenant"]
     return {
         "tenant": tenant,
+        "lifecycle": props.get("lifecycle"),
         "marked": attributes.get(MARK_ATTRIBUTE) == tenant,
         "name": group.name,
         "parent": _parent_name(client, group),
@@ -165,7 +167,7 @@ class TenantGroupProvider(SchemaProvider):
                     parent=parent.pk,
                     attributes=_group_attributes(existing.attributes, props, ()),
                 )
-            outputs = _group_outputs(client, group, tenant, props["attributes"])
+            outputs = _group_outputs(client, group, props, props["attributes"])
             return CreateResult(group.pk, outputs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -173,7 +175,7 @@ class TenantGroupProvider(SchemaProvider):
             group = client.get_group(id_)
             if group is None:
                 return gone()
-            outputs = _group_outputs(client, group, props["tenant"], props.get("attributes") or {})
+            outputs = _group_outputs(client, group, props, props.get("attributes") or {})
             return ReadResult(id_, outputs)
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -185,10 +187,11 @@ class TenantGroupProvider(SchemaProvider):
             parent = _parent(client, news, doing)
             attributes = _group_attributes(group.attributes, news, olds.get("attributes") or {})
             group = client.patch_group(group, parent=parent.pk, attributes=attributes)
-            return UpdateResult(_group_outputs(client, group, news["tenant"], news["attributes"]))
+            return UpdateResult(_group_outputs(client, group, news, news["attributes"]))
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         doing = f"deleting Authentik group {props['name']!r} of tenant {props['tenant']!r}"
+        self.refuse_before_offboarding(f"group {props['name']!r}", props, doing)
         with _client() as client:
             group = client.get_group(id_, include_users=True)
             if group is None:

@@ -41,10 +41,12 @@ class TenantGroup(Resource, module="authentik", name="TenantGroup"):
         parent: pulumi.Input[str],
         gid: pulumi.Input[int],
         attributes: pulumi.Input[Mapping[str, pulumi.Input[Any]]] | None = None,
+        lifecycle: pulumi.Input[Mapping[str, object]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
             "tenant": tenant,
+            "lifecycle": lifecycle,
             "name": group_name,
             "parent": parent,
             "gid": gid,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from providers.base import Field, Rule, Schema
+from providers.base import LIFECYCLE, Field, Rule, Schema
 from providers.slurm import partitions, sacctmgr, values
 
 __all__ = ["ACCOUNT", "PARTITION", "QOS", "USER"]
@@ -80,6 +80,7 @@ QOS = Schema(
         _field("max_wall", values.optional_time_limit),
         _field("flags", _flags),
         _field("preempt_mode", _qos_preempt_mode),
+        LIFECYCLE,
     ),
     identity=("name",),
     implied=lambda p: {"description": values.owner_mark(p["tenant"])},
@@ -110,6 +111,7 @@ ACCOUNT = Schema(
         _field("grp_submit_jobs", values.optional_count),
         _field("qos", _optional(values.names), inherited=True),
         _field("default_qos", _optional(values.name), inherited=True),
+        LIFECYCLE,
     ),
     identity=("name",),
     rules=(_QOS_BINDING, Rule(("parent", "name"), _not_own_parent)),
@@ -191,6 +193,7 @@ PARTITION = Schema(
         _field("preempt_mode", _choice(partitions.PREEMPT_MODES, "OFF")),
         _field("oversubscribe", _choice(partitions.OVERSUBSCRIBE, "EXCLUSIVE")),
         _field("state", _choice(partitions.STATES, "UP")),
+        LIFECYCLE,
     ),
     identity=("name",),
     rules=(

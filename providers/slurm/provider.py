@@ -79,10 +79,11 @@ def _qos_settings(p: Mapping[str, Any]) -> QosSettings:
     )
 
 
-def _qos_outputs(q: QosRecord, tenant: str) -> dict[str, Any]:
+def _qos_outputs(q: QosRecord, recorded: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "name": q.name,
-        "tenant": tenant,
+        "tenant": recorded["tenant"],
+        "lifecycle": recorded.get("lifecycle"),
         "description": q.description,
         "priority": q.priority,
         "grp_tres_gpus": q.grp_tres_gpus,
@@ -121,7 +122,7 @@ class SlurmQosProvider(_SlurmProvider):
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
         _, client = _client()
         live = client.qos(id_)
-        return ReadResult(id_, _qos_outputs(live, outputs["tenant"])) if live else gone()
+        return ReadResult(id_, _qos_outputs(live, outputs)) if live else gone()
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm QoS '{id_}'"
@@ -132,6 +133,7 @@ class SlurmQosProvider(_SlurmProvider):
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
         doing = f"deleting Slurm QoS '{id_}'"
+        self.refuse_before_offboarding(f"QoS '{id_}'", outputs, doing)
         _, client = _client()
         live = client.qos(id_)
         if live is None:
@@ -152,7 +154,7 @@ class SlurmQosProvider(_SlurmProvider):
         live = client.qos(p["name"])
         if live is None:
             raise SlurmError(doing, f"QoS '{p['name']}' is not there after the write")
-        return _qos_outputs(live, p["tenant"])
+        return _qos_outputs(live, p)
 
 
 # --- accounts ------------------------------------------------------------------------------------
@@ -221,7 +223,7 @@ class SlurmAccountProvider(_SlurmProvider):
 
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
         _, client = _client(outputs)
-        live = _account_outputs(client.account(id_), client.cluster, outputs["tenant"])
+        live = _account_outputs(client.account(id_), client.cluster, outputs)
         return ReadResult(id_, live) if live else gone()
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -234,6 +236,7 @@ class SlurmAccountProvider(_SlurmProvider):
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
         _, client = _client(outputs)
         doing = f"deleting Slurm account '{id_}' on cluster '{client.cluster}'"
+        self.refuse_before_offboarding(f"account '{id_}'", outputs, doing)
         record = client.account(id_, all_clusters=True)
         if record is None:
             return
@@ -260,14 +263,14 @@ class SlurmAccountProvider(_SlurmProvider):
 
     @staticmethod
     def _outputs(client: SlurmClient, p: Mapping[str, Any], doing: str) -> dict[str, Any]:
-        live = _account_outputs(client.account(p["name"]), client.cluster, p["tenant"])
+        live = _account_outputs(client.account(p["name"]), client.cluster, p)
         if live is None:
             raise SlurmError(doing, f"account '{p['name']}' is not there after the write")
         return live
 
 
 def _account_outputs(
-    record: AccountRecord | None, cluster: str, tenant: str
+    record: AccountRecord | None, cluster: str, recorded: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     assoc = record.association(cluster) if record else None
     if record is None or assoc is None:
@@ -275,7 +278,8 @@ def _account_outputs(
     return {
         "name": record.name,
         "parent": assoc.parent,
-        "tenant": tenant,
+        "tenant": recorded["tenant"],
+        "lifecycle": recorded.get("lifecycle"),
         "organization": record.organization,
         "description": record.description,
         # An account's Fairshare is a number unless someone set `parent` by hand.
@@ -461,7 +465,7 @@ class SlurmPartitionProvider(_SlurmProvider):
         live = client.partition(id_)
         if live is None:
             return gone()
-        return ReadResult(id_, self._outputs_of(live, outputs["tenant"]))
+        return ReadResult(id_, self._outputs_of(live, outputs))
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm partition '{id_}'"
@@ -479,6 +483,7 @@ class SlurmPartitionProvider(_SlurmProvider):
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
         doing = f"deleting Slurm partition '{id_}'"
+        self.refuse_before_offboarding(f"partition '{id_}'", outputs, doing)
         settings, client = _client()
         store = settings.partition_store(doing)
         tenant = outputs["tenant"]
@@ -515,13 +520,14 @@ class SlurmPartitionProvider(_SlurmProvider):
         live = client.partition(p["name"])
         if live is None:
             raise SlurmError(doing, "the partition is not there after `scontrol reconfigure`")
-        return self._outputs_of(live, p["tenant"])
+        return self._outputs_of(live, p)
 
     @staticmethod
-    def _outputs_of(live: Partition, tenant: str) -> dict[str, Any]:
+    def _outputs_of(live: Partition, recorded: Mapping[str, Any]) -> dict[str, Any]:
         return {
             "name": live.name,
-            "tenant": tenant,
+            "tenant": recorded["tenant"],
+            "lifecycle": recorded.get("lifecycle"),
             "nodes": live.nodes,
             "allow_accounts": list(live.allow_accounts),
             "max_time": live.max_time,

@@ -1,17 +1,19 @@
 """The Slurm resources of a tenant (runbook step 4), as the program declares them.
 
 Their types are `pulumi-python:dynamic/slurm:<Name>`. Every one takes `tenant`, the tenant's
-slug, which is also its ownership mark in Slurm. Outputs hold what Slurm reports (Description
-lowercased, times as Slurm prints them).
+slug, which is also its ownership mark in Slurm; the tenant-level ones (QoS, tenant account,
+partition) take `lifecycle`, and refuse deletion before offboarding's stage destroy. Outputs
+hold what Slurm reports (Description lowercased, times as Slurm prints them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
 from pulumi.dynamic import Resource
 
+from providers.slurm.drain_provider import DrainedProvider, DrainStartProvider
 from providers.slurm.provider import (
     SlurmAccountProvider,
     SlurmPartitionProvider,
@@ -19,9 +21,19 @@ from providers.slurm.provider import (
     SlurmUserProvider,
 )
 
-__all__ = ["SlurmAccount", "SlurmPartition", "SlurmQos", "SlurmUser"]
+__all__ = [
+    "SlurmAccount",
+    "SlurmDrainStart",
+    "SlurmDrained",
+    "SlurmPartition",
+    "SlurmQos",
+    "SlurmUser",
+]
 
 Names = pulumi.Input[Sequence[pulumi.Input[str]]]
+# The tenant's offboarding stage on a tenant-level object, which gates its delete
+# (`providers.base.LIFECYCLE`); None on a team's sub-account.
+Lifecycle = pulumi.Input[Mapping[str, object]]
 
 
 class SlurmQos(Resource, module="slurm", name="Qos"):
@@ -48,6 +60,7 @@ class SlurmQos(Resource, module="slurm", name="Qos"):
         max_wall: pulumi.Input[str] | None = None,
         flags: Names | None = None,
         preempt_mode: pulumi.Input[str] | None = None,
+        lifecycle: Lifecycle | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`grp_tres_gpus`: GrpTRES=gres/gpu=N; `max_wall`: `[D-]HH:MM:SS` (None: no limit);
@@ -55,6 +68,7 @@ class SlurmQos(Resource, module="slurm", name="Qos"):
         inputs: dict[str, object] = {
             "name": name,
             "tenant": tenant,
+            "lifecycle": lifecycle,
             "priority": priority,
             "grp_tres_gpus": grp_tres_gpus,
             "max_wall": max_wall,
@@ -98,6 +112,7 @@ class SlurmAccount(Resource, module="slurm", name="Account"):
         grp_submit_jobs: pulumi.Input[int] | None = None,
         qos: Names | None = None,
         default_qos: pulumi.Input[str] | None = None,
+        lifecycle: Lifecycle | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """Unset limits are no limits. Unset `qos` and `default_qos` are inherited from the
@@ -106,6 +121,7 @@ class SlurmAccount(Resource, module="slurm", name="Account"):
             "name": name,
             "parent": parent,
             "tenant": tenant,
+            "lifecycle": lifecycle,
             "description": description,
             "fairshare": fairshare,
             "grp_tres_gpus": grp_tres_gpus,
@@ -195,6 +211,7 @@ class SlurmPartition(Resource, module="slurm", name="Partition"):
         preempt_mode: pulumi.Input[str] = "OFF",
         oversubscribe: pulumi.Input[str] = "EXCLUSIVE",
         state: pulumi.Input[str] = "UP",
+        lifecycle: Lifecycle | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`nodes` is a hostlist (`gpu-[01-08]`); times are `[D-]HH:MM:SS` (`max_time` may be
@@ -202,6 +219,7 @@ class SlurmPartition(Resource, module="slurm", name="Partition"):
         inputs: dict[str, object] = {
             "name": name,
             "tenant": tenant,
+            "lifecycle": lifecycle,
             "nodes": nodes,
             "allow_accounts": allow_accounts,
             "max_time": max_time,
@@ -211,3 +229,63 @@ class SlurmPartition(Resource, module="slurm", name="Partition"):
             "state": state,
         }
         super().__init__(SlurmPartitionProvider(), resource_name, inputs, opts)
+
+
+class SlurmDrainStart(Resource, module="slurm", name="DrainStart"):
+    """Offboarding step 2 begun: pending jobs of `accounts` cancelled (listed in `cancelled`),
+    and in `hard` mode TERM sent to every running job (`term_sent_at`)."""
+
+    started_at: pulumi.Output[float]
+    term_sent_at: pulumi.Output[float | None]
+    cancelled: pulumi.Output[list[str]]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        tenant: str,
+        accounts: Sequence[str],
+        mode: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        inputs = {
+            "tenant": tenant,
+            "accounts": list(accounts),
+            "mode": mode,
+            "started_at": None,
+            "term_sent_at": None,
+            "cancelled": None,
+        }
+        super().__init__(DrainStartProvider(), resource_name, inputs, opts)
+
+
+class SlurmDrained(Resource, module="slurm", name="Drained"):
+    """Offboarding step 2 done: the queue of `accounts` is empty. Each `up` waits at most
+    `wait_seconds` for it, then fails with the progress; `hard` mode ends what is left
+    `timeout_seconds` after the TERM."""
+
+    drained_at: pulumi.Output[float]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        start: SlurmDrainStart,
+        tenant: str,
+        accounts: Sequence[str],
+        mode: str,
+        timeout_seconds: int,
+        wait_seconds: int,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        inputs = {
+            "tenant": tenant,
+            "accounts": list(accounts),
+            "mode": mode,
+            "started_at": start.started_at,
+            "term_sent_at": start.term_sent_at,
+            "timeout_seconds": timeout_seconds,
+            "wait_seconds": wait_seconds,
+            "drained_at": None,
+        }
+        super().__init__(DrainedProvider(), resource_name, inputs, opts)

@@ -4,6 +4,7 @@ email, SSH keys and pinned uidNumber/gidNumber (strings, as Authentik 2024.10 ho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -31,6 +32,7 @@ class IdentityGroupArgs:
     admins_group: str | None
     admins_gid: int | None
     users: list[IdentityUser]
+    lifecycle: Mapping[str, object]  # recorded on the groups (providers.base.LIFECYCLE)
     # Created after these, deleted before them: offboarding revokes identity before Slurm.
     after: list[pulumi.Resource]
 
@@ -51,6 +53,7 @@ class IdentityGroup(pulumi.ComponentResource):
             parent=args.parent_group,
             gid=args.gid,
             attributes={"tenant_slug": args.tenant},
+            lifecycle=args.lifecycle,
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )
         admins = None
@@ -62,6 +65,7 @@ class IdentityGroup(pulumi.ComponentResource):
                 parent=args.parent_group,
                 gid=args.admins_gid,
                 attributes={"tenant_slug": args.tenant},
+                lifecycle=args.lifecycle,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
             )
         users = []

@@ -1,14 +1,26 @@
 """Runbook step 4: the tenant's QoS, its account with the contract's caps bound to those QoS, the
 team sub-accounts, one association per user with the per-user limits and GPU-minute budget, and
-the partition whose nodes are the reservation's."""
+the partition whose nodes are the reservation's.
+
+Offboarding step 1 (`frozen`, and every stage after it) sets GrpJobs=0 and GrpSubmitJobs=0 on the
+account and every sub-account and takes the partition DOWN; moving back to `active` puts the
+contract's limits back and the partition UP."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
 
-from providers.slurm.resources import SlurmAccount, SlurmPartition, SlurmQos, SlurmUser
+from providers.slurm.resources import (
+    SlurmAccount,
+    SlurmDrained,
+    SlurmDrainStart,
+    SlurmPartition,
+    SlurmQos,
+    SlurmUser,
+)
 
 TYPE = "gpu-tenants:slurm:SlurmAccounting"
 
@@ -46,6 +58,13 @@ class Partition:
 
 
 @dataclass(frozen=True)
+class Drain:
+    mode: str  # graceful | hard
+    timeout_seconds: int  # graceful: how long the queue may take; hard: TERM to KILL
+    wait_seconds: int  # how long one `up` waits for the queue before it reports progress
+
+
+@dataclass(frozen=True)
 class SlurmAccountingArgs:
     tenant: str
     description: str
@@ -60,6 +79,9 @@ class SlurmAccountingArgs:
     users: list[User]
     # None for on-demand and spot tenants, who get no partition of their own.
     partition: Partition | None
+    frozen: bool  # offboarding has reached stage frozen: no job may start or be submitted
+    drain: Drain | None  # offboarding has reached stage drained: the queue is emptied
+    lifecycle: Mapping[str, object]  # recorded on tenant-level objects (providers.base.LIFECYCLE)
     after: list[pulumi.Resource]
 
 
@@ -74,6 +96,8 @@ class SlurmAccounting(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         first = pulumi.ResourceOptions(parent=self, depends_on=args.after)
         child = pulumi.ResourceOptions(parent=self)
+        # A frozen association may neither start nor queue a job (0); unfrozen, no submit limit.
+        grp_submit_jobs = 0 if args.frozen else None
         qos = [
             SlurmQos(
                 f"{name}-qos-{q.name}",
@@ -84,6 +108,7 @@ class SlurmAccounting(pulumi.ComponentResource):
                 max_wall=q.max_wall,
                 flags=q.flags,
                 preempt_mode=q.preempt_mode,
+                lifecycle=args.lifecycle,
                 opts=first,
             )
             for q in (args.normal, args.interactive)
@@ -96,9 +121,11 @@ class SlurmAccounting(pulumi.ComponentResource):
             description=args.description,
             fairshare=args.fairshare,
             grp_tres_gpus=args.gpus,
-            grp_jobs=args.grp_jobs,
+            grp_jobs=0 if args.frozen else args.grp_jobs,
+            grp_submit_jobs=grp_submit_jobs,
             qos=qos_names,
             default_qos=qos[0].name,
+            lifecycle=args.lifecycle,
             opts=child,
         )
         accounts = {args.tenant: account}
@@ -110,6 +137,8 @@ class SlurmAccounting(pulumi.ComponentResource):
                 description=team.description,
                 fairshare=team.fairshare,
                 parent=account.name,
+                grp_jobs=0 if args.frozen else None,
+                grp_submit_jobs=grp_submit_jobs,
                 opts=child,
             )
         for user in args.users:
@@ -127,9 +156,10 @@ class SlurmAccounting(pulumi.ComponentResource):
                 opts=child,
             )
         partition: pulumi.Output[str | None] = pulumi.Output.from_input(None)
+        frozen: list[pulumi.Resource] = list(accounts.values())
         if args.partition is not None:
             p = args.partition
-            partition = SlurmPartition(
+            partition_resource = SlurmPartition(
                 f"{name}-partition",
                 name=args.tenant,
                 tenant=args.tenant,
@@ -139,11 +169,39 @@ class SlurmAccounting(pulumi.ComponentResource):
                 default_time=p.default_time,
                 preempt_mode=p.preempt_mode,
                 oversubscribe=p.oversubscribe,
+                state="DOWN" if args.frozen else "UP",
+                lifecycle=args.lifecycle,
                 opts=first,
-            ).name
+            )
+            partition = partition_resource.name
+            frozen.append(partition_resource)
+        if args.drain is not None:
+            self._drain(name, args, frozen)
         self.account = account.name
         self.partition = partition
         self.qos = pulumi.Output.all(*qos_names)
         self.register_outputs(
             {"account": self.account, "partition": self.partition, "qos": self.qos}
+        )
+
+    def _drain(self, name: str, args: SlurmAccountingArgs, frozen: list[pulumi.Resource]) -> None:
+        """Step 2, once step 1's limits are in place (pending jobs can then never start)."""
+        assert args.drain is not None
+        accounts = [args.tenant, *(team.name for team in args.teams)]
+        start = SlurmDrainStart(
+            f"{name}-drain-start",
+            tenant=args.tenant,
+            accounts=accounts,
+            mode=args.drain.mode,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=frozen),
+        )
+        SlurmDrained(
+            f"{name}-drained",
+            start=start,
+            tenant=args.tenant,
+            accounts=accounts,
+            mode=args.drain.mode,
+            timeout_seconds=args.drain.timeout_seconds,
+            wait_seconds=args.drain.wait_seconds,
+            opts=pulumi.ResourceOptions(parent=self),
         )

@@ -51,6 +51,8 @@ Count = Annotated[int, Field(ge=1, le=MAX_ID)]
 Day = Annotated[date, Field(strict=False)]  # a quoted ISO date is as clear as an unquoted one
 PreemptMode = Literal["off", "cancel", "requeue"]
 Stage = Literal["active", "frozen", "drained", "archived", "snapshotted", "destroy"]
+# The offboarding runbook's order; a stage implies every one before it.
+STAGES: tuple[Stage, ...] = ("active", "frozen", "drained", "archived", "snapshotted", "destroy")
 
 
 class Term(StrictModel):
@@ -143,9 +145,6 @@ class Storage(StrictModel):
     home_per_user: Quota
     scratch: Quota
     pvcs: list[PersistentVolumeClaim] = Field(default_factory=list)
-    # Filesystems refuse `pulumi destroy` until offboarding has recorded a verified snapshot.
-    # True only for a rehearsal or the rollback of a tenant that never held data.
-    delete_without_snapshot: bool = False
 
 
 class ResourceQuota(StrictModel):
@@ -204,6 +203,17 @@ class Lifecycle(StrictModel):
     retention_days: Annotated[int, Field(ge=1, le=3650)]
     legal_hold: bool
     sign_off: SignOff | None = None
+    # A rehearsal, or the rollback of an onboarding that never held data: `pulumi destroy` may
+    # delete it at any stage, with no archive, snapshot or sign-off.
+    rehearsal: bool = False
+
+    def reached(self, stage: Stage) -> bool:
+        return STAGES.index(self.stage) >= STAGES.index(stage)
+
+    @property
+    def next_stage(self) -> Stage | None:
+        index = STAGES.index(self.stage)
+        return STAGES[index + 1] if index + 1 < len(STAGES) else None
 
 
 class TenantSpec(StrictModel):
@@ -229,6 +239,11 @@ class TenantSpec(StrictModel):
     @property
     def account(self) -> str:
         return self.slug
+
+    @property
+    def slurm_accounts(self) -> list[str]:
+        """The tenant's account and its teams' sub-accounts."""
+        return [self.account, *(team.name for team in self.slurm.teams)]
 
     @property
     def partition(self) -> str:

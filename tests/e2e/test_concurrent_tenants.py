@@ -43,7 +43,7 @@ def one_node_tenant(project: Path, index: int) -> str:
         )
     spec["slurm"]["qos"]["normal"]["gpus"] = 8
     spec["storage"]["isolation"] = "org" if index % 2 else "directory"
-    spec["storage"]["delete_without_snapshot"] = True
+    spec["lifecycle"]["rehearsal"] = True
     spec["network"] = {"isolation": "networkpolicy"}
     spec["login"]["hostname"] = f"login.{slug}.example.internal"
     (project / "tenants" / f"{slug}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))

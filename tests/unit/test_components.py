@@ -36,6 +36,8 @@ LOGIN = "gpu-tenants:login:LoginPod"
 IDENTITY = "gpu-tenants:identity:IdentityGroup"
 SLURM = "gpu-tenants:slurm:SlurmAccounting"
 STORAGE = "gpu-tenants:storage:WekaStorage"
+OFFBOARDING = "gpu-tenants:offboarding:Offboarding"
+GATE = "pulumi-python:dynamic/offboarding:Gate"
 SLURM_QOS = "pulumi-python:dynamic/slurm:Qos"
 SLURM_ACCOUNT = "pulumi-python:dynamic/slurm:Account"
 SLURM_USER = "pulumi-python:dynamic/slurm:User"
@@ -411,6 +413,7 @@ FOO_CHILDREN = {
         (K8S_STORAGE_CLASS, "tenant-foo-storage-class"),
         (K8S_PVC, "tenant-foo-pvc-training-scratch"),
     },
+    OFFBOARDING: {(GATE, "tenant-foo-gate")},
 }
 
 
@@ -739,3 +742,58 @@ def test_directory_tenant_gets_its_directories_and_quotas_on_the_shared_filesyst
         # On the shared filesystems nothing is left behind by a destroy; data is refused.
         assert directory.retain_on_delete is False
         assert directory.inputs["allow_delete_with_data"] is False
+
+
+# --- offboarding ---------------------------------------------------------------------------------
+
+
+def test_the_offboarding_gate_depends_on_every_other_resource(foo: Deployment) -> None:
+    # destroy deletes dependents first: the gate goes first, and while it refuses nothing goes.
+    gate = foo.one(GATE, "tenant-foo-gate")
+    custom = {r.urn for r in foo.recorder.resources if r.custom and r.read_id is None}
+    assert custom - {gate.urn} <= gate.dependencies
+    assert gate.inputs["accounts"] == ["tenant-foo", "ml-team-foo"]
+    assert gate.inputs["lifecycle"] == {
+        "stage": "active",
+        "next_stage": "frozen",
+        "signed_off": False,
+        "rehearsal": False,
+    }
+
+
+def test_tenant_level_objects_record_the_stage_and_team_accounts_do_not(foo: Deployment) -> None:
+    gated = [
+        foo.one(SLURM_ACCOUNT, "tenant-foo-account"),
+        foo.one(SLURM_QOS, "tenant-foo-qos-normal-foo"),
+        foo.one(SLURM_PARTITION, "tenant-foo-partition"),
+        foo.one(AUTHENTIK_GROUP, "tenant-foo-group"),
+    ]
+    for resource in gated:
+        assert resource.inputs["lifecycle"]["stage"] == "active", resource.name
+    assert foo.one(SLURM_ACCOUNT, "tenant-foo-account-ml-team-foo").inputs.get("lifecycle") is None
+
+
+def _at_stage(stage: str) -> Callable[[dict[str, Any]], None]:
+    def edit(data: dict[str, Any]) -> None:
+        data["lifecycle"]["stage"] = stage
+
+    return edit
+
+
+def test_frozen_blocks_every_account_and_downs_the_partition(
+    tmp_path: Path, mocks: Recorder
+) -> None:
+    frozen = _deploy(mocks, _variant(tmp_path, "tenant-foo", _at_stage("frozen")))
+    for name in ("tenant-foo-account", "tenant-foo-account-ml-team-foo"):
+        account = frozen.one(SLURM_ACCOUNT, name).inputs
+        assert (account["grp_jobs"], account["grp_submit_jobs"]) == (0, 0), name
+    assert frozen.one(SLURM_PARTITION, "tenant-foo-partition").inputs["state"] == "DOWN"
+    assert frozen.one(GATE, "tenant-foo-gate").inputs["lifecycle"]["next_stage"] == "drained"
+
+
+def test_active_has_the_contracts_limits_and_the_partition_up(foo: Deployment) -> None:
+    account = foo.one(SLURM_ACCOUNT, "tenant-foo-account").inputs
+    assert (account["grp_jobs"], account.get("grp_submit_jobs")) == (200, None)
+    team = foo.one(SLURM_ACCOUNT, "tenant-foo-account-ml-team-foo").inputs
+    assert (team.get("grp_jobs"), team.get("grp_submit_jobs")) == (None, None)
+    assert foo.one(SLURM_PARTITION, "tenant-foo-partition").inputs["state"] == "UP"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tenant_stack.handover import connection_sheet, main, smoke_tests
+from tenant_stack.handover import connection_sheet, main, offboarding_notice, smoke_tests
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 from tests.conftest import ROOT
@@ -45,3 +45,17 @@ def test_smoke_tests_target_the_tenant_partition_account_and_scratch() -> None:
 def test_the_command_names_a_missing_spec(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tenant-nope"]) == 1
     assert "tenant-nope.yaml" in capsys.readouterr().err
+
+
+def test_the_offboarding_notice_gives_the_retention_timeline() -> None:
+    foo = load_spec(ROOT / "tenants", "tenant-foo", PLATFORM)
+    spec = foo.model_copy(
+        update={"lifecycle": foo.lifecycle.model_copy(update={"stage": "frozen"})}
+    )
+    notice = offboarding_notice(spec, PLATFORM)
+    assert "now at stage `frozen`" in notice
+    assert "New jobs are refused on `tenant-foo`" in notice
+    assert "30 days after they are taken" in notice  # lifecycle.retention_days
+    assert "2555 days" in notice
+    assert "90 days" in notice
+    assert "legal hold" not in notice

@@ -1,0 +1,74 @@
+"""The offboarding gate: one record per tenant stack that depends on every other resource of the
+tenant, so `pulumi destroy` (which deletes dependents first) must delete it before anything else,
+and a delete it refuses stops the whole run with nothing deleted.
+
+It opens only when the last `up` recorded stage destroy with a sign-off (or a rehearsal), and then
+only once the tenant's queue is empty (runbook step 4d): no job of its accounts pending or
+running.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
+
+from providers.base import LIFECYCLE, Field, Schema, SchemaProvider
+from providers.errors import OffboardingError
+from providers.slurm.queue import SlurmQueue
+from providers.slurm.settings import Settings as SlurmSettings
+
+__all__ = ["OffboardingGateProvider"]
+
+
+def _names(value: Any) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{value!r} is not a list of names")
+    return sorted(value)
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} is not a name")
+    return value
+
+
+GATE = Schema(
+    kind="offboarding gate",
+    fields=(Field("tenant", _name), Field("accounts", _names), LIFECYCLE),
+)
+
+
+class OffboardingGateProvider(SchemaProvider):
+    schema = GATE
+    error = OffboardingError
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        p = self.load(props, f"recording the offboarding stage of tenant {props.get('tenant')!r}")
+        return CreateResult(p["tenant"], p)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        # A record of the stack's own, with nothing live behind it.
+        return ReadResult(id_, props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(
+            self.load(news, f"recording the offboarding stage of {news['tenant']!r}")
+        )
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        doing = f"destroying tenant {id_!r}"
+        self.refuse_before_offboarding(f"tenant {id_!r}", props, doing)
+        if (props.get(LIFECYCLE.key) or {}).get("rehearsal"):
+            return
+        queue = SlurmQueue(SlurmSettings.from_environment().make_transport())
+        jobs = queue.jobs(props["accounts"])
+        if jobs:
+            listed = ", ".join(str(job) for job in jobs[:10])
+            raise OffboardingError(
+                doing,
+                f"refused (runbook step 4d): {len(jobs)} jobs of the tenant are still queued or "
+                f"running: {listed}",
+                "end them (`scancel -A " + ",".join(props["accounts"]) + "`) once the tenant "
+                "agrees, then run `pulumi destroy --exclude-protected` again; nothing was deleted",
+            )
