@@ -2,6 +2,7 @@
 
     BackendError       a backend refused or failed a step
     ├── AuthentikError
+    ├── RetentionStoreError
     ├── SlurmError
     └── WekaError
 
@@ -11,7 +12,7 @@ what the operator can do next (`BackendError(doing, backend_says, next_step)`).
 
 from __future__ import annotations
 
-__all__ = ["AuthentikError", "BackendError", "SlurmError", "WekaError"]
+__all__ = ["AuthentikError", "BackendError", "RetentionStoreError", "SlurmError", "WekaError"]
 
 
 class BackendError(Exception):
@@ -29,6 +30,11 @@ class BackendError(Exception):
 
 class AuthentikError(BackendError):
     """The Authentik API answered with an error (its JSON body is `backend_says`)."""
+
+
+class RetentionStoreError(BackendError):
+    """The retention object store (S3) refused or failed a request; `backend_says` is S3's own
+    error code and message, or the transport's words when no answer came."""
 
 
 class SlurmError(BackendError):
