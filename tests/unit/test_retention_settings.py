@@ -9,6 +9,8 @@ import pytest
 
 from providers.errors import RetentionStoreError
 from providers.retention.settings import DEFAULT_REGION, Settings
+from sandbox.layout import SandboxLayout
+from sandbox.retention_store.service import ensure_credentials
 
 SECRET = "s3cr3t-never-printed"
 
@@ -106,3 +108,30 @@ def test_credentials_are_never_shown(env: dict[str, str]) -> None:
     with pytest.raises(RetentionStoreError) as caught:
         Settings.from_environment(env)
     assert SECRET not in str(caught.value)
+
+
+def test_what_the_sandbox_exports_is_what_the_settings_read(tmp_path: Path) -> None:
+    layout = SandboxLayout(tmp_path / "sandbox")
+    ensure_credentials(layout.retention_store)
+    exported = layout.environment()
+    settings = Settings.from_environment(exported)
+    assert settings.endpoint == f"http://127.0.0.1:{layout.ports.retention_store}"
+    assert settings.bucket == "retention"
+    # Credentials as 0600 files only, never as values (`make -s env` output is pasted in tickets).
+    assert settings.secret_key not in "".join(exported.values())
+    assert settings.access_key not in "".join(exported.values())
+    assert {name for name in exported if name.startswith("RETENTION_S3_")} == {
+        "RETENTION_S3_ENDPOINT",
+        "RETENTION_S3_BUCKET",
+        "RETENTION_S3_ACCESS_KEY_FILE",
+        "RETENTION_S3_SECRET_KEY_FILE",
+    }
+    for name in ("RETENTION_S3_ACCESS_KEY_FILE", "RETENTION_S3_SECRET_KEY_FILE"):
+        assert Path(exported[name]).stat().st_mode & 0o777 == 0o600
+
+
+def test_the_credentials_are_made_once(tmp_path: Path) -> None:
+    ensure_credentials(tmp_path)
+    first = [(tmp_path / name).read_text() for name in ("access-key", "secret-key")]
+    ensure_credentials(tmp_path)
+    assert [(tmp_path / name).read_text() for name in ("access-key", "secret-key")] == first
