@@ -19,11 +19,12 @@ seconds() {
 }
 
 printf "%-50s %9s %9s %8s %9s\n" binary cold_s cached_s ratio size_MiB
-for step in pulumi_engine kubernetes_provider_binary kubernetes_control_plane; do
+for step in pulumi_engine kubernetes_provider_binary kubernetes_control_plane versitygw; do
   case $step in
     pulumi_engine) dir=$PULUMI_TOOLCHAIN_DIR name="pulumi + language host" ;;
     kubernetes_provider_binary) dir=$KUBERNETES_PROVIDER_DIR name="pulumi-resource-kubernetes" ;;
     kubernetes_control_plane) dir=$KUBERNETES_DIR name="kube-apiserver, controller-manager, kubectl, etcd" ;;
+    versitygw) dir=$VERSITYGW_DIR name="versitygw (S3 gateway)" ;;
   esac
   echo "[bench] cold build: $name" >&2
   cold=$(GOCACHE=$scratch/gocache GPU_TENANTS_CACHE=$scratch/cache seconds "$here/setup.sh" "$step")

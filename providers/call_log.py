@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # the Slurm transport logs through here too, and needs no HTTP client
     import httpx
@@ -62,3 +63,22 @@ def httpx_hooks(backend: str) -> dict[str, list[Callable[..., None]]]:
         record(backend, f"{request.method} {request.url.path}", seconds)
 
     return {"request": [on_request], "response": [on_response]}
+
+
+def botocore_handlers(backend: str) -> dict[str, Callable[..., None]]:
+    """Handlers for a boto3 client's event system (`client.meta.events.register(event,
+    handler)`) that record every HTTP request it sends (retries and the parts of a multipart
+    transfer too), with the time until its answer. botocore is not imported: the handlers only
+    read what its events pass them."""
+
+    def on_request(request: Any, **_: Any) -> None:
+        call = f"{request.method} {urlsplit(request.url).path}"
+        request.context[_STARTED] = (time.perf_counter(), call)
+
+    def on_response(context: MutableMapping[str, Any], **_: Any) -> None:
+        started = context.pop(_STARTED, None)
+        if started is not None:
+            record(backend, started[1], time.perf_counter() - started[0])
+
+    # Unqualified event names: botocore calls these for every operation of the client.
+    return {"request-created": on_request, "response-received": on_response}

@@ -3,6 +3,7 @@
     BackendError       a backend refused or failed a step
     ├── AuthentikError
     ├── OffboardingError
+    ├── RetentionStoreError
     ├── SlurmError
     └── WekaError
 
@@ -12,7 +13,14 @@ what the operator can do next (`BackendError(doing, backend_says, next_step)`).
 
 from __future__ import annotations
 
-__all__ = ["AuthentikError", "BackendError", "OffboardingError", "SlurmError", "WekaError"]
+__all__ = [
+    "AuthentikError",
+    "BackendError",
+    "OffboardingError",
+    "RetentionStoreError",
+    "SlurmError",
+    "WekaError",
+]
 
 
 class BackendError(Exception):
@@ -34,6 +42,11 @@ class AuthentikError(BackendError):
 
 class OffboardingError(BackendError):
     """Offboarding refused a step: the tenant is not where the runbook's order needs it."""
+
+
+class RetentionStoreError(BackendError):
+    """The retention object store (S3) refused or failed a request; `backend_says` is S3's own
+    error code and message, or the transport's words when no answer came."""
 
 
 class SlurmError(BackendError):

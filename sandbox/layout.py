@@ -25,6 +25,14 @@ from sandbox.kubernetes.seed import seed
 from sandbox.kubernetes.services import KubernetesSandbox
 from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
+from sandbox.retention_store import (
+    BUCKET,
+    access_key_file,
+    retention_store_endpoint,
+    retention_store_service,
+    secret_key_file,
+    seed_bucket,
+)
 from sandbox.service import Service
 from sandbox.slurm import SlurmSettings, client_env, slurm_services
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
@@ -85,6 +93,11 @@ class SandboxLayout:
         return self.root / "weka" / "mounts"
 
     @property
+    def retention_store(self) -> Path:
+        """Where the retention object store keeps its credentials and its buckets' data."""
+        return self.root / "retention-store"
+
+    @property
     def slurm(self) -> SlurmSettings:
         return SlurmSettings(self.root / "slurm", self.ports.offset)
 
@@ -100,6 +113,8 @@ class SandboxLayout:
                 PARTITIONS_PLACEHOLDER,
                 self.kubernetes.apiserver_ready,
             ),
+            # Before Weka: offboarding uploads the snapshots Weka makes into it.
+            retention_store_service(self.retention_store, self.ports.retention_store),
             weka_service(self.root / "weka", self.pki, self.ports.weka, self.weka_mount_root),
             authentik_service(self.root / "authentik", self.ports.authentik),
         ]
@@ -120,6 +135,10 @@ class SandboxLayout:
     def seed_authentik(self) -> bool:
         """Creates what a tenant's identity hangs under, if missing (so: also after an upgrade)."""
         return seed_parent_group(self.root / "authentik", self.ports.authentik)
+
+    def seed_retention_store(self) -> bool:
+        """Creates the bucket offboarding archives into, if missing. Returns whether it had to."""
+        return seed_bucket(self.retention_store, self.ports.retention_store)
 
     def seed_weka(self) -> list[str]:
         """Creates the platform's shared filesystems in Root, where directory-isolated tenants
@@ -159,4 +178,8 @@ class SandboxLayout:
             "WEKA_MOUNT_TRANSPORT": "local",
             "AUTHENTIK_URL": authentik_url(self.ports.authentik),
             "AUTHENTIK_TOKEN_FILE": str(token_file(self.root / "authentik")),
+            "RETENTION_S3_ENDPOINT": retention_store_endpoint(self.ports.retention_store),
+            "RETENTION_S3_BUCKET": BUCKET,
+            "RETENTION_S3_ACCESS_KEY_FILE": str(access_key_file(self.retention_store)),
+            "RETENTION_S3_SECRET_KEY_FILE": str(secret_key_file(self.retention_store)),
         }

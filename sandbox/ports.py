@@ -41,3 +41,7 @@ class Ports:
     @property
     def authentik(self) -> int:
         return 29000 + self.offset
+
+    @property
+    def retention_store(self) -> int:
+        return 29100 + self.offset

@@ -33,3 +33,7 @@ got=$(etcd --version) || fail "etcd is missing; run make setup"
 got=${got%%$'\n'*}
 [[ $got == "etcd Version: $ETCD_VERSION" ]] || fail "etcd reports '$got', want $ETCD_VERSION"
 echo "[check] $got"
+got=$(versitygw --version) || fail "versitygw is missing; run make setup"
+got=$(sed -n 's/^Version *: *//p' <<<"$got")
+[[ $got == "v$VERSITYGW_VERSION" ]] || fail "versitygw reports version '$got', want v$VERSITYGW_VERSION"
+echo "[check] versitygw $got ($(command -v versitygw))"

@@ -14,7 +14,7 @@ if [[ ! -s $passphrase_file ]]; then
   (umask 077 && head -c 24 /dev/urandom | base64 >"$passphrase_file")
 fi
 
-path=$root/venv/bin:$KUBERNETES_DIR/bin:$ORIGINAL_PATH
+path=$root/venv/bin:$KUBERNETES_DIR/bin:$VERSITYGW_DIR/bin:$ORIGINAL_PATH
 pulumi_on_path=$(PATH=$ORIGINAL_PATH command -v pulumi 2>/dev/null || true)
 if [[ -z $pulumi_on_path || $pulumi_on_path == "$PULUMI_TOOLCHAIN_DIR"/* ||
   $("$pulumi_on_path" version 2>/dev/null) != "v$PULUMI_VERSION" ]]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make setup`: the project's virtualenv, the Pulumi engine with its Python language host, the
-# Kubernetes provider plugin, and the Kubernetes control-plane binaries. Idempotent: what is already
-# built (cached outside the work tree, keyed by version) is not built again.
+# Kubernetes provider plugin, the Kubernetes control-plane binaries and the S3 gateway. Idempotent:
+# what is already built (cached outside the work tree, keyed by version) is not built again.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -199,6 +199,30 @@ kubernetes_control_plane() {
   finish_install "$scratch" "$KUBERNETES_DIR"
 }
 
+# Versity's S3 gateway, the sandbox's retention object store. Built inside its own module as the
+# proxy serves it (read-only in the module cache, which `go build` only reads), so the module's own
+# go.sum pins every dependency and no wrapper module is needed. (This function shadows the binary
+# inside this script only; nothing here runs the binary.)
+versitygw() {
+  if [[ -x $VERSITYGW_DIR/bin/versitygw ]]; then
+    say "versitygw v$VERSITYGW_VERSION: cached in $VERSITYGW_DIR"
+    return
+  fi
+  check_go
+  local scratch="$VERSITYGW_DIR.partial" module="$VERSITYGW_MODULE@v$VERSITYGW_VERSION" json src
+  json=$(cd "$here" && go mod download -json "$module" 2>&1) ||
+    die "the Go module proxy did not serve $module" "go mod download said:" "$json"
+  src=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$json")
+  [[ -d $src ]] || die "go mod download $module named no source directory" "$json"
+  rm -rf "$scratch" && mkdir -p "$scratch/bin"
+  say "building versitygw v$VERSITYGW_VERSION (first time: about 80 seconds on 2 cores)"
+  # Without the stamp `versitygw --version` says "git", and check.sh could not tell the version.
+  (cd "$src" && run_logged "versitygw v$VERSITYGW_VERSION" "$GPU_TENANTS_CACHE/logs/versitygw.log" \
+    env CGO_ENABLED=0 go build -trimpath -ldflags "-X main.Version=v$VERSITYGW_VERSION" \
+    -o "$scratch/bin/versitygw" ./cmd/versitygw)
+  finish_install "$scratch" "$VERSITYGW_DIR"
+}
+
 # Slurm, munge and MariaDB from Debian, for the sandbox.
 sandbox_packages() {
   "$root/sandbox/slurm/install.sh" | sed 's/^/[setup] /'
@@ -216,6 +240,7 @@ main() {
   eval "$("$here/env.sh")"
   kubernetes_plugin
   kubernetes_control_plane
+  versitygw
   sandbox_packages
   "$here/check.sh"
   say "done in $((SECONDS - started))s; run: eval \"\$(make -s env)\""

@@ -12,5 +12,10 @@ KUBERNETES_PROVIDER_MODULE_VERSION=v4.0.0-20260115033456-f47bc2d6f199
 KUBERNETES_VERSION=1.30.14
 ETCD_VERSION=3.5.21
 
+# Versity's S3 gateway (Apache-2.0), the sandbox's retention object store; built from its own
+# module, whose go.sum pins its dependencies.
+VERSITYGW_VERSION=1.8.0
+VERSITYGW_MODULE=github.com/versity/versitygw
+
 # The oldest Go that compiles every wrapper module (toolchain/go/pulumi/go.mod needs 1.25.11).
 GO_MIN_VERSION=1.25.11

@@ -71,6 +71,7 @@ def test_up_restarts_a_process_made_from_an_older_definition(
         "slurmdbd",
         "slurmctld",
         "partitions-configmap-volume",
+        "retention-store",
         "weka-emulator",
         "authentik-emulator",
     ],

@@ -1,0 +1,210 @@
+"""A small client of the retention object store, any S3-compatible service, with no Pulumi in it:
+offboarding keeps a tenant's archives there (`objects` says how they are named and marked).
+
+Requests go path-style (`<endpoint>/<bucket>/<key>`: an S3-compatible store seldom has the DNS
+for a bucket per host name) and are signed with Signature V4, which every such store accepts.
+botocore's "standard" retry mode sends a request again after a connection error, a throttle or
+a 5xx, which is safe here: every call is a GET, HEAD, PUT or DELETE of one key, and doing one of
+those twice leaves the store as doing it once. Failures become RetentionStoreErrors naming the
+object (`s3://bucket/key`) and quoting S3's own code and message (`s3_errors`).
+
+boto3 is imported when a store is made, not with this module: it costs about 0.2 s, which every
+importer of the providers would otherwise pay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from providers.call_log import botocore_handlers
+from providers.errors import RetentionStoreError
+from providers.retention.objects import ObjectInfo, check_metadata
+from providers.retention.s3_errors import RETRY, missing_bucket, translated
+from providers.retention.settings import Settings
+
+__all__ = ["ObjectInfo", "RetentionStore"]
+
+BACKEND = "retention"
+# Four tries in all; the waits between them are botocore's (exponential, with jitter, < 20 s).
+MAX_ATTEMPTS = 4
+CONNECT_TIMEOUT = 5.0
+# Between two reads of one answer, not for all of it: a large archive streams for longer.
+READ_TIMEOUT = 60.0
+# Files above this go up in parts, several at once, and one failed part is sent again alone.
+MULTIPART_THRESHOLD = 64 * 2**20
+
+# The name `list` is a method of the store below; the annotations need the builtin.
+_ObjectList = list[ObjectInfo]
+
+
+class RetentionStore:
+    """One bucket of an S3-compatible store. Keys are relative to the bucket."""
+
+    def __init__(self, settings: Settings) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self._settings = settings
+        # A session of its own: boto3's default session is shared module state.
+        self._s3: Any = boto3.session.Session().client(
+            "s3",
+            endpoint_url=settings.endpoint,
+            region_name=settings.region,
+            aws_access_key_id=settings.access_key,
+            aws_secret_access_key=settings.secret_key,
+            verify=str(settings.ca_file) if settings.ca_file else True,
+            config=Config(
+                signature_version="s3v4",
+                s3={"addressing_style": "path"},
+                retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS},
+                connect_timeout=CONNECT_TIMEOUT,
+                read_timeout=READ_TIMEOUT,
+            ),
+        )
+        for event, handler in botocore_handlers(BACKEND).items():
+            self._s3.meta.events.register(event, handler)
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str] | None = None) -> RetentionStore:
+        """A store from RETENTION_S3_* (`settings` lists them)."""
+        return cls(Settings.from_environment(env))
+
+    @property
+    def bucket(self) -> str:
+        return self._settings.bucket
+
+    def url(self, key: str = "") -> str:
+        """`s3://<bucket>/<key>`, how errors and logs name an object."""
+        return f"s3://{self.bucket}/{key}"
+
+    def put(self, key: str, data: bytes | Path, metadata: Mapping[str, str]) -> str:
+        """Stores `data` (bytes, or a file's content) at `key` with the user `metadata`,
+        replacing what was there. Returns the stored object's ETag, without quotes.
+
+        A file goes up in parts above MULTIPART_THRESHOLD, so a snapshot larger than S3's 5 GB
+        limit for one PUT can be stored; its ETag is then S3's `<md5>-<parts>`."""
+        check_metadata(metadata)
+        doing = f"storing {self.url(key)} at {self._settings.endpoint}"
+        if isinstance(data, bytes):
+            with translated(doing):
+                reply = self._s3.put_object(
+                    Bucket=self.bucket, Key=key, Body=data, Metadata=dict(metadata)
+                )
+            return _etag(reply)
+        from boto3.s3.transfer import TransferConfig
+
+        with translated(doing):
+            self._s3.upload_file(
+                str(data),
+                self.bucket,
+                key,
+                ExtraArgs={"Metadata": dict(metadata)},
+                Config=TransferConfig(multipart_threshold=MULTIPART_THRESHOLD),
+            )
+        # A managed upload returns nothing: the store's own answer is the ETag.
+        stored = self.head(key)
+        if stored is None:
+            says = "the upload completed, but a HEAD of the key right after it found nothing"
+            raise RetentionStoreError(doing, says, RETRY)
+        return stored.etag
+
+    def head(self, key: str) -> ObjectInfo | None:
+        """The object at `key` with its metadata, or None if there is none.
+
+        S3 answers a HEAD of a missing key and of a missing bucket alike (404, no body), so a
+        404 is told apart by asking for the bucket: a misspelt bucket must not read as "not
+        archived yet"."""
+        from botocore.exceptions import ClientError
+
+        doing = f"reading {self.url(key)} at {self._settings.endpoint}"
+        with translated(doing):
+            try:
+                reply = self._s3.head_object(Bucket=self.bucket, Key=key)
+            except ClientError as error:
+                if _status(error.response) != 404:
+                    raise
+                reply = None
+            if reply is None:
+                try:
+                    self._s3.head_bucket(Bucket=self.bucket)
+                except ClientError as error:
+                    if _status(error.response) == 404:
+                        raise missing_bucket(self.bucket, doing) from error
+                    raise
+                return None
+        return ObjectInfo(
+            key=key,
+            size=int(reply["ContentLength"]),
+            etag=_etag(reply),
+            last_modified=_utc(reply["LastModified"]),
+            metadata={str(k): str(v) for k, v in (reply.get("Metadata") or {}).items()},
+        )
+
+    def get(self, key: str) -> bytes:
+        """The content of the object at `key`, whole; `download` is for large objects."""
+        with translated(f"reading {self.url(key)} at {self._settings.endpoint}"):
+            reply = self._s3.get_object(Bucket=self.bucket, Key=key)
+            return bytes(reply["Body"].read())
+
+    def download(self, key: str, path: Path) -> None:
+        """Writes the object at `key` to `path`. The data goes to a temporary file beside `path`
+        first, renamed over it once complete, so `path` is never left half written."""
+        with translated(f"downloading {self.url(key)} from {self._settings.endpoint} to {path}"):
+            self._s3.download_file(self.bucket, key, str(path))
+
+    def list(self, prefix: str = "") -> _ObjectList:
+        """Every object whose key starts with `prefix`, in key order, without metadata (S3's
+        listing carries none; `head` reads it)."""
+        objects: _ObjectList = []
+        with translated(f"listing {self.url(prefix)}* at {self._settings.endpoint}"):
+            pages = self._s3.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            )
+            for page in pages:
+                for item in page.get("Contents") or []:
+                    objects.append(
+                        ObjectInfo(
+                            key=str(item["Key"]),
+                            size=int(item["Size"]),
+                            etag=_etag(item),
+                            last_modified=_utc(item["LastModified"]),
+                        )
+                    )
+        return objects
+
+    def delete(self, key: str) -> None:
+        """Removes the object at `key`. A key that is already gone is no error (S3 answers 204
+        either way), so a rerun after a partial offboarding is safe."""
+        with translated(f"deleting {self.url(key)} at {self._settings.endpoint}"):
+            self._s3.delete_object(Bucket=self.bucket, Key=key)
+
+    def close(self) -> None:
+        self._s3.close()
+
+    def __enter__(self) -> RetentionStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _etag(reply: Mapping[str, Any]) -> str:
+    return str(reply["ETag"]).strip('"')
+
+
+def _utc(moment: datetime) -> datetime:
+    # botocore reads a HEAD's date as UTC and a listing's in the local zone.
+    return moment.astimezone(UTC)
+
+
+def _status(response: Mapping[str, Any]) -> int:
+    return int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)

@@ -1,0 +1,83 @@
+"""What the retention store holds, and how offboarding names it.
+
+Archives (a tenant's Slurm accounting, its uploaded snapshots) are stored under the tenant's
+slug, `<tenant-slug>/...`, each carrying the user metadata `tenant` and `retention-until` (an
+ISO date). A head or a listing then tells whose an object is and until when it must be kept,
+with no catalogue kept elsewhere to drift from the store.
+
+User metadata travels as HTTP headers (`x-amz-meta-<name>`), so `check_metadata` holds it to
+what survives that trip unchanged: lowercase names (S3 gives them back lowercased) and printable
+ASCII values, within S3's 2 KB limit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+
+__all__ = [
+    "RETENTION_UNTIL",
+    "TENANT",
+    "ObjectInfo",
+    "check_metadata",
+    "retention_metadata",
+    "tenant_key",
+    "tenant_prefix",
+]
+
+TENANT = "tenant"
+RETENTION_UNTIL = "retention-until"
+# S3 counts the names and values of all user metadata against this limit.
+MAX_METADATA_BYTES = 2048
+_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+_VALUE = re.compile(r"[\x20-\x7e]*")
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One stored object. `etag` is without S3's quotes (an MD5 for a single PUT, `<md5>-<n>`
+    for a multipart upload). `metadata` is the user metadata, or None where it was not read: a
+    listing carries none, `RetentionStore.head` reads it."""
+
+    key: str
+    size: int
+    etag: str
+    last_modified: datetime
+    metadata: Mapping[str, str] | None = None
+
+
+def tenant_prefix(tenant: str) -> str:
+    """Where every object of `tenant` lives: `<tenant>/`."""
+    if not tenant or "/" in tenant:
+        raise ValueError(f"tenant {tenant!r} cannot name a key prefix: give the tenant's slug")
+    return f"{tenant}/"
+
+
+def tenant_key(tenant: str, *parts: str) -> str:
+    """The key `<tenant>/<part>/<part>...`, such as tenant_key("tenant-foo", "slurm",
+    "accounting.tar.gz")."""
+    if not parts or any(not part or part.startswith("/") or part.endswith("/") for part in parts):
+        raise ValueError(f"key parts {parts!r} under {tenant!r}: give non-empty names, no edge '/'")
+    return tenant_prefix(tenant) + "/".join(parts)
+
+
+def retention_metadata(tenant: str, retain_until: date) -> dict[str, str]:
+    """The metadata every archive carries."""
+    return {TENANT: tenant, RETENTION_UNTIL: retain_until.isoformat()}
+
+
+def check_metadata(metadata: Mapping[str, str]) -> None:
+    """Raises ValueError naming the first entry S3 would not give back as it was sent."""
+    for name, value in metadata.items():
+        if not _NAME.fullmatch(name):
+            raise ValueError(
+                f"metadata name {name!r}: use lowercase letters, digits and hyphens "
+                "(S3 sends names as HTTP headers and gives them back lowercased)"
+            )
+        if not _VALUE.fullmatch(value):
+            raise ValueError(f"metadata {name!r}: its value must be printable ASCII")
+    size = sum(len(name) + len(value) for name, value in metadata.items())
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata of {size} bytes: S3 keeps at most {MAX_METADATA_BYTES}")
