@@ -169,6 +169,10 @@ class SandboxLayout:
             # provider waits until the controller's copy of it shows a change.
             "SLURM_PARTITIONS_CONFIGMAP": f"{PARTITIONS_NAMESPACE}/{PARTITIONS_CONFIGMAP}",
             "SLURM_PARTITIONS_FILE": str(self.slurm.configmap_partitions_conf),
+            # Offboarding archives these with the tenant's accounting (runbook step 3c).
+            "SLURM_LOG_FILES": ",".join(
+                str(self.slurm.log_dir / log) for log in ("slurmctld.log", "slurmd.log")
+            ),
             "AUTHENTIK_CA_FILE": str(self.pki.ca_cert),
             "WEKA_CA_FILE": str(self.pki.ca_cert),
             "WEKA_URL": weka_url(self.ports.weka),

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from tenant_stack.components.tenant_namespace import RETAINED_ANNOTATION
 from tenant_stack.errors import ClusterError
 from tenant_stack.preflight import ClaimState, NodeState
 
@@ -25,14 +26,24 @@ __all__ = ["LiveCluster", "read_cluster", "read_live", "read_secret_data"]
 class LiveCluster:
     nodes: list[NodeState]
     claims: list[ClaimState]  # of the tenant's namespace
+    retained: list[str]  # what its namespace records offboarding has archived (RETAINED_ANNOTATION)
 
 
 def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
-    """Every Node of the cluster, and the claims of `namespace` (none when it does not exist
-    yet), in one request."""
+    """Every Node of the cluster, the claims of `namespace` (none when it does not exist yet) and
+    the namespaces (for the tenant's own), in one request."""
     items = _kubectl_json(
-        [kubectl, "get", "nodes,persistentvolumeclaims", f"--namespace={namespace}"]
+        [kubectl, "get", "nodes,persistentvolumeclaims,namespaces", f"--namespace={namespace}"]
     )["items"]
+    own: dict[str, Any] = next(
+        (
+            item
+            for item in items
+            if item.get("kind") == "Namespace" and item["metadata"]["name"] == namespace
+        ),
+        {"metadata": {}},
+    )
+    retained = (own["metadata"].get("annotations") or {}).get(RETAINED_ANNOTATION, "")
     return LiveCluster(
         nodes=[NodeState.from_api(item) for item in items if item.get("kind") == "Node"],
         claims=[
@@ -40,6 +51,7 @@ def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
             for item in items
             if item.get("kind") == "PersistentVolumeClaim"
         ],
+        retained=[kind for kind in retained.split(",") if kind],
     )
 
 

@@ -13,12 +13,15 @@ from tenant_stack.components import (
     IdentityGroupArgs,
     LoginPodArgs,
     OffboardingArgs,
+    Retention,
+    RetentionArgs,
     TenantNamespace,
     TenantNamespaceArgs,
 )
 from tenant_stack.components import slurm_accounting as slurm
 from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap
+from tenant_stack.components.retention import Archive
 from tenant_stack.components.tenant_namespace import ContainerDefaults, Egress, Quota
 from tenant_stack.components.weka_storage import (
     CLAIM_ACCESS_MODES,
@@ -69,6 +72,8 @@ def namespace_args(
     platform: Platform,
     reservation: CapacityReservation | None,
     ldap_bind_data: pulumi.Input[dict[str, str]],
+    retention: Retention | None,
+    retained: list[str],
 ) -> TenantNamespaceArgs:
     quota = spec.kubernetes.quota
     defaults = spec.kubernetes.container_defaults
@@ -95,7 +100,9 @@ def namespace_args(
         admins_group=spec.admins_group if spec.identity.admins else None,
         ldap_bind_secret_name=names.ldap_bind_secret,
         ldap_bind_data=ldap_bind_data,
-        after=[reservation] if reservation else [],
+        retained=retained,
+        # The record of what is retained is written once it is: after the archives.
+        after=[r for r in (reservation, retention if retained else None) if r is not None],
     )
 
 
@@ -162,6 +169,28 @@ def lifecycle_record(spec: TenantSpec) -> dict[str, object]:
         "signed_off": lifecycle.sign_off is not None,
         "rehearsal": lifecycle.rehearsal,
     }
+
+
+# What each archive of the tenant's Slurm records is kept for: accounting for the financial
+# audit, logs for operations (Pulumi.prod.yaml retention).
+ARCHIVE_KINDS = ("jobs", "steps", "associations", "logs")
+
+
+def retention_args(spec: TenantSpec, platform: Platform, retained: list[str]) -> RetentionArgs:
+    """The archives from stage archived on, and afterwards whatever was archived before (a
+    rollback keeps them)."""
+    days = platform.retention
+    kinds = ARCHIVE_KINDS if spec.lifecycle.reached("archived") else ()
+    return RetentionArgs(
+        tenant=spec.slug,
+        accounts=spec.slurm_accounts,
+        archives=[
+            Archive(kind, days.logs_days if kind == "logs" else days.accounting_days)
+            for kind in ARCHIVE_KINDS
+            if kind in kinds or kind in retained
+        ],
+        allow_empty=spec.lifecycle.rehearsal,
+    )
 
 
 def offboarding_args(spec: TenantSpec, after: list[pulumi.Resource]) -> OffboardingArgs:

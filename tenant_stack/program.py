@@ -15,6 +15,7 @@ from tenant_stack.components import (
     IdentityGroup,
     LoginPod,
     Offboarding,
+    Retention,
     SlurmAccounting,
     TenantNamespace,
     WekaStorage,
@@ -31,6 +32,7 @@ from tenant_stack.mapping import (
     namespace_args,
     offboarding_args,
     reservation_args,
+    retention_args,
     slurm_args,
     storage_args,
     wanted_claims,
@@ -73,6 +75,7 @@ class Tenant:
     login: LoginPod
     storage: WekaStorage
     offboarding: Offboarding
+    retention: Retention
 
 
 def declare_tenant(
@@ -81,6 +84,7 @@ def declare_tenant(
     ldap_bind_data: pulumi.Input[dict[str, str]],
     shared: SharedFilesystems | None = None,
     ca_certificate: str | None = None,
+    retained: list[str] | None = None,
 ) -> Tenant:
     """Every component of one tenant, each depending on the layers before it. Directory
     isolation needs the platform's shared filesystems (`shared_filesystems`)."""
@@ -91,8 +95,12 @@ def declare_tenant(
     reservation = (
         CapacityReservation(spec.slug, reservation_args(spec)) if spec.reservation.nodes else None
     )
+    # What offboarding keeps depends on nothing else, so destroy cannot be made to keep more.
+    retention_spec = retention_args(spec, platform, retained or [])
+    retention = Retention(spec.slug, retention_spec)
+    kept = [archive.kind for archive in retention_spec.archives]
     namespace = TenantNamespace(
-        spec.slug, namespace_args(spec, platform, reservation, ldap_bind_data)
+        spec.slug, namespace_args(spec, platform, reservation, ldap_bind_data, retention, kept)
     )
     drain_wait = pulumi.Config().get_int("drain_wait_seconds") or DRAIN_WAIT_SECONDS
     slurm = SlurmAccounting(
@@ -120,7 +128,7 @@ def declare_tenant(
     if reservation is not None:
         layers.append(reservation)
     offboarding = Offboarding(spec.slug, offboarding_args(spec, after=layers))
-    return Tenant(reservation, namespace, slurm, identity, login, storage, offboarding)
+    return Tenant(reservation, namespace, slurm, identity, login, storage, offboarding, retention)
 
 
 def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystems | None:
@@ -152,6 +160,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
         pulumi.Output.secret(ldap_bind_data),
         shared_filesystems(spec, platform),
         ca_certificate(),
+        live.retained,
     )
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)
@@ -169,5 +178,6 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     pulumi.export("connection_sheet", connection_sheet(spec, platform))
     pulumi.export("smoke_tests", smoke_tests(spec))
     pulumi.export("lifecycle_stage", tenant.offboarding.stage)
+    pulumi.export("archives", tenant.retention.archives)
     if spec.lifecycle.reached("frozen"):
         pulumi.export("offboarding_notice", offboarding_notice(spec, platform))

@@ -16,6 +16,8 @@ pickled into the state, so it keeps none of this):
                              provider writes SLURM_PARTITIONS_FILE itself, on this host
     SLURM_PARTITIONS_SYNC_TIMEOUT  seconds to wait for the controller to see a ConfigMap change
                              before `scontrol reconfigure` (default 180: the kubelet takes ~1 min)
+    SLURM_LOG_FILES          comma-separated paths, on the host the transport reaches, of the
+                             controller's and nodes' logs that offboarding archives (step 3c)
 
 See `partition_store` for the two forms.
 """
@@ -47,6 +49,7 @@ class Settings:
     partitions_configmap: tuple[str, str] | None = None  # (namespace, name)
     partitions_key: str = "partitions.conf"
     sync_timeout: float = 180.0
+    log_files: tuple[str, ...] = ()
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -68,6 +71,7 @@ class Settings:
             partitions_configmap=configmap,
             partitions_key=env.get("SLURM_PARTITIONS_KEY") or "partitions.conf",
             sync_timeout=sync_timeout,
+            log_files=tuple(f for f in (env.get("SLURM_LOG_FILES") or "").split(",") if f),
         )
 
     def make_transport(self) -> Transport:

@@ -7,6 +7,7 @@ from tenant_stack.components.capacity_reservation import (
 from tenant_stack.components.identity_group import IdentityGroup, IdentityGroupArgs
 from tenant_stack.components.login_pod import LoginPod, LoginPodArgs
 from tenant_stack.components.offboarding import Offboarding, OffboardingArgs
+from tenant_stack.components.retention import Retention, RetentionArgs
 from tenant_stack.components.slurm_accounting import SlurmAccounting, SlurmAccountingArgs
 from tenant_stack.components.tenant_namespace import TenantNamespace, TenantNamespaceArgs
 from tenant_stack.components.weka_storage import WekaStorage, WekaStorageArgs
@@ -20,6 +21,8 @@ __all__ = [
     "LoginPodArgs",
     "Offboarding",
     "OffboardingArgs",
+    "Retention",
+    "RetentionArgs",
     "SlurmAccounting",
     "SlurmAccountingArgs",
     "TenantNamespace",

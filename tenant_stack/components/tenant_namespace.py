@@ -17,6 +17,9 @@ from tenant_stack.components.kubernetes_objects import (
 )
 
 TYPE = "gpu-tenants:namespace:TenantNamespace"
+# What offboarding has put in the retention store so far (`Retention`'s archive kinds), recorded
+# on the namespace so that every later `up`, a rollback's included, keeps declaring them.
+RETAINED_ANNOTATION = "gpu-tenants.example.io/retained"
 POD_SECURITY = ("enforce", "audit", "warn")
 
 
@@ -62,6 +65,7 @@ class TenantNamespaceArgs:
     ldap_bind_secret_name: str
     # The platform's LDAP bind Secret's data, read from the auth namespace by the program.
     ldap_bind_data: pulumi.Input[dict[str, str]]
+    retained: list[str]  # recorded as RETAINED_ANNOTATION once `after` has made them
     # Created after this; deleted before it (destroy runs in reverse dependency order).
     after: list[pulumi.Resource]
 
@@ -90,6 +94,9 @@ class TenantNamespace(pulumi.ComponentResource):
                     "tenant": tenant,
                     **{f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY},
                 },
+                annotations={RETAINED_ANNOTATION: ",".join(args.retained)}
+                if args.retained
+                else None,
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )

@@ -52,6 +52,7 @@ class Recorded:
     dependencies: frozenset[str]
     property_dependencies: dict[str, frozenset[str]]
     retain_on_delete: bool = False
+    protect: bool = False
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -95,6 +96,7 @@ class RecordingMonitor(MockMonitor):
                         for key, deps in request.propertyDependencies.items()
                     },
                     retain_on_delete=request.retainOnDelete,
+                    protect=request.protect,
                 )
             )
         return response

@@ -37,6 +37,8 @@ IDENTITY = "gpu-tenants:identity:IdentityGroup"
 SLURM = "gpu-tenants:slurm:SlurmAccounting"
 STORAGE = "gpu-tenants:storage:WekaStorage"
 OFFBOARDING = "gpu-tenants:offboarding:Offboarding"
+RETENTION = "gpu-tenants:retention:Retention"
+ARCHIVE = "pulumi-python:dynamic/retention:SlurmArchive"
 GATE = "pulumi-python:dynamic/offboarding:Gate"
 SLURM_QOS = "pulumi-python:dynamic/slurm:Qos"
 SLURM_ACCOUNT = "pulumi-python:dynamic/slurm:Account"
@@ -414,6 +416,7 @@ FOO_CHILDREN = {
         (K8S_PVC, "tenant-foo-pvc-training-scratch"),
     },
     OFFBOARDING: {(GATE, "tenant-foo-gate")},
+    RETENTION: set(),  # nothing is archived before stage archived
 }
 
 
@@ -797,3 +800,20 @@ def test_active_has_the_contracts_limits_and_the_partition_up(foo: Deployment) -
     team = foo.one(SLURM_ACCOUNT, "tenant-foo-account-ml-team-foo").inputs
     assert (team.get("grp_jobs"), team.get("grp_submit_jobs")) == (None, None)
     assert foo.one(SLURM_PARTITION, "tenant-foo-partition").inputs["state"] == "UP"
+
+
+def test_archives_are_protected_and_depend_on_nothing(tmp_path: Path, mocks: Recorder) -> None:
+    archived = _deploy(mocks, _variant(tmp_path, "tenant-foo", _at_stage("archived")))
+    archives = archived.of_type(ARCHIVE)
+    assert sorted(a.inputs["kind"] for a in archives) == ["associations", "jobs", "logs", "steps"]
+    retention = archived.one(RETENTION, "tenant-foo")
+    for archive in archives:
+        # destroy --exclude-protected keeps what a protected resource depends on: nothing here.
+        assert archive.protect, archive.name
+        assert archive.dependencies == frozenset(), archive.name
+        assert archive.parent == retention.urn
+    namespace = archived.one(K8S_NAMESPACE, "tenant-foo-namespace")
+    recorded = namespace.inputs["metadata"]["annotations"]["gpu-tenants.example.io/retained"]
+    assert recorded == "jobs,steps,associations,logs"
+    # The stage after archived is what the gate asks for next.
+    assert archived.one(GATE, "tenant-foo-gate").inputs["lifecycle"]["next_stage"] == "snapshotted"

@@ -8,9 +8,16 @@ from decimal import Decimal
 
 import pytest
 
-from tenant_stack.mapping import cpu, filesystems, namespace_args, quantity, reservation_args
+from tenant_stack.mapping import (
+    cpu,
+    filesystems,
+    namespace_args,
+    quantity,
+    reservation_args,
+    retention_args,
+)
 from tenant_stack.platform import load_platform
-from tenant_stack.spec import load_spec, parse_cpu, parse_size
+from tenant_stack.spec import TenantSpec, load_spec, parse_cpu, parse_size
 from tests.conftest import ROOT
 
 PLATFORM = load_platform(ROOT / "Pulumi.prod.yaml")
@@ -122,7 +129,7 @@ def test_reservation_args_name_the_runbooks_reservation() -> None:
 
 
 def test_namespace_args_without_a_reservation() -> None:
-    args = namespace_args(FOO, PLATFORM, None, {"password": "cGFzc3dvcmQ="})
+    args = namespace_args(FOO, PLATFORM, None, {"password": "cGFzc3dvcmQ="}, None, [])
     assert args.reservation_name is None
     assert args.after == []
     assert args.ingress_from == ["slurm-control"]
@@ -145,3 +152,25 @@ def test_namespace_args_without_a_reservation() -> None:
     defaults = args.container_defaults
     assert (defaults.cpu_limit, defaults.memory_limit) == ("4", "16Gi")
     assert (defaults.cpu_request, defaults.memory_request) == ("1", "4Gi")
+
+
+def _at(spec: TenantSpec, stage: str) -> TenantSpec:
+    return spec.model_copy(update={"lifecycle": spec.lifecycle.model_copy(update={"stage": stage})})
+
+
+def test_archives_are_declared_from_stage_archived_with_the_platforms_retention() -> None:
+    assert retention_args(_at(FOO, "drained"), PLATFORM, []).archives == []
+    archives = retention_args(_at(FOO, "archived"), PLATFORM, []).archives
+    assert [(a.kind, a.retention_days) for a in archives] == [
+        ("jobs", 2555),
+        ("steps", 2555),
+        ("associations", 2555),
+        ("logs", 90),
+    ]
+
+
+def test_a_rollback_keeps_declaring_what_was_archived() -> None:
+    args = retention_args(FOO, PLATFORM, ["jobs", "logs"])
+    assert FOO.lifecycle.stage == "active"
+    assert [a.kind for a in args.archives] == ["jobs", "logs"]
+    assert args.accounts == ["tenant-foo", "ml-team-foo"]

@@ -249,6 +249,9 @@ def test_every_problem_is_reported_each_at_its_index() -> None:
 # --- read_cluster through a stand-in kubectl -----------------------------------------------------
 
 
+RETAINED = "gpu-tenants.example.io/retained"
+
+
 def fake_kubectl(tmp_path: Path, body: str) -> Path:
     """An executable that records its arguments and then runs `body` (POSIX sh)."""
     script = tmp_path / "kubectl"
@@ -280,11 +283,21 @@ def test_read_cluster_parses_nodes_and_claims_from_one_kubectl_call(tmp_path: Pa
         node_json("gpu-09", tenant="tenant-bar", reservation="tenant-bar-reservation"),
     ]
     claims = [claim_json("training-scratch", "10Ti")]
+    namespaces = [
+        {
+            "kind": "Namespace",
+            "metadata": {"name": "tenant-bar", "annotations": {RETAINED: "jobs"}},
+        },
+        {
+            "kind": "Namespace",
+            "metadata": {"name": "tenant-foo", "annotations": {RETAINED: "jobs,logs"}},
+        },
+    ]
     listing = {
         "apiVersion": "v1",
         "kind": "List",
         "metadata": {"resourceVersion": ""},
-        "items": nodes + claims,
+        "items": nodes + claims + namespaces,
     }
     (tmp_path / "cluster.json").write_text(json.dumps(listing, indent=4))
     kubectl = fake_kubectl(tmp_path, f'cat "{tmp_path}/cluster.json"')
@@ -293,12 +306,13 @@ def test_read_cluster_parses_nodes_and_claims_from_one_kubectl_call(tmp_path: Pa
 
     assert (tmp_path / "argv").read_text().split() == [
         "get",
-        "nodes,persistentvolumeclaims",
+        "nodes,persistentvolumeclaims,namespaces",
         "--namespace=tenant-foo",
         "--output=json",
         "--request-timeout=30s",
     ]
     assert live.nodes == [NodeState.from_api(item) for item in nodes]
+    assert live.retained == ["jobs", "logs"]  # the tenant's own namespace's record
     assert [(n.name, n.ready, n.cordoned, n.reserved_by) for n in live.nodes] == [
         ("gpu-01", True, False, None),
         ("gpu-02", False, True, None),
@@ -321,7 +335,8 @@ def test_a_failing_kubectl_is_a_cluster_error_with_its_words(tmp_path: Path) -> 
     with pytest.raises(ClusterError) as caught:
         read_cluster("tenant-foo", str(kubectl))
     assert str(caught.value) == (
-        f"`{kubectl} get nodes,persistentvolumeclaims --namespace=tenant-foo --output=json "
+        f"`{kubectl} get nodes,persistentvolumeclaims,namespaces --namespace=tenant-foo "
+        "--output=json "
         f"--request-timeout=30s` failed: {words}"
     )
 
