@@ -224,6 +224,7 @@ def identity_args(
             for user in spec.users
         ],
         lifecycle=lifecycle_record(spec),
+        revoked=spec.lifecycle.reached("destroy") and not spec.lifecycle.rehearsal,
         after=after,
     )
 

@@ -138,6 +138,12 @@ def split_keys(value: Any) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
 
 
+def _active(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not true or false")
+    return value
+
+
 GROUP = Schema(
     kind="group",
     fields=(
@@ -163,7 +169,9 @@ USER = Schema(
         Field("gid", _posix_id_input),
         Field("ssh_keys", _ssh_keys),
         Field("groups", _group_names, []),
+        # False at offboarding's stage destroy: the user stays, disabled, as a tombstone.
+        Field("active", _active, True),
     ),
     identity=("username",),
-    implied=lambda _: {"marked": True, "is_active": True},
+    implied=lambda p: {"marked": True, "is_active": _active(p.get("active", True))},
 )

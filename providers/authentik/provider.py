@@ -269,6 +269,7 @@ def _user_outputs(
         "ssh_keys": split_keys(attributes.get(SSH_KEYS_ATTRIBUTE)),
         "groups": sorted(set(managed)),
         "is_active": user.is_active,
+        "active": user.is_active,
         "pk": user.pk,
         "uuid": user.uuid,
     }
@@ -291,7 +292,7 @@ def _apply_user(
         user,
         name=inputs["name"],
         email=inputs["email"],
-        is_active=True,
+        is_active=inputs.get("active", True),
         groups=[*kept, *(g.pk for g in wanted if g.pk not in kept)],
         attributes=_user_attributes(user.attributes, inputs),
     )

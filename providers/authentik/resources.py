@@ -87,6 +87,7 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
         gid: pulumi.Input[int],
         ssh_keys: pulumi.Input[Sequence[pulumi.Input[str]]],
         groups: pulumi.Input[Sequence[pulumi.Input[str]]],
+        active: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
@@ -98,6 +99,7 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
             "gid": gid,
             "ssh_keys": ssh_keys,
             "groups": groups,
+            "active": active,
             **dict.fromkeys(_USER_OUTPUTS),
         }
         super().__init__(TenantUserProvider(), resource_name, props, opts)

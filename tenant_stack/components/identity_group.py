@@ -1,6 +1,11 @@
 """Runbook step 2: the tenant's Authentik group under `tenants` (with tenant_slug and its pinned
 gidNumber), the `<slug>-admins` group when the tenant names admins, and every user with name,
-email, SSH keys and pinned uidNumber/gidNumber (strings, as Authentik 2024.10 honours them)."""
+email, SSH keys and pinned uidNumber/gidNumber (strings, as Authentik 2024.10 honours them).
+
+Offboarding step 5 (stage destroy, `revoked`): every user is disabled and taken out of the
+groups, and stays in the stack as a protected tombstone that depends on nothing (no group name
+as input), so `pulumi destroy --exclude-protected` deletes the groups and keeps the users for the
+retention purge to hard-delete."""
 
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ class IdentityGroupArgs:
     admins_gid: int | None
     users: list[IdentityUser]
     lifecycle: Mapping[str, object]  # recorded on the groups (providers.base.LIFECYCLE)
+    revoked: bool  # stage destroy of a live tenant: users become disabled tombstones
     # Created after these, deleted before them: offboarding revokes identity before Slurm.
     after: list[pulumi.Resource]
 
@@ -69,8 +75,11 @@ class IdentityGroup(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
             )
         users = []
+        tombstone = pulumi.ResourceOptions(parent=self, protect=True)
         for user in args.users:
-            groups = [group.name] + ([admins.name] if admins is not None and user.admin else [])
+            groups: list[pulumi.Input[str]] = [group.name]
+            if admins is not None and user.admin:
+                groups.append(admins.name)
             users.append(
                 TenantUser(
                     f"{name}-user-{user.username}",
@@ -81,8 +90,9 @@ class IdentityGroup(pulumi.ComponentResource):
                     uid=user.uid,
                     gid=args.gid,
                     ssh_keys=user.ssh_keys,
-                    groups=groups,
-                    opts=pulumi.ResourceOptions(parent=self),
+                    groups=[] if args.revoked else groups,
+                    active=not args.revoked,
+                    opts=tombstone if args.revoked else pulumi.ResourceOptions(parent=self),
                 )
             )
         self.group = group.name

@@ -817,3 +817,22 @@ def test_archives_are_protected_and_depend_on_nothing(tmp_path: Path, mocks: Rec
     assert recorded == "jobs,steps,associations,logs"
     # The stage after archived is what the gate asks for next.
     assert archived.one(GATE, "tenant-foo-gate").inputs["lifecycle"]["next_stage"] == "snapshotted"
+
+
+def test_at_stage_destroy_users_become_protected_disabled_tombstones(
+    tmp_path: Path, mocks: Recorder
+) -> None:
+    def signed_off(data: dict[str, Any]) -> None:
+        data["lifecycle"].update(
+            stage="destroy",
+            sign_off={"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-1"},
+        )
+
+    destroyed = _deploy(mocks, _variant(tmp_path, "tenant-foo", signed_off))
+    users = destroyed.of_type(AUTHENTIK_USER)
+    assert len(users) == 3
+    for user in users:
+        assert (user.inputs["active"], user.inputs["groups"], user.protect) == (False, [], True)
+        assert user.dependencies == frozenset(), user.name
+    gate = destroyed.one(GATE, "tenant-foo-gate").inputs["lifecycle"]
+    assert (gate["stage"], gate["signed_off"], gate.get("next_stage")) == ("destroy", True, None)
