@@ -20,7 +20,7 @@ from tenant_stack.components import (
 )
 from tenant_stack.components import slurm_accounting as slurm
 from tenant_stack.components.identity_group import IdentityUser
-from tenant_stack.components.login_pod import Ldap
+from tenant_stack.components.login_pod import Ldap, release_name
 from tenant_stack.components.retention import Archive
 from tenant_stack.components.tenant_namespace import ContainerDefaults, Egress, Quota
 from tenant_stack.components.weka_storage import (
@@ -193,10 +193,15 @@ def retention_args(spec: TenantSpec, platform: Platform, retained: list[str]) ->
     )
 
 
-def offboarding_args(spec: TenantSpec, after: list[pulumi.Resource]) -> OffboardingArgs:
+def offboarding_args(
+    spec: TenantSpec, namespace: TenantNamespace, after: list[pulumi.Resource]
+) -> OffboardingArgs:
     return OffboardingArgs(
         tenant=spec.slug,
         accounts=spec.slurm_accounts,
+        namespace=namespace.name,
+        login_release=release_name(spec.slug),
+        stop_workloads=spec.lifecycle.reached("drained"),
         lifecycle=lifecycle_record(spec),
         after=after,
     )
@@ -317,7 +322,8 @@ def login_args(
         namespace=namespace.name,
         chart_name=platform.login_chart.name,
         chart_version=platform.login_chart.version,
-        replicas=spec.login.replicas,
+        # From stage snapshotted nothing may write after the snapshot: the login release stops.
+        replicas=0 if spec.lifecycle.reached("snapshotted") else spec.login.replicas,
         hostname=spec.login.hostname,
         ldap=Ldap(
             uri=platform.ldap.uri, base_dn=platform.ldap.base_dn, bind_dn=platform.ldap.bind_dn

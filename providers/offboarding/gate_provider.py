@@ -3,8 +3,8 @@ tenant, so `pulumi destroy` (which deletes dependents first) must delete it befo
 and a delete it refuses stops the whole run with nothing deleted.
 
 It opens only when the last `up` recorded stage destroy with a sign-off (or a rehearsal), and then
-only once the tenant's queue is empty (runbook step 4d): no job of its accounts pending or
-running.
+only once nothing of the tenant runs (runbook step 4d): no job of its accounts pending or running,
+no pod of its namespace running.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import LIFECYCLE, Field, Schema, SchemaProvider
 from providers.errors import OffboardingError
+from providers.kubernetes.workloads import Workloads
 from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
 
@@ -35,7 +36,13 @@ def _name(value: Any) -> str:
 
 GATE = Schema(
     kind="offboarding gate",
-    fields=(Field("tenant", _name), Field("accounts", _names), LIFECYCLE),
+    fields=(
+        Field("tenant", _name),
+        Field("accounts", _names),
+        # Absent in a state from before the check of running pods.
+        Field("namespace", _name, default="-"),
+        LIFECYCLE,
+    ),
 )
 
 
@@ -61,6 +68,18 @@ class OffboardingGateProvider(SchemaProvider):
         self.refuse_before_offboarding(f"tenant {id_!r}", props, doing)
         if (props.get(LIFECYCLE.key) or {}).get("rehearsal"):
             return
+        running = [
+            p.name for p in Workloads(props.get("namespace") or id_).pods() if p.phase == "Running"
+        ]
+        if running:
+            raise OffboardingError(
+                doing,
+                f"refused (runbook step 4d): {len(running)} pods still run in namespace "
+                f"{props.get('namespace') or id_}: {', '.join(running[:10])}",
+                "stop them (stage drained stops the tenant's workloads; the login release stops "
+                "at stage snapshotted), then run `pulumi destroy --exclude-protected` again; "
+                "nothing was deleted",
+            )
         queue = SlurmQueue(SlurmSettings.from_environment().make_transport())
         jobs = queue.jobs(props["accounts"])
         if jobs:

@@ -26,8 +26,14 @@ class OffboardingGate(Resource, module="offboarding", name="Gate"):
         *,
         tenant: str,
         accounts: Sequence[str],
+        namespace: pulumi.Input[str],
         lifecycle: Mapping[str, object],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        inputs = {"tenant": tenant, "accounts": list(accounts), "lifecycle": dict(lifecycle)}
+        inputs = {
+            "tenant": tenant,
+            "accounts": list(accounts),
+            "namespace": namespace,
+            "lifecycle": dict(lifecycle),
+        }
         super().__init__(OffboardingGateProvider(), resource_name, inputs, opts)

@@ -57,6 +57,11 @@ def ssh_config(alias: str, hostname: str, username: str) -> str:
     )
 
 
+def release_name(tenant: str) -> str:
+    """The login release's name, which its Helm-made objects carry as app.kubernetes.io/instance."""
+    return f"login-{tenant}"
+
+
 class LoginPod(pulumi.ComponentResource):
     release: pulumi.Output[str]
     authorized_keys_secret: pulumi.Output[str]
@@ -88,7 +93,7 @@ class LoginPod(pulumi.ComponentResource):
             f"{name}-release",
             api_version="helm.example.io/v1",
             kind="HelmRelease",
-            metadata=object_metadata(f"login-{tenant}", args.namespace),
+            metadata=object_metadata(release_name(tenant), args.namespace),
             manifest={
                 "spec": {
                     "chart": {"name": args.chart_name, "version": args.chart_version},
@@ -124,7 +129,7 @@ class LoginPod(pulumi.ComponentResource):
             },
             opts=child,
         )
-        self.release = release.urn.apply(lambda _: f"login-{tenant}")
+        self.release = release.urn.apply(lambda _: release_name(tenant))
         self.authorized_keys_secret = keys_name
         self.login_host = pulumi.Output.from_input(args.hostname)
         self.ssh_config = pulumi.Output.from_input(

@@ -1,6 +1,7 @@
-"""The offboarding runbook's own resources. Today: the gate that `pulumi destroy` must pass before
-it deletes anything of the tenant (providers/offboarding/gate_provider.py), declared after every
-other component so that it is the first thing destroy deletes."""
+"""The offboarding runbook's own resources: the tenant's workloads stopped from stage drained on
+(step 2's Kubernetes half), and the gate that `pulumi destroy` must pass before it deletes
+anything of the tenant (providers/offboarding/gate_provider.py), declared after every other
+component so that it is the first thing destroy deletes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from providers.kubernetes.resources import WorkloadsStopped
 from providers.offboarding.resources import OffboardingGate
 
 TYPE = "gpu-tenants:offboarding:Offboarding"
@@ -18,6 +20,9 @@ TYPE = "gpu-tenants:offboarding:Offboarding"
 class OffboardingArgs:
     tenant: str
     accounts: list[str]  # the Slurm accounts whose queue must be empty before destroy (step 4d)
+    namespace: pulumi.Input[str]  # where no tenant pod may run at destroy (step 4d)
+    login_release: str  # the stack's own release, which stage drained leaves running
+    stop_workloads: bool  # stage drained reached: the tenant's workloads are at zero
     lifecycle: Mapping[str, object]
     # Every other component of the tenant: the gate depends on all of them.
     after: list[pulumi.Resource]
@@ -30,12 +35,24 @@ class Offboarding(pulumi.ComponentResource):
         self, name: str, args: OffboardingArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE, name, None, opts)
+        stopped = []
+        if args.stop_workloads:
+            stopped.append(
+                WorkloadsStopped(
+                    f"{name}-workloads-stopped",
+                    namespace=args.namespace,
+                    keep_instance=args.login_release,
+                    lifecycle=args.lifecycle,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
         gate = OffboardingGate(
             f"{name}-gate",
             tenant=args.tenant,
             accounts=args.accounts,
+            namespace=args.namespace,
             lifecycle=args.lifecycle,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.after, *stopped]),
         )
         self.stage = gate.lifecycle.apply(lambda record: str(record["stage"]))
         self.register_outputs({"stage": self.stage})

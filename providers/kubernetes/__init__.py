@@ -1,0 +1,2 @@
+"""The tenant's own workloads in its namespace, as offboarding stops them (runbook step 2) and
+checks them before destroy (step 4d), through kubectl."""

@@ -1,0 +1,39 @@
+"""The tenant's workloads as the program declares offboarding's stop of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pulumi
+from pulumi.dynamic import Resource
+
+from providers.kubernetes.workloads_provider import WorkloadsStoppedProvider
+
+__all__ = ["WorkloadsStopped"]
+
+
+class WorkloadsStopped(Resource, module="kubernetes", name="WorkloadsStopped"):
+    """The tenant's own Deployments and StatefulSets in `namespace` at zero, their earlier
+    `replicas` recorded (given back when this is deleted before stage destroy), its bare pods
+    deleted. `keep_instance` names the stack's own login release, left running."""
+
+    replicas: pulumi.Output[dict[str, int]]
+    deleted_pods: pulumi.Output[list[str]]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        namespace: pulumi.Input[str],
+        keep_instance: str,
+        lifecycle: Mapping[str, object],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        inputs = {
+            "namespace": namespace,
+            "keep_instance": keep_instance,
+            "lifecycle": dict(lifecycle),
+            "replicas": None,
+            "deleted_pods": None,
+        }
+        super().__init__(WorkloadsStoppedProvider(), resource_name, inputs, opts)

@@ -1,0 +1,73 @@
+"""Offboarding step 2's Kubernetes half: the tenant's Deployments and StatefulSets scaled to
+zero (their replicas recorded) and its bare pods deleted; PVCs kept. The stack's own login
+release is left alone (it stops at stage snapshotted).
+
+A record: deleting it on a rollback (the last `up` was before stage destroy) scales every
+workload back to its recorded replicas; at stage destroy it does nothing, as the namespace goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
+
+from providers.base import LIFECYCLE, Field, Schema, SchemaProvider
+from providers.kubernetes.workloads import KubernetesError, Workloads
+
+__all__ = ["WorkloadsStoppedProvider"]
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} is not a name")
+    return value
+
+
+STOPPED = Schema(
+    kind="stopped workloads",
+    fields=(
+        Field("namespace", _name, replaces=True),
+        Field("keep_instance", _name),
+        LIFECYCLE,
+    ),
+)
+
+
+class WorkloadsStoppedProvider(SchemaProvider):
+    schema = STOPPED
+    error = KubernetesError
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        p = self.load(props, f"stopping the workloads of namespace {props.get('namespace')!r}")
+        return CreateResult(p["namespace"], self._stop(p, {}))
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        p = self.load(news, f"stopping the workloads of namespace {news.get('namespace')!r}")
+        return UpdateResult(self._stop(p, olds.get("replicas") or {}))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, props)
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        stage = (props.get(LIFECYCLE.key) or {}).get("stage")
+        if stage != "destroy":
+            Workloads(id_).scale(props.get("replicas") or {})
+
+    @staticmethod
+    def _stop(p: Mapping[str, Any], recorded: Mapping[str, int]) -> dict[str, Any]:
+        workloads = Workloads(p["namespace"])
+        live = workloads.replicas(p["keep_instance"])
+        # A workload already at zero keeps the count it had when it was first stopped.
+        replicas = {name: recorded.get(name, count) for name, count in live.items()}
+        workloads.scale({name: 0 for name, count in live.items() if count})
+        bare = [
+            pod.name
+            for pod in workloads.pods()
+            if pod.bare
+            and pod.instance != p["keep_instance"]
+            and pod.phase not in ("Succeeded", "Failed")
+        ]
+        workloads.delete_pods(bare)
+        return {**p, "replicas": replicas, "deleted_pods": bare}
