@@ -181,3 +181,5 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     pulumi.export("archives", tenant.retention.archives)
     if spec.lifecycle.reached("frozen"):
         pulumi.export("offboarding_notice", offboarding_notice(spec, platform))
+    if spec.lifecycle.reached("drained"):
+        pulumi.export("cancelled_jobs", tenant.slurm.cancelled_jobs)

@@ -94,7 +94,12 @@ def export(
             raise SlurmError(doing, "SLURM_LOG_FILES is not set", "set it to the logs' paths")
         parts = []
         for path in log_files:
-            parts.append(f"==> {path} <==\n{_must(transport, ['cat', path], doing)}")
+            result = transport.run(["cat", path])
+            if not result.ok:
+                raise SlurmCommandError(
+                    doing, result, "correct SLURM_LOG_FILES to the logs' paths on the Slurm host"
+                )
+            parts.append(f"==> {path} <==\n{result.stdout}")
         text = "\n".join(parts)
         return Export(text.encode(), len(text.splitlines()), "log")
     raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")

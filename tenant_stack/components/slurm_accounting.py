@@ -89,6 +89,7 @@ class SlurmAccounting(pulumi.ComponentResource):
     account: pulumi.Output[str]
     partition: pulumi.Output[str | None]
     qos: pulumi.Output[list[str]]
+    cancelled_jobs: pulumi.Output[list[str]]  # the pending jobs the drain cancelled
 
     def __init__(
         self, name: str, args: SlurmAccountingArgs, opts: pulumi.ResourceOptions | None = None
@@ -175,16 +176,25 @@ class SlurmAccounting(pulumi.ComponentResource):
             )
             partition = partition_resource.name
             frozen.append(partition_resource)
+        cancelled: pulumi.Output[list[str]] = pulumi.Output.from_input([])
         if args.drain is not None:
-            self._drain(name, args, frozen)
+            cancelled = self._drain(name, args, frozen).cancelled
         self.account = account.name
         self.partition = partition
         self.qos = pulumi.Output.all(*qos_names)
+        self.cancelled_jobs = cancelled
         self.register_outputs(
-            {"account": self.account, "partition": self.partition, "qos": self.qos}
+            {
+                "account": self.account,
+                "partition": self.partition,
+                "qos": self.qos,
+                "cancelled_jobs": self.cancelled_jobs,
+            }
         )
 
-    def _drain(self, name: str, args: SlurmAccountingArgs, frozen: list[pulumi.Resource]) -> None:
+    def _drain(
+        self, name: str, args: SlurmAccountingArgs, frozen: list[pulumi.Resource]
+    ) -> SlurmDrainStart:
         """Step 2, once step 1's limits are in place (pending jobs can then never start)."""
         assert args.drain is not None
         accounts = [args.tenant, *(team.name for team in args.teams)]
@@ -205,3 +215,4 @@ class SlurmAccounting(pulumi.ComponentResource):
             wait_seconds=args.drain.wait_seconds,
             opts=pulumi.ResourceOptions(parent=self),
         )
+        return start

@@ -1,34 +1,63 @@
 """Offboarding end to end, through the real engine on the tests' sandbox, over one live tenant (not
-a rehearsal): tenant-bar on two nodes, moved through the runbook's stages by editing its spec
-and running `pulumi up`, each stage read back with the backends' own tools. The tests run in the
-file's order, as the operator's pull requests would."""
+a rehearsal) with real jobs: tenant-bar on gpu-13 and gpu-14 (the sandbox's slurmd node), moved
+through the runbook's stages by editing its spec and running `pulumi up`, as the operator's pull
+requests would, with rollbacks on the way; each stage read back with the backends' own tools.
+The tests run in the file's order and share the stack."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import subprocess
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from providers.retention.client import RetentionStore
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
-from tests.backends import file_backend, labelled, pulumi, run_pulumi, sacctmgr, show_partition
+from sandbox.slurm.users import ensure_user
+from tests.backends import (
+    CHECKPOINTING_JOB,
+    authentik_user,
+    file_backend,
+    labelled,
+    pulumi,
+    run,
+    run_pulumi,
+    sacctmgr,
+    sbatch_as,
+    scratch_directory,
+    show_partition,
+    squeue_job,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
 SLUG = "tenant-bar"
 NODES = ["gpu-13", "gpu-14"]
+SLURMD_NODE = "gpu-14"
 GRP_JOBS = "100"  # tenant-bar's slurm.grp_jobs
+GROUP, GID = "tenant-bar", 4102
+USERS = {"dave": 2201, "erin": 2202}
+# How long one `up` at stage drained waits for the queue (stack config), kept short here.
+DRAIN_WAIT = 15
+SIGN_OFF = {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4242"}
 
 
 @dataclass
 class Tenant:
     project: Path
     env: dict[str, str]
+    scratch: Path
+    jobs: list[int] = field(default_factory=list)  # every job the tenant's users submitted
 
     @property
     def spec_file(self) -> Path:
@@ -41,44 +70,82 @@ class Tenant:
     def write(self, spec: dict[str, Any]) -> None:
         self.spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
 
-    def at_stage(self, stage: str, sign_off: dict[str, str] | None = None) -> None:
+    def at_stage(self, stage: str, **lifecycle: Any) -> None:
         spec = self.spec()
         spec["lifecycle"]["stage"] = stage
         spec["lifecycle"].pop("sign_off", None)
-        if sign_off is not None:
-            spec["lifecycle"]["sign_off"] = sign_off
+        spec["lifecycle"].update(lifecycle)
         self.write(spec)
 
     def pulumi(self, *args: str) -> str:
-        return run_pulumi(self.env, self.project, *args, "--stack", SLUG, timeout=600)
+        return run_pulumi(self.env, self.project, *args, "--stack", SLUG, timeout=900)
 
     def try_pulumi(self, *args: str) -> tuple[int, str]:
-        done = pulumi(self.env, self.project, *args, "--stack", SLUG, timeout=600)
+        done = pulumi(self.env, self.project, *args, "--stack", SLUG, timeout=900)
         return done.returncode, done.stdout + done.stderr
 
+    def up(self) -> str:
+        return self.pulumi("up", "--yes", "--skip-preview")
+
+    def state(self) -> list[dict[str, Any]]:
+        resources: list[dict[str, Any]] = json.loads(self.pulumi("stack", "export"))[
+            "deployment"
+        ].get("resources") or []
+        return resources
+
     def resources(self) -> list[str]:
-        state = json.loads(self.pulumi("stack", "export"))
-        return sorted(r["urn"] for r in state["deployment"].get("resources") or [])
+        return sorted(r["urn"] for r in self.state())
+
+    def outputs_of(self, type_: str) -> dict[str, Any]:
+        found = [r for r in self.state() if r["type"] == type_]
+        assert len(found) == 1, [r["urn"] for r in found]
+        outputs: dict[str, Any] = found[0]["outputs"]
+        return outputs
+
+    def submit(self, user: str, *args: str, seconds: int = 300) -> int:
+        job = sbatch_as(
+            user,
+            GROUP,
+            f"--account={SLUG}",
+            f"--partition={SLUG}",
+            f"--nodelist={SLURMD_NODE}",
+            "--time=00:30:00",
+            *args,
+            str(CHECKPOINTING_JOB),
+            str(self.scratch),
+            str(seconds),
+        )
+        self.jobs.append(job)
+        return job
 
 
 @pytest.fixture(scope="module")
 def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Tenant]:
+    for user, uid in USERS.items():
+        ensure_user(user, uid, GID, GROUP)
     work = tmp_path_factory.mktemp("offboarding")
-    tenant = Tenant(project_copy(work / "project"), file_backend(work / "backend"))
-    spec = tenant.spec()
-    spec["contract"]["gpus"] = 8 * len(NODES)
-    spec["reservation"]["nodes"] = NODES
-    for qos in spec["slurm"]["qos"].values():
-        qos["gpus"] = min(qos["gpus"], 8 * len(NODES))
-    tenant.write(spec)
-    tenant.pulumi("stack", "init")
-    tenant.pulumi("up", "--yes", "--skip-preview")
-    yield tenant
-    if tenant.resources():
-        # Whatever a test left, the stack is taken down in the runbook's order.
-        tenant.at_stage("destroy", {"by": "Test Teardown", "date": "2026-11-30", "ticket": "OPS-1"})
-        tenant.pulumi("up", "--yes", "--skip-preview")
-        tenant.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
+    with scratch_directory(GID) as scratch:
+        tenant = Tenant(project_copy(work / "project"), file_backend(work / "backend"), scratch)
+        spec = tenant.spec()
+        spec["contract"]["gpus"] = 8 * len(NODES)
+        spec["reservation"]["nodes"] = NODES
+        for qos in spec["slurm"]["qos"].values():
+            qos["gpus"] = min(qos["gpus"], 8 * len(NODES))
+        spec["lifecycle"].update(drain_mode="graceful", drain_timeout="1h")
+        tenant.write(spec)
+        tenant.pulumi("stack", "init")
+        tenant.pulumi("config", "set", "drain_wait_seconds", str(DRAIN_WAIT))
+        tenant.up()
+        yield tenant
+        run("scancel", f"--account={SLUG}")
+        if tenant.resources():
+            # Whatever a test left is taken down as a rehearsal's would be: every gate open.
+            spec = tenant.spec()
+            spec["lifecycle"].update(stage="active", rehearsal=True)
+            spec["lifecycle"].pop("sign_off", None)
+            tenant.write(spec)
+            tenant.try_pulumi("up", "--yes", "--skip-preview")
+            tenant.try_pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
 
 
 def association_limits(account: str) -> tuple[str, str]:
@@ -93,8 +160,19 @@ def association_limits(account: str) -> tuple[str, str]:
 
 
 def partition_state(name: str) -> str:
-    line = show_partition(name)
-    return line.split(" State=", 1)[1].split()[0]
+    return show_partition(name).split(" State=", 1)[1].split()[0]
+
+
+def job_state(job: int) -> str:
+    return squeue_job(job) or "GONE"
+
+
+def sacct_state(job: int) -> str:
+    out = run("sacct", "-X", "-n", "-P", "-j", str(job), "--format=State")
+    return out.split()[0] if out.split() else ""
+
+
+# --- active ---------------------------------------------------------------------------------------
 
 
 def test_destroy_of_an_active_tenant_deletes_nothing_and_names_the_next_stage(bar: Tenant) -> None:
@@ -108,14 +186,36 @@ def test_destroy_of_an_active_tenant_deletes_nothing_and_names_the_next_stage(ba
     assert association_limits(SLUG)[0] == GRP_JOBS
 
 
+def test_the_tenants_jobs_run_on_the_slurmd_node(bar: Tenant) -> None:
+    job = bar.submit("dave", seconds=1)
+    wait_for(f"job {job} to finish", lambda: sacct_state(job) == "COMPLETED", timeout=60)
+    assert (bar.scratch / f"started-{job}").read_text().endswith("as dave\n")
+
+
+# --- frozen, and back -----------------------------------------------------------------------------
+
+
 def test_frozen_blocks_jobs_and_downs_the_partition(bar: Tenant) -> None:
     bar.at_stage("frozen")
     preview = bar.pulumi("preview", "--diff")
     assert "grp_jobs" in preview
-    assert "state" in preview
-    bar.pulumi("up", "--yes", "--skip-preview")
+    assert "DOWN" in preview
+    bar.up()
+    outputs = json.loads(bar.pulumi("stack", "output", "--json"))
+    assert "New jobs are refused" in outputs["offboarding_notice"]
     assert association_limits(SLUG) == ("0", "0")
     assert partition_state(SLUG) == "DOWN"
+    refused = sbatch_refusal("dave")
+    assert "policy" in refused.lower() or "limit" in refused.lower(), refused
+
+
+def sbatch_refusal(user: str) -> str:
+    """sbatch as `user` into the tenant's partition; what it said when refused."""
+    try:
+        sbatch_as(user, GROUP, f"--account={SLUG}", f"--partition={SLUG}", "--wrap=true")
+    except subprocess.CalledProcessError as refused:
+        return str(refused.stderr)
+    raise AssertionError("a frozen tenant's job was accepted")
 
 
 def test_destroy_excluding_protected_at_frozen_is_refused_too(bar: Tenant) -> None:
@@ -129,17 +229,139 @@ def test_destroy_excluding_protected_at_frozen_is_refused_too(bar: Tenant) -> No
 
 def test_rollback_from_frozen_restores_the_contract(bar: Tenant) -> None:
     bar.at_stage("active")
-    bar.pulumi("up", "--yes", "--skip-preview")
+    bar.up()
     assert association_limits(SLUG) == (GRP_JOBS, "")
     assert partition_state(SLUG) == "UP"
     bar.pulumi("preview", "--expect-no-changes", "--refresh")
+    job = bar.submit("erin", seconds=1)
+    wait_for(f"job {job} to finish", lambda: sacct_state(job) == "COMPLETED", timeout=60)
 
 
-def test_destroy_at_stage_destroy_with_sign_off_takes_everything_down(bar: Tenant) -> None:
-    bar.at_stage("destroy", {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4242"})
-    bar.pulumi("up", "--yes", "--skip-preview")
+# --- drained: graceful, bounded, then complete ----------------------------------------------------
+
+
+def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_empty(
+    bar: Tenant,
+) -> None:
+    running = bar.submit("dave", seconds=DRAIN_WAIT + 25)
+    wait_for(f"job {running} to run", lambda: job_state(running) == "RUNNING", timeout=60)
+    pending = bar.submit("erin", "--begin=now+1hour")
+    assert job_state(pending) == "PENDING"
+
+    bar.at_stage("drained")
+    started = time.monotonic()
+    code, said = bar.try_pulumi("up", "--yes", "--skip-preview")
+    took = time.monotonic() - started
+    assert code != 0
+    assert "1 jobs still in the queue" in said and f"{running} (dave, running)" in said
+    assert "run `pulumi up` again later" in said
+    assert took < DRAIN_WAIT + 90, f"the drain's up took {took:.0f}s"
+    # Pending jobs can never start once frozen: cancelled, and listed in the drain's record.
+    assert sacct_state(pending) == "CANCELLED"
+    start = bar.outputs_of("pulumi-python:dynamic/slurm:DrainStart")
+    assert start["cancelled"] == [f"{pending} (erin, pending)"]
+
+    wait_for(f"job {running} to end", lambda: job_state(running) == "GONE", timeout=120)
+    bar.up()
+    assert sacct_state(running) == "COMPLETED"
+    assert json.loads(bar.pulumi("stack", "output", "cancelled_jobs", "--json")) == [
+        f"{pending} (erin, pending)"
+    ]
+
+
+def test_rollback_from_drained_restores_the_tenant(bar: Tenant) -> None:
+    bar.at_stage("active")
+    bar.up()
+    bar.pulumi("preview", "--expect-no-changes", "--refresh")
+    assert partition_state(SLUG) == "UP"
+
+
+# --- drained: hard cut-off ------------------------------------------------------------------------
+
+
+def test_a_hard_drain_sends_term_so_the_job_checkpoints(bar: Tenant) -> None:
+    job = bar.submit("dave", seconds=600)
+    wait_for(f"job {job} to run", lambda: job_state(job) == "RUNNING", timeout=60)
+    bar.at_stage("drained", drain_mode="hard", drain_timeout="1m")
+    bar.up()
+    assert (bar.scratch / f"checkpoint-{job}").exists()
+    assert job_state(job) == "GONE"
+
+
+# --- archived -------------------------------------------------------------------------------------
+
+
+def test_archived_puts_one_row_per_job_in_the_retention_store(bar: Tenant) -> None:
+    bar.at_stage("archived", drain_mode="hard", drain_timeout="1m")
+    bar.up()
+    with RetentionStore.from_environment() as store:
+        jobs = store.head(f"{SLUG}/slurm/jobs.csv")
+        assert jobs is not None and jobs.metadata is not None
+        assert jobs.metadata["tenant"] == SLUG
+        assert jobs.metadata["retention-until"] > "2033-01-01"  # 2555 days on
+        rows = list(csv.DictReader(io.StringIO(store.get(jobs.key).decode()), delimiter="|"))
+        logs = store.head(f"{SLUG}/slurm/logs.log")
+        assert logs is not None and logs.metadata is not None
+        assert logs.metadata["retention-until"] < "2027-06-01"  # 90 days on
+    assert sorted(int(row["JobID"]) for row in rows) == sorted(bar.jobs)
+    assert {row["Account"] for row in rows} == {SLUG}
+
+
+def test_rollback_from_archived_keeps_the_archives(bar: Tenant) -> None:
+    bar.at_stage("active", drain_mode="graceful", drain_timeout="1h")
+    bar.up()
+    bar.pulumi("preview", "--expect-no-changes", "--refresh")
+    archives = [r for r in bar.state() if r["type"] == "pulumi-python:dynamic/retention:SlurmArchive"]
+    assert len(archives) == 4 and all(r.get("protect") for r in archives)
+    assert partition_state(SLUG) == "UP"
+
+
+# --- destroy --------------------------------------------------------------------------------------
+
+
+def test_destroy_without_sign_off_is_refused_by_the_spec(bar: Tenant) -> None:
+    bar.at_stage("destroy")
+    code, said = bar.try_pulumi("preview")
+    assert code != 0
+    assert "lifecycle.sign_off" in said
+
+
+def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> None:
+    bar.at_stage("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
+    bar.up()
+    code, said = bar.try_pulumi("destroy", "--yes", "--skip-preview")
+    assert code != 0, "a plain destroy must stop at the protected resources"
     bar.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
-    assert bar.resources() == []
+    kept = {r["type"] for r in bar.state() if r.get("custom", True) and r.get("protect")}
+    custom = {
+        r["type"]
+        for r in bar.state()
+        if not r["type"].startswith(("pulumi:providers:", "pulumi:pulumi:", "gpu-tenants:"))
+    }
+    assert custom == kept == {
+        "pulumi-python:dynamic/retention:SlurmArchive",
+        "pulumi-python:dynamic/authentik:TenantUser",
+    }
     assert labelled(SLUG) == []
     assert sacctmgr("show", "account", SLUG) == []
     assert "not found" in show_partition(SLUG)
+    for user in USERS:
+        found = authentik_user(user)
+        assert found["is_active"] is False
+        assert found["groups"] == []
+    code, report = verify_offboarded(bar)
+    assert (code, report["ok"]) == (0, True), report
+
+
+def verify_offboarded(bar: Tenant) -> tuple[int, dict[str, Any]]:
+    """`python -m tenant_stack verify-offboarded --json` as the operator runs it."""
+    done = subprocess.run(
+        ["python", "-m", "tenant_stack", "verify-offboarded", SLUG, "--json"]
+        + ["--tenants", str(bar.project / "tenants")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report
