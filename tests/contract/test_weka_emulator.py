@@ -12,15 +12,10 @@ import json
 import os
 import shutil
 import signal
-import socket
-import ssl
 import stat
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,97 +23,16 @@ import httpx
 import pytest
 
 from sandbox.weka.store import STATE_FILE, STATE_VERSION
+from tests.isolated import (
+    Emulator,
+    self_signed_certificate,
+    start_emulator,
+    stop_emulator,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMIN_PASSWORD = "Emulat0r-Admin"
 TENANT_PASSWORD = "Tenant-Passw0rd"
 TB = 10**12
-
-
-@dataclass
-class Emulator:
-    base_url: str
-    verify: ssl.SSLContext | bool
-    state_dir: Path
-    password_file: Path
-    mount_root: Path
-    log: Path
-    process: subprocess.Popen[bytes]
-
-    def mount(self, org: str, fs: str) -> Path:
-        """Where filesystem `fs` of organization `org` is mounted."""
-        return self.mount_root / org / fs
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_emulator(
-    workdir: Path,
-    tls: tuple[Path, Path] | None = None,
-    port: int | None = None,
-    mount_root: Path | None = None,
-) -> Emulator:
-    """Without `mount_root` the emulator uses its default, state/mounts."""
-    port = port or _free_port()
-    state_dir, password_file = workdir / "state", workdir / "admin-password"
-    log = workdir / "emulator.log"
-    argv = [
-        sys.executable,
-        "-m",
-        "sandbox.weka",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--state-dir",
-        str(state_dir),
-        "--admin-password-file",
-        str(password_file),
-    ]
-    if mount_root is not None:
-        argv += ["--mount-root", str(mount_root)]
-    verify: ssl.SSLContext | bool = False
-    scheme = "http"
-    if tls is not None:
-        argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
-        verify, scheme = ssl.create_default_context(cafile=str(tls[0])), "https"
-    with log.open("ab") as sink:
-        process = subprocess.Popen(argv, cwd=ROOT, stdout=sink, stderr=sink)
-    emulator = Emulator(
-        f"{scheme}://127.0.0.1:{port}/api/v2",
-        verify,
-        state_dir,
-        password_file,
-        mount_root or state_dir / "mounts",
-        log,
-        process,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"emulator exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            reply = httpx.get(f"{emulator.base_url}/healthcheck", verify=verify, timeout=1)
-            if reply.status_code == 200:
-                return emulator
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    process.kill()
-    pytest.fail(f"emulator did not answer within 20 s:\n{log.read_text()}")
-
-
-def stop_emulator(emulator: Emulator) -> None:
-    emulator.process.terminate()
-    try:
-        emulator.process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        emulator.process.kill()
-        emulator.process.wait()
 
 
 class Api:
@@ -162,18 +76,7 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    workdir = tmp_path_factory.mktemp("tls")
-    cert, key = workdir / "cert.pem", workdir / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
+    return self_signed_certificate(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")
@@ -903,8 +806,7 @@ def test_state_survives_kill_9_and_restart(tmp_path: Path) -> None:
 
         os.kill(emulator.process.pid, signal.SIGKILL)
         emulator.process.wait()
-        port = int(emulator.base_url.split(":")[2].split("/")[0])
-        emulator = start_emulator(tmp_path, port=port)
+        emulator = start_emulator(tmp_path, port=emulator.port)
 
         # Tokens persist, so sessions survive a restart within their lifetime.
         boss.http = httpx.Client(base_url=emulator.base_url, timeout=10)
@@ -947,8 +849,7 @@ def test_a_state_file_from_before_the_mounts_gets_its_directories_on_disk(tmp_pa
     state_file.write_text(json.dumps(state))
     shutil.rmtree(emulator.mount_root)
 
-    port = int(emulator.base_url.split(":")[2].split("/")[0])
-    emulator = start_emulator(tmp_path, port=port)
+    emulator = start_emulator(tmp_path, port=emulator.port)
     try:
         assert (emulator.mount("Root", "cluster-home") / "home" / "alice").is_dir()
         admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
