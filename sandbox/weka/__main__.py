@@ -94,6 +94,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not store.state.orgs:
             cluster.bootstrap(_admin_password(args.admin_password_file))
         cluster.create_mounts(every_directory=store.loaded_version == 1)
+        dropped = cluster.drop_orphan_snapshots()
+        if dropped:
+            print(
+                f"weka: dropped snapshots of deleted filesystems: {', '.join(dropped)}",
+                file=sys.stderr,
+            )
     except ApiError as error:
         raise SystemExit(f"weka: {error.message}") from error
     store.save()

@@ -39,3 +39,11 @@ class Cluster(Sessions, Snapshots, Controls):
             if every_directory:
                 for path in fs.directories:
                     self.mounts.make_directories(org, fs.name, path)
+
+    def drop_orphan_snapshots(self) -> list[str]:
+        """At start: forget the snapshots whose filesystem is gone, which state files of
+        version 2 and older kept (a snapshot lives in its filesystem). Returns their names."""
+        gone = [s for s in self.state.snapshots.values() if s.fs_uid not in self.state.filesystems]
+        for snap in gone:
+            del self.state.snapshots[snap.uid]
+        return [f"{snap.fs_name}/{snap.name}" for snap in gone]

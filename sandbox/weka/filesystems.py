@@ -20,14 +20,9 @@ class Filesystems(Organizations, Directories):
     def fs_used(self, fs: FileSystem) -> int:
         return sum(d.used_bytes for d in fs.directories.values())
 
-    def orphan_snapshot_bytes(self) -> int:
-        """Snapshots whose filesystem is gone are the only copy of their data: they take space."""
-        live = self.state.filesystems
-        return sum(s.size_bytes for s in self.state.snapshots.values() if s.fs_uid not in live)
-
     def unprovisioned(self) -> int:
         allocated = sum(fs.total_budget for fs in self.state.filesystems.values())
-        return self.capacity_bytes - allocated - self.orphan_snapshot_bytes()
+        return self.capacity_bytes - allocated
 
     def find_fs(self, caller: Caller, uid: str) -> FileSystem:
         fs = self.state.filesystems.get(uid)
@@ -147,6 +142,10 @@ class Filesystems(Organizations, Directories):
         if renamed:
             self.mounts.rename_fs(caller.org.name, fs.name, str(new_name))
             fs.name = str(new_name)
+            # Snapshots name their filesystem as it is now (`GET /snapshots?filesystem=`).
+            for snap in self.state.snapshots.values():
+                if snap.fs_uid == fs.uid:
+                    snap.fs_name = fs.name
         fs.total_budget, fs.ssd_budget = new_total, new_ssd
         if auth_required is not None:
             fs.auth_required = auth_required
@@ -157,8 +156,10 @@ class Filesystems(Organizations, Directories):
         fs = self.find_fs(caller, uid)
         if fs.mounted:
             raise ApiError(400, f"Cannot delete filesystem {fs.name}: filesystem is in use")
+        # Its snapshots live in it (`.snapshots`): they go with it, records and data.
         self.mounts.remove_fs(caller.org.name, fs.name)
-        # Snapshots stay: they outlive their filesystem (and now take cluster capacity).
+        for snap_uid in [s.uid for s in self.state.snapshots.values() if s.fs_uid == uid]:
+            del self.state.snapshots[snap_uid]
         del self.state.filesystems[uid]
 
     def resolve_path(self, caller: Caller, uid: str, path: str) -> tuple[str, Directory]:

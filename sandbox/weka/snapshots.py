@@ -1,5 +1,7 @@
-"""Snapshots: copies of a filesystem as it was, named and reached through an access point. They
-outlive their filesystem; uploading one only gives it a locator, as no object store is modelled.
+"""Snapshots: copies of a filesystem as it was, named and reached through an access point, the
+directory `.snapshots/<access point>` of the filesystem (mounts.py). A snapshot lives inside its
+filesystem and takes its space from it, so deleting the filesystem deletes its snapshots; only an
+uploaded copy outlives it. Uploading one only gives it a locator, as no object store is modelled.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-from sandbox.weka.core import Caller
+from sandbox.weka.core import Caller, check_name
 from sandbox.weka.errors import ApiError
 from sandbox.weka.filesystems import STORAGE_WRITERS, Filesystems
 from sandbox.weka.store import Snapshot
@@ -56,7 +58,10 @@ class Snapshots(Filesystems):
         if not name:
             raise ApiError(400, "Snapshot name is required")
         point = access_point or time.strftime("@GMT-%Y.%m.%d-%H.%M.%S", time.gmtime())
+        # The access point is a directory of the filesystem: one path component.
+        check_name("Access point", point)
         self._check_snapshot_unique(fs.uid, name, point, "")
+        self.mounts.take_snapshot(self._org_name(fs), fs.name, point)
         snap = Snapshot(
             uid=str(uuid.uuid4()),
             id=f"SnapshotId<{self.state.next_snapshot_id}>",
@@ -86,7 +91,11 @@ class Snapshots(Filesystems):
         snap = self.find_snapshot(caller, uid)
         name = new_name or snap.name
         point = access_point or snap.access_point
+        check_name("Access point", point)
         self._check_snapshot_unique(snap.fs_uid, name, point, snap.uid)
+        if point != snap.access_point:
+            fs = self.state.filesystems[snap.fs_uid]
+            self.mounts.rename_snapshot(self._org_name(fs), fs.name, snap.access_point, point)
         snap.name, snap.access_point = name, point
         if writable is not None:
             snap.is_writable = writable
@@ -94,7 +103,10 @@ class Snapshots(Filesystems):
 
     def delete_snapshot(self, caller: Caller, uid: str) -> None:
         self._require(caller, STORAGE_WRITERS, "delete snapshots")
-        del self.state.snapshots[self.find_snapshot(caller, uid).uid]
+        snap = self.find_snapshot(caller, uid)
+        fs = self.state.filesystems[snap.fs_uid]
+        self.mounts.remove_snapshot(self._org_name(fs), fs.name, snap.access_point)
+        del self.state.snapshots[snap.uid]
 
     def upload_snapshot(self, caller: Caller, uid: str, obs_site: str) -> Snapshot:
         self._require(caller, STORAGE_WRITERS, "upload snapshots")

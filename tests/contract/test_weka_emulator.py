@@ -683,26 +683,82 @@ def test_snapshot_lifecycle(tenant: Tenant) -> None:
     api.fails("POST", "/snapshots", 404, json={"fs_uid": str(uuid.uuid4()), "name": "x"})
 
 
-def test_snapshot_outlives_its_filesystem_and_keeps_its_space(admin: Api, tenant: Tenant) -> None:
-    _, api = tenant()
+def test_a_snapshot_is_a_point_in_time_copy_with_owners_and_modes(
+    emulator: Emulator, tenant: Tenant
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api, name="home")
+    mount = emulator.mount(org["name"], "home")
+    alice = mount / "alice"
+    alice.mkdir()
+    os.chown(alice, 2001, 4001)
+    os.chmod(alice, 0o2750)
+    (alice / "notes").write_text("before")
+    os.chown(alice / "notes", 2001, 4001)
+    os.chmod(alice / "notes", 0o640)
+    (alice / "link").symlink_to("notes")
+    body = {"fs_uid": fs["uid"], "name": "before", "access_point": "before-ap"}
+    api.ok("POST", "/snapshots", json=body)
+
+    (alice / "notes").write_text("after")
+    (alice / "new").write_text("made after the snapshot")
+    copy = mount / ".snapshots" / "before-ap"
+    assert (copy / "alice" / "notes").read_text() == "before"
+    assert not (copy / "alice" / "new").exists()
+    assert os.readlink(copy / "alice" / "link") == "notes"
+    for path, mode in ((copy / "alice", 0o2750), (copy / "alice" / "notes", 0o640)):
+        info = path.stat()
+        assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (2001, 4001, mode)
+    # A later snapshot does not copy the earlier ones into itself.
+    api.ok("POST", "/snapshots", json={**body, "name": "after", "access_point": "after-ap"})
+    later = mount / ".snapshots" / "after-ap"
+    assert (later / "alice" / "new").exists()
+    assert not (later / ".snapshots").exists()
+
+    snap = api.ok("GET", "/snapshots", params={"filesystem": "home", "name": "before"})[0]
+    api.ok("PUT", f"/snapshots/{snap['uid']}", json={"access_point": "renamed-ap"})
+    assert (mount / ".snapshots" / "renamed-ap" / "alice" / "notes").read_text() == "before"
+    assert not copy.exists()
+    api.ok("DELETE", f"/snapshots/{snap['uid']}")
+    assert not (mount / ".snapshots" / "renamed-ap").exists()
+    bad = {"fs_uid": fs["uid"], "name": "bad", "access_point": "a/b"}
+    assert "'a/b'" in api.fails("POST", "/snapshots", 400, json=bad)
+
+
+def test_deleting_a_filesystem_deletes_its_snapshots(
+    emulator: Emulator, admin: Api, tenant: Tenant
+) -> None:
+    """A snapshot lives inside its filesystem (docs.weka.io, Snapshots): it takes no space of
+    its own in the cluster and does not outlive the filesystem."""
+    org, api = tenant()
     other_org_snapshots = tenant()[1].ok("GET", "/snapshots")
     fs = make_fs(api, name="home", capacity=TB)
+    kept = make_fs(api, name="scratch", capacity=TB)
     mkdir(admin, fs["uid"], "/data")
     usage = {"path": "/data", "used_bytes": 10**9}
     admin.ok("PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json=usage)
     snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "offboard"})
+    other = api.ok("POST", "/snapshots", json={"fs_uid": kept["uid"], "name": "offboard"})
 
     before = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
     api.ok("DELETE", f"/fileSystems/{fs['uid']}")
     after = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
-    assert after - before == TB - 10**9  # the snapshot is now the only copy of the data
+    assert after - before == TB  # all of it: nothing stays behind in the cluster
 
-    assert api.ok("GET", f"/snapshots/{snap['uid']}") == snap
-    assert api.ok("GET", "/snapshots", params={"filesystem": "home"}) == [snap]
+    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
+    assert api.ok("GET", "/snapshots", params={"filesystem": "home"}) == []
+    assert api.ok("GET", "/snapshots") == [other]
+    assert not emulator.mount(org["name"], "home").exists()
     assert other_org_snapshots == []
-    api.ok("DELETE", f"/snapshots/{snap['uid']}")
-    final = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
-    assert final - after == 10**9
+
+
+def test_snapshots_follow_a_renamed_filesystem(tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api, name="home")
+    snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "daily"})
+    api.ok("PUT", f"/fileSystems/{fs['uid']}", json={"new_name": "home2"})
+    listed = api.ok("GET", "/snapshots", params={"filesystem": "home2"})
+    assert [(s["uid"], s["filesystem"]) for s in listed] == [(snap["uid"], "home2")]
 
 
 # --- users -----------------------------------------------------------------------------------
@@ -856,5 +912,39 @@ def test_a_state_file_from_before_the_mounts_gets_its_directories_on_disk(tmp_pa
         assert resolve(admin, fs["uid"], "/home/alice") == inode
         assert admin.ok("GET", f"/fileSystems/{fs['uid']}/quota/{inode}") == quota
         assert json.loads(state_file.read_text())["version"] == STATE_VERSION
+    finally:
+        stop_emulator(emulator)
+
+
+def test_snapshots_of_deleted_filesystems_from_an_older_state_are_dropped(
+    tmp_path: Path,
+) -> None:
+    """Versions 1 and 2 kept a snapshot after its filesystem was deleted; none can exist now."""
+    emulator = start_emulator(tmp_path)
+    try:
+        admin = Api.login(emulator, "admin", emulator.password_file.read_text().strip())
+        fs = make_fs(admin, name="kept")
+        snap = admin.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s1"})
+    finally:
+        stop_emulator(emulator)
+    state_file = emulator.state_dir / STATE_FILE
+    state = json.loads(state_file.read_text())
+    orphan = {
+        **state["snapshots"][snap["uid"]],
+        "uid": "orphan",
+        "fs_uid": "gone",
+        "fs_name": "gone",
+        "name": "o",
+    }
+    state["snapshots"]["orphan"] = orphan
+    state["version"] = 2
+    state_file.write_text(json.dumps(state))
+
+    emulator = start_emulator(tmp_path, port=emulator.port)
+    try:
+        admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
+        assert [s["uid"] for s in admin.ok("GET", "/snapshots")] == [snap["uid"]]
+        assert json.loads(state_file.read_text())["version"] == STATE_VERSION
+        assert "dropped snapshots of deleted filesystems: gone/o" in emulator.log.read_text()
     finally:
         stop_emulator(emulator)
