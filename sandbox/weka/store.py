@@ -73,6 +73,12 @@ class FileSystem:
     auth_required: bool
     encrypted: bool
     mounted: bool = False
+    # The object store bucket attached to it (by name; "" for none) and how (WRITABLE or
+    # READ_ONLY), and the locators of the snapshots uploaded from it, which `purge_from_obs`
+    # removes from the bucket.
+    obs_bucket: str = ""
+    obs_mode: str = ""
+    uploads: list[str] = field(default_factory=list)
     # By absolute canonical path (no symbolic link in it), "/" always present.
     directories: dict[str, Directory] = field(default_factory=dict)
     quotas: dict[str, Quota] = field(default_factory=dict)  # by str(inode_id)
@@ -90,9 +96,11 @@ class Snapshot:
     fs_name: str
     is_writable: bool
     creation_time: str
-    # What the filesystem held when the snapshot was taken (its data is in `.snapshots`).
+    # What the filesystem held when the snapshot was taken (its data is in `.snapshots`), in
+    # all and by directory, as the emulator counts usage (controls.py).
     size_bytes: int = 0
     locator: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,18 +1,22 @@
 """Contract tests of the Weka REST API v2 emulator (sandbox.weka), run as a real process.
 
-The module's emulator serves HTTPS with a throwaway self-signed certificate and keeps its
-filesystems under a mount root of its own; the restart and upgrade tests run their own plain-HTTP
-ones with the default mount root. Every test makes its own organizations and names, so the tests do
-not depend on one another.
+The module's emulator serves HTTPS with a throwaway self-signed certificate, keeps its
+filesystems under a mount root of its own, and has its object store bucket in a retention store
+(versitygw) of its own: neither needs nor touches a running sandbox. The restart and upgrade
+tests run their own plain-HTTP emulators with the default mount root and no object store. Every
+test makes its own organizations and names, so the tests do not depend on one another.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import signal
 import stat
+import tarfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,12 +26,17 @@ from typing import Any
 import httpx
 import pytest
 
+from providers.retention.client import RetentionStore
+from sandbox.weka.object_store import DEFAULT_NAME as OBS_BUCKET
 from sandbox.weka.store import STATE_FILE, STATE_VERSION
 from tests.isolated import (
     Emulator,
+    Gateway,
     self_signed_certificate,
     start_emulator,
+    start_gateway,
     stop_emulator,
+    stop_gateway,
 )
 
 ADMIN_PASSWORD = "Emulat0r-Admin"
@@ -80,14 +89,32 @@ def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    running = start_gateway(tmp_path_factory.mktemp("retention"))
+    try:
+        yield running
+    finally:
+        stop_gateway(running)
+
+
+@pytest.fixture(scope="module")
 def emulator(
-    tmp_path_factory: pytest.TempPathFactory, tls_cert: tuple[Path, Path]
+    tmp_path_factory: pytest.TempPathFactory, tls_cert: tuple[Path, Path], gateway: Gateway
 ) -> Iterator[Emulator]:
     workdir = tmp_path_factory.mktemp("weka")
     (workdir / "admin-password").write_text(ADMIN_PASSWORD + "\n")
-    running = start_emulator(workdir, tls=tls_cert, mount_root=workdir / "mounts")
+    running = start_emulator(
+        workdir, tls=tls_cert, mount_root=workdir / "mounts", object_store=gateway.env()
+    )
     yield running
     stop_emulator(running)
+
+
+@pytest.fixture
+def store(gateway: Gateway) -> Iterator[RetentionStore]:
+    """The emulator's object store bucket, read as the retention store it is."""
+    with RetentionStore.from_environment(gateway.env()) as retention:
+        yield retention
 
 
 @pytest.fixture
@@ -663,6 +690,23 @@ def test_snapshot_lifecycle(tenant: Tenant) -> None:
     assert len(api.ok("GET", "/snapshots", params={"filesystem": "home"})) == 2
     assert api.ok("GET", "/snapshots", params={"filesystem": "elsewhere"}) == []
 
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert "not tiered" in api.fails("POST", upload, 400, json={"obs_site": "LOCAL"})
+    attach = {"obs_name": OBS_BUCKET}
+    assert api.ok("POST", f"/fileSystems/{fs['uid']}/objectStoreBuckets", json=attach) is None
+    api.fails("POST", upload, 400, json={"obs_site": "MARS"})
+    uploaded = api.ok("POST", upload, json={"obs_site": "LOCAL"})
+    assert set(uploaded) == {"locator", "extra"}
+    assert re.fullmatch(r"[0-9a-f]{8}/d/s/\d+/spec/[0-9a-f-]+", uploaded["locator"])
+    again = api.ok("GET", f"/snapshots/{snap['uid']}")
+    assert (again["locator"], again["stowStatus"]) == (uploaded["locator"], "SYNCHRONIZED")
+    assert again["localStowInfo"] == {
+        "locator": uploaded["locator"],
+        "stowStatus": "SYNCHRONIZED",
+        "stowProgress": "100%",
+    }
+    snap = again
+
     update = {"new_name": "weekly", "access_point": "weekly-ap", "is_writable": True}
     updated = api.ok("PUT", f"/snapshots/{snap['uid']}", json=update)
     assert (updated["name"], updated["accessPoint"], updated["isWritable"]) == (
@@ -671,11 +715,6 @@ def test_snapshot_lifecycle(tenant: Tenant) -> None:
         True,
     )
     api.fails("PUT", f"/snapshots/{snap['uid']}", 409, json={"new_name": "other"})
-
-    uploaded = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={"obs_site": "LOCAL"})
-    assert uploaded["locator"]
-    assert api.ok("GET", f"/snapshots/{snap['uid']}")["locator"] == uploaded["locator"]
-    api.fails("POST", f"/snapshots/{snap['uid']}/upload", 400, json={"obs_site": "MARS"})
 
     api.ok("DELETE", f"/snapshots/{snap['uid']}")
     api.fails("GET", f"/snapshots/{snap['uid']}", 404)
@@ -759,6 +798,219 @@ def test_snapshots_follow_a_renamed_filesystem(tenant: Tenant) -> None:
     api.ok("PUT", f"/fileSystems/{fs['uid']}", json={"new_name": "home2"})
     listed = api.ok("GET", "/snapshots", params={"filesystem": "home2"})
     assert [(s["uid"], s["filesystem"]) for s in listed] == [(snap["uid"], "home2")]
+
+
+# --- Snap-To-Object ------------------------------------------------------------------------
+
+
+def attach(api: Api, fs_uid: str, **body: str) -> None:
+    api.ok(
+        "POST", f"/fileSystems/{fs_uid}/objectStoreBuckets", json={"obs_name": OBS_BUCKET, **body}
+    )
+
+
+def tenant_files(mount: Path) -> None:
+    """alice's home as a tenant leaves it: her own uid and the tenant's gid, setgid."""
+    alice = mount / "alice"
+    alice.mkdir()
+    (alice / "notes").write_text("before")
+    (alice / "link").symlink_to("notes")
+    for path in (alice, alice / "notes"):
+        os.chown(path, 2001, 4001)
+    os.chmod(alice, 0o2750)
+    os.chmod(alice / "notes", 0o640)
+
+
+def owner_and_mode(path: Path) -> tuple[int, int, int]:
+    info = path.lstat()
+    return info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)
+
+
+def test_an_upload_writes_the_snapshot_into_the_object_store(
+    emulator: Emulator, admin: Api, tenant: Tenant, store: RetentionStore
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api, name="home")
+    mount = emulator.mount(org["name"], "home")
+    tenant_files(mount)
+    mkdir(admin, fs["uid"], "/alice")
+    usage = {"path": "/alice", "used_bytes": 5000}
+    admin.ok("PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json=usage)
+    body = {"fs_uid": fs["uid"], "name": "offboard", "access_point": "offboard-ap"}
+    snap = api.ok("POST", "/snapshots", json=body)
+    (mount / "alice" / "notes").write_text("after")  # after the snapshot: not uploaded
+    attach(api, fs["uid"])
+    listed = api.ok("GET", f"/fileSystems/{fs['uid']}")["obs_buckets"]
+    assert [(b["name"], b["mode"], b["state"]) for b in listed] == [
+        (OBS_BUCKET, "WRITABLE", "ACTIVE")
+    ]
+
+    locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
+    prefix = f"weka-s2o/{locator}/"
+    assert [o.key for o in store.list(prefix)] == [prefix + "data.tar", prefix + "manifest.json"]
+    manifest = json.loads(store.get(prefix + "manifest.json"))
+    assert (manifest["fs_name"], manifest["snapshot_name"], manifest["access_point"]) == (
+        "home",
+        "offboard",
+        "offboard-ap",
+    )
+    assert manifest["guid"] == admin.ok("GET", "/cluster")["guid"]
+    assert manifest["usage"] == {"/alice": 5000}
+    with tarfile.open(fileobj=io.BytesIO(store.get(prefix + "data.tar"))) as tar:
+        notes = tar.getmember("./alice/notes")
+        assert (notes.uid, notes.gid, notes.mode) == (2001, 4001, 0o640)
+        assert (tar.getmember("./alice").mode, tar.getmember("./alice/link").linkname) == (
+            0o2750,
+            "notes",
+        )
+        extracted = tar.extractfile(notes)
+        assert extracted is not None
+        assert extracted.read() == b"before"
+        assert not [m.name for m in tar.getmembers() if ".snapshots" in m.name]
+
+    info = {"object_storage": OBS_BUCKET, "locator": locator}
+    assert api.ok("POST", "/snapshots/locatorInfo", json=info) == {
+        "fs_name": "home",
+        "guid": manifest["guid"],
+        "snapshot_name": "offboard",
+        "snap_view_id": snap["id"],
+        "access_point": "offboard-ap",
+        "fs_ssd_capacity": TB,
+        "is_encrypted": False,
+    }
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert locator in api.fails("POST", upload, 409, json={"obs_site": "LOCAL"})
+
+
+def test_an_uploaded_snapshot_outlives_its_filesystem_and_a_new_one_is_made_from_it(
+    emulator: Emulator, admin: Api, tenant: Tenant, store: RetentionStore
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api, name="home")
+    tenant_files(emulator.mount(org["name"], "home"))
+    mkdir(admin, fs["uid"], "/alice")
+    admin.ok(
+        "PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json={"path": "/alice", "used_bytes": 7}
+    )
+    attach(api, fs["uid"])
+    body = {"fs_uid": fs["uid"], "name": "offboard", "access_point": "offboard-ap"}
+    snap = api.ok("POST", "/snapshots", json=body)
+    locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
+
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}")
+    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
+    assert store.head(f"weka-s2o/{locator}/data.tar") is not None
+    assert store.head(f"weka-s2o/{locator}/manifest.json") is not None
+
+    download = {
+        "name": "home-restored",
+        "group_name": "default",
+        "total_capacity": TB,
+        "ssd_capacity": TB,
+        "object_storage": OBS_BUCKET,
+        "locator": locator,
+    }
+    restored = api.ok("POST", "/fileSystems/download", json=download)
+    assert (restored["name"], restored["total_budget"], restored["used_total"]) == (
+        "home-restored",
+        TB,
+        7,
+    )
+    assert [(b["name"], b["mode"]) for b in restored["obs_buckets"]] == [(OBS_BUCKET, "WRITABLE")]
+    alice = emulator.mount(org["name"], "home-restored") / "alice"
+    assert (alice / "notes").read_text() == "before"
+    assert os.readlink(alice / "link") == "notes"
+    assert owner_and_mode(alice) == (2001, 4001, 0o2750)
+    assert owner_and_mode(alice / "notes") == (2001, 4001, 0o640)
+    # It holds the uploaded snapshot itself, already uploaded.
+    kept = api.ok("GET", "/snapshots", params={"filesystem": "home-restored"})
+    assert [(s["name"], s["accessPoint"], s["locator"]) for s in kept] == [
+        ("offboard", "offboard-ap", locator)
+    ]
+    copy = emulator.mount(org["name"], "home-restored") / ".snapshots" / "offboard-ap"
+    assert (copy / "alice" / "notes").read_text() == "before"
+
+    assert "already exists" in api.fails("POST", "/fileSystems/download", 409, json=download)
+    elsewhere = {**download, "name": "other", "snapshot_name": "s2", "access_point": "s2-ap"}
+    other = api.ok("POST", "/fileSystems/download", json=elsewhere)
+    assert [
+        s["accessPoint"] for s in api.ok("GET", "/snapshots", params={"filesystem": "other"})
+    ] == ["s2-ap"]
+    missing = {**download, "name": "x", "locator": locator.rsplit("/", 1)[0] + "/0000-0000"}
+    assert "not found" in api.fails("POST", "/fileSystems/download", 400, json=missing)
+    assert not emulator.mount(org["name"], "x").exists()
+    unknown = {**download, "name": "x", "object_storage": "nowhere"}
+    assert "nowhere not found" in api.fails("POST", "/fileSystems/download", 400, json=unknown)
+    escaping = {**download, "name": "x", "locator": "../../etc"}
+    assert "Invalid locator" in api.fails("POST", "/fileSystems/download", 400, json=escaping)
+    too_small = {**download, "name": "x", "total_capacity": 6, "ssd_capacity": 6}
+    assert "holds 7 bytes" in api.fails("POST", "/fileSystems/download", 400, json=too_small)
+    api.ok("DELETE", f"/fileSystems/{other['uid']}")
+
+
+def test_what_an_upload_needs(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    buckets = f"/fileSystems/{fs['uid']}/objectStoreBuckets"
+    assert "not found" in api.fails("POST", buckets, 400, json={"obs_name": "nowhere"})
+    assert "obs_mode" in api.fails(
+        "POST", buckets, 400, json={"obs_name": OBS_BUCKET, "obs_mode": "X"}
+    )
+    attach(api, fs["uid"], obs_mode="READ_ONLY")
+    assert "already attached" in api.fails("POST", buckets, 409, json={"obs_name": OBS_BUCKET})
+    snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert "READ_ONLY" in api.fails("POST", upload, 400, json={})
+
+    # Attached at create, under the deprecated path too; writable snapshots stay home.
+    tiered = make_fs(api, name=unique("tiered"))
+    api.ok("POST", f"/fileSystems/{tiered['uid']}/objectStores", json={"obs_name": OBS_BUCKET})
+    body = {"name": unique("fs"), "group_name": "default", "total_capacity": TB}
+    created = api.ok("POST", "/fileSystems", json={**body, "obs_name": OBS_BUCKET})
+    assert [b["mode"] for b in created["obs_buckets"]] == ["WRITABLE"]
+    unknown = {**body, "name": unique("fs"), "obs_name": "x"}
+    assert "not found" in api.fails("POST", "/fileSystems", 400, json=unknown)
+    writable = {"fs_uid": created["uid"], "name": "w", "is_writable": True}
+    snap = api.ok("POST", "/snapshots", json=writable)
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert "read-only" in api.fails("POST", upload, 400, json={})
+    assert "REMOTE" in api.fails("POST", upload, 400, json={"obs_site": "REMOTE"})
+    # Another organization sees neither the snapshot nor the filesystem.
+    _, other = tenant()
+    other.fails("POST", upload, 404, json={})
+    buckets = f"/fileSystems/{created['uid']}/objectStoreBuckets"
+    other.fails("POST", buckets, 404, json={"obs_name": OBS_BUCKET})
+
+
+def test_purge_from_obs_removes_what_was_uploaded(
+    admin: Api, tenant: Tenant, store: RetentionStore
+) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    attach(api, fs["uid"])
+    snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
+    locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
+    assert len(store.list(f"weka-s2o/{locator}/")) == 2
+    api.fails("DELETE", f"/fileSystems/{fs['uid']}", 400, params={"purge_from_obs": "maybe"})
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}", params={"purge_from_obs": "true"})
+    assert store.list(f"weka-s2o/{locator}/") == []
+    info = {"object_storage": OBS_BUCKET, "locator": locator}
+    assert "not found" in api.fails("POST", "/snapshots/locatorInfo", 400, json=info)
+
+
+def test_without_an_object_store_nothing_can_be_attached(tmp_path: Path) -> None:
+    emulator = start_emulator(tmp_path)
+    try:
+        admin = Api.login(emulator, "admin", emulator.password_file.read_text().strip())
+        fs = make_fs(admin)
+        message = admin.fails(
+            "POST", f"/fileSystems/{fs['uid']}/objectStoreBuckets", 400, json={"obs_name": "any"}
+        )
+        assert "the cluster has no object store" in message
+        snap = admin.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
+        assert "not tiered" in admin.fails("POST", f"/snapshots/{snap['uid']}/upload", 400)
+    finally:
+        stop_emulator(emulator)
 
 
 # --- users -----------------------------------------------------------------------------------
