@@ -38,6 +38,12 @@ DEFAULT_NAME = "retention"
 _LOCATOR = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*")
 
 
+def bucket_uid(name: str) -> str:
+    """The uid of the bucket `name`: stable across restarts with no place in the state, as the
+    bucket is configuration."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"weka-emulator/object-store/{name}"))
+
+
 def check_locator(locator: str) -> None:
     if not _LOCATOR.fullmatch(locator) or ".." in locator.split("/"):
         raise ApiError(400, f"Invalid locator {locator!r}")
@@ -62,8 +68,7 @@ class ObjectStore:
 
     @property
     def uid(self) -> str:
-        # Stable across restarts without a place in the state: the bucket is configuration.
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"weka-emulator/object-store/{self.name}"))
+        return bucket_uid(self.name)
 
     def key(self, locator: str, part: str) -> str:
         return f"{PREFIX}/{locator}/{part}"

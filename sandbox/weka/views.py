@@ -7,6 +7,7 @@ from typing import Any
 
 from sandbox.weka.cluster import Cluster
 from sandbox.weka.core import Caller
+from sandbox.weka.object_store import bucket_uid
 from sandbox.weka.store import Directory, FileSystem, Org, Quota, Snapshot, User
 
 
@@ -90,15 +91,16 @@ def fs_view(cluster: Cluster, fs: FileSystem) -> dict[str, Any]:
 def _attached(cluster: Cluster, fs: FileSystem) -> list[dict[str, Any]]:
     if not fs.obs_bucket:
         return []
-    bucket = cluster.bucket(fs.obs_bucket)
+    # An emulator restarted without the bucket's settings still shows it attached, as down.
+    reachable = cluster.object_store is not None and cluster.object_store.name == fs.obs_bucket
     return [
         {
-            "uid": bucket.uid,
-            "name": bucket.name,
+            "uid": bucket_uid(fs.obs_bucket),
+            "name": fs.obs_bucket,
             "obsId": "ObjectStorageId<0>",
             "mode": fs.obs_mode,
             "state": "ACTIVE",
-            "status": "UP",
+            "status": "UP" if reachable else "DOWN",
             "detachProgress": 0,
         }
     ]

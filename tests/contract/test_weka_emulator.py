@@ -998,17 +998,30 @@ def test_purge_from_obs_removes_what_was_uploaded(
     assert "not found" in api.fails("POST", "/snapshots/locatorInfo", 400, json=info)
 
 
-def test_without_an_object_store_nothing_can_be_attached(tmp_path: Path) -> None:
-    emulator = start_emulator(tmp_path)
+def test_without_its_object_store_a_cluster_attaches_and_uploads_nothing(
+    tmp_path: Path, gateway: Gateway
+) -> None:
+    emulator = start_emulator(tmp_path, object_store=gateway.env())
     try:
         admin = Api.login(emulator, "admin", emulator.password_file.read_text().strip())
+        tiered = make_fs(admin)
+        attach(admin, tiered["uid"])
+        snap = admin.ok("POST", "/snapshots", json={"fs_uid": tiered["uid"], "name": "s"})
+    finally:
+        stop_emulator(emulator)
+    # Started again without RETENTION_S3_*: the attachment shows, down, and nothing goes up.
+    emulator = start_emulator(tmp_path, port=emulator.port)
+    try:
+        admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
+        shown = admin.ok("GET", f"/fileSystems/{tiered['uid']}")["obs_buckets"]
+        assert [(b["name"], b["status"]) for b in shown] == [(OBS_BUCKET, "DOWN")]
+        upload = f"/snapshots/{snap['uid']}/upload"
+        assert "the cluster has no object store" in admin.fails("POST", upload, 400)
         fs = make_fs(admin)
         message = admin.fails(
             "POST", f"/fileSystems/{fs['uid']}/objectStoreBuckets", 400, json={"obs_name": "any"}
         )
         assert "the cluster has no object store" in message
-        snap = admin.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
-        assert "not tiered" in admin.fails("POST", f"/snapshots/{snap['uid']}/upload", 400)
     finally:
         stop_emulator(emulator)
 
