@@ -26,11 +26,8 @@ from sandbox.kubernetes.services import KubernetesSandbox
 from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
 from sandbox.retention_store import (
-    BUCKET,
-    access_key_file,
-    retention_store_endpoint,
+    client_environment,
     retention_store_service,
-    secret_key_file,
     seed_bucket,
 )
 from sandbox.service import Service
@@ -98,6 +95,11 @@ class SandboxLayout:
         return self.root / "retention-store"
 
     @property
+    def retention_store_environment(self) -> dict[str, str]:
+        """RETENTION_S3_*: what the store's clients read, the Weka emulator among them."""
+        return client_environment(self.retention_store, self.ports.retention_store)
+
+    @property
     def slurm(self) -> SlurmSettings:
         return SlurmSettings(self.root / "slurm", self.ports.offset)
 
@@ -113,9 +115,15 @@ class SandboxLayout:
                 PARTITIONS_PLACEHOLDER,
                 self.kubernetes.apiserver_ready,
             ),
-            # Before Weka: offboarding uploads the snapshots Weka makes into it.
+            # Before Weka: Weka's object store bucket is in it, where its snapshots are uploaded.
             retention_store_service(self.retention_store, self.ports.retention_store),
-            weka_service(self.root / "weka", self.pki, self.ports.weka, self.weka_mount_root),
+            weka_service(
+                self.root / "weka",
+                self.pki,
+                self.ports.weka,
+                self.weka_mount_root,
+                object_store=self.retention_store_environment,
+            ),
             authentik_service(self.root / "authentik", self.ports.authentik),
         ]
 
@@ -182,8 +190,5 @@ class SandboxLayout:
             "WEKA_MOUNT_TRANSPORT": "local",
             "AUTHENTIK_URL": authentik_url(self.ports.authentik),
             "AUTHENTIK_TOKEN_FILE": str(token_file(self.root / "authentik")),
-            "RETENTION_S3_ENDPOINT": retention_store_endpoint(self.ports.retention_store),
-            "RETENTION_S3_BUCKET": BUCKET,
-            "RETENTION_S3_ACCESS_KEY_FILE": str(access_key_file(self.retention_store)),
-            "RETENTION_S3_SECRET_KEY_FILE": str(secret_key_file(self.retention_store)),
+            **self.retention_store_environment,
         }

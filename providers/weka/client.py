@@ -8,6 +8,11 @@ to a tenant's organization as its OrgAdmin manages that organization's filesyste
 users. Failures become `WekaError`s that name the call, its status and the backend's own message,
 and never a password or a token.
 
+A snapshot lives in its filesystem and is deleted with it. What outlives a filesystem is a
+snapshot uploaded (Snap-To-Object) to an object store bucket attached to it: the upload gives a
+locator, by which the bucket's copy is read (`locator_info`) and a new filesystem made from it
+(`create_filesystem_from_locator`), on this cluster or any other the bucket is attached to.
+
 Requests are sent again under the backend clients' one policy (`providers.http_retry`): any
 request after a connection that never opened or a 429 or 503, only idempotent ones (GET, HEAD,
 PUT, DELETE) after another 5xx or a lost reply (a repeated POST would meet its own object as a
@@ -33,11 +38,14 @@ from providers.weka.settings import Settings
 
 __all__ = [
     "ROOT_ORG",
+    "AttachedBucket",
     "Credentials",
     "FileSystem",
+    "LocatorInfo",
     "Organization",
     "Quota",
     "Snapshot",
+    "SnapshotUpload",
     "User",
     "WekaAuth",
     "WekaClient",
@@ -159,12 +167,28 @@ class User:
 
 
 @dataclass(frozen=True)
+class AttachedBucket:
+    """An object store bucket attached to a filesystem, an item of its `obs_buckets` (camelCase
+    within, like snapshots): `mode` is WRITABLE (tiering and uploads), READ_ONLY or, for a
+    bucket of the remote site, REMOTE."""
+
+    uid: str
+    name: str
+    mode: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> AttachedBucket:
+        return cls(str(data.get("uid", "")), str(data["name"]), str(data.get("mode", "")))
+
+
+@dataclass(frozen=True)
 class FileSystem:
     uid: str
     name: str
     group_name: str
     total_capacity: int
     ssd_capacity: int
+    object_stores: tuple[AttachedBucket, ...] = ()
 
     @classmethod
     def from_json(cls, data: Any) -> FileSystem:
@@ -174,6 +198,7 @@ class FileSystem:
             str(data["group_name"]),
             int(data["total_budget"]),
             int(data["ssd_budget"]),
+            tuple(AttachedBucket.from_json(b) for b in data.get("obs_buckets") or ()),
         )
 
 
@@ -200,20 +225,70 @@ class Quota:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Snapshots are the one camelCase object of the API."""
+    """Snapshots are the one camelCase object of the API. A snapshot lives in its filesystem and
+    is deleted with it; `locator` is set once it is uploaded to an object store (Snap-To-Object),
+    and the upload is complete when `stow_status` is SYNCHRONIZED (UPLOADING until then; NONE
+    before any upload)."""
 
     uid: str
     name: str
     filesystem_uid: str
     is_removing: bool
+    filesystem: str = ""
+    access_point: str = ""
+    is_writable: bool = False
+    locator: str = ""
+    stow_status: str = ""
+    creation_time: str = ""
+
+    @property
+    def uploaded(self) -> bool:
+        return bool(self.locator) and self.stow_status == "SYNCHRONIZED"
 
     @classmethod
     def from_json(cls, data: Any) -> Snapshot:
+        # Before 4.x the stow state is only at the top; 4.x and later repeat it per site.
+        local = data.get("localStowInfo") or {}
         return cls(
             str(data["uid"]),
             str(data["name"]),
             str(data["filesystemUid"]),
             bool(data.get("isRemoving", False)),
+            filesystem=str(data.get("filesystem") or ""),
+            access_point=str(data.get("accessPoint") or ""),
+            is_writable=bool(data.get("isWritable", False)),
+            locator=str(data.get("locator") or local.get("locator") or ""),
+            stow_status=str(data.get("stowStatus") or local.get("stowStatus") or ""),
+            creation_time=str(data.get("creationTime") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class SnapshotUpload:
+    """The answer to an upload: the locator by which a filesystem can be made from the snapshot
+    (`create_filesystem_from_locator`), on this cluster or any other the bucket is attached to."""
+
+    snapshot_uid: str
+    locator: str
+
+
+@dataclass(frozen=True)
+class LocatorInfo:
+    """What an object store bucket holds at a locator (`POST /snapshots/locatorInfo`): the
+    uploaded snapshot and the filesystem it was of, read from the bucket itself."""
+
+    fs_name: str
+    snapshot_name: str
+    access_point: str
+    cluster_guid: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> LocatorInfo:
+        return cls(
+            str(data["fs_name"]),
+            str(data["snapshot_name"]),
+            str(data.get("access_point") or ""),
+            str(data.get("guid") or ""),
         )
 
 
@@ -481,6 +556,8 @@ class WekaClient:
         return self._parse(FileSystem.from_json, data, doing)
 
     def delete_filesystem(self, uid: str, name: str) -> None:
+        """Deletes the filesystem and its snapshots. What was uploaded from it stays in the
+        object store: this never asks for `purge_from_obs`."""
         doing = f"deleting Weka filesystem {name!r} ({uid}) in organization {self.org!r}"
         try:
             self.request("DELETE", f"fileSystems/{uid}", doing=doing, absent_ok=True)
@@ -543,12 +620,174 @@ class WekaClient:
             "DELETE", f"fileSystems/{fs_uid}/quota/{inode_id}", doing=doing, absent_ok=True
         )
 
+    # --- object stores ------------------------------------------------------------------------
+
+    def attach_object_store(
+        self, fs_uid: str, obs_name: str, *, mode: str = "WRITABLE"
+    ) -> FileSystem:
+        """Attaches the object store bucket `obs_name` to the filesystem (`weka fs tier s3
+        attach`), unless it is attached already, and returns the filesystem as the cluster
+        then reports it. WRITABLE makes it tiered, so its snapshots can be uploaded."""
+        doing = (
+            f"attaching object store bucket {obs_name!r} to Weka filesystem {fs_uid} in "
+            f"organization {self.org!r}"
+        )
+        fs = self.get_filesystem(fs_uid)
+        if fs is None:
+            raise WekaError(doing, f"filesystem {fs_uid} does not exist", _next_step(404))
+        if any(bucket.name == obs_name for bucket in fs.object_stores):
+            return fs
+        self.request(
+            "POST",
+            f"fileSystems/{fs_uid}/objectStoreBuckets",
+            doing=doing,
+            json={"obs_name": obs_name, "obs_mode": mode},
+            next_step="name an object store bucket the cluster has (`weka fs tier s3` lists "
+            "them); a filesystem takes one local bucket",
+        )
+        attached = self.get_filesystem(fs_uid)
+        if attached is None:
+            raise WekaError(doing, f"filesystem {fs_uid} is gone", _next_step(404))
+        return attached
+
     # --- snapshots ----------------------------------------------------------------------------
 
     def get_snapshot(self, uid: str) -> Snapshot | None:
         doing = f"reading Weka snapshot {uid} in organization {self.org!r}"
         data = self.request("GET", f"snapshots/{uid}", doing=doing, absent_ok=True)
         return None if data is None else self._parse(Snapshot.from_json, data, doing)
+
+    def list_snapshots(self, fs_name: str) -> list[Snapshot]:
+        """The snapshots of the filesystem named `fs_name`, in the client's organization."""
+        doing = f"listing the snapshots of Weka filesystem {fs_name!r} in organization {self.org!r}"
+        data = self.request("GET", "snapshots", doing=doing, params={"filesystem": fs_name})
+        found = [self._parse(Snapshot.from_json, item, doing) for item in data]
+        # Filtered here too, as csi-wekafs does: a cluster that ignores the query lists them all.
+        return [snap for snap in found if snap.filesystem == fs_name]
+
+    def find_snapshot(self, fs_name: str, name: str) -> Snapshot | None:
+        return next((s for s in self.list_snapshots(fs_name) if s.name == name), None)
+
+    def create_snapshot(
+        self,
+        fs_uid: str,
+        name: str,
+        *,
+        access_point: str | None = None,
+        writable: bool = False,
+    ) -> Snapshot:
+        """A snapshot of the filesystem as it is now, read-only unless `writable` (only a
+        read-only one can be uploaded). Without `access_point` the cluster names its directory
+        after the time (`@GMT-...`)."""
+        doing = (
+            f"creating Weka snapshot {name!r} of filesystem {fs_uid} in organization {self.org!r}"
+        )
+        body: dict[str, Any] = {"fs_uid": fs_uid, "name": name, "is_writable": writable}
+        if access_point:
+            body["access_point"] = access_point
+        data = self.request(
+            "POST",
+            "snapshots",
+            doing=doing,
+            json=body,
+            next_step="a snapshot of that name or access point exists in the filesystem: "
+            "find_snapshot reads it, or choose another name",
+        )
+        return self._parse(Snapshot.from_json, data, doing)
+
+    def delete_snapshot(self, uid: str, name: str) -> None:
+        """Deletes the snapshot from its filesystem; an uploaded copy stays in the object store."""
+        doing = f"deleting Weka snapshot {name!r} ({uid}) in organization {self.org!r}"
+        self.request("DELETE", f"snapshots/{uid}", doing=doing, absent_ok=True)
+
+    def upload_snapshot(self, uid: str, *, obs_site: str = "LOCAL") -> SnapshotUpload:
+        """Uploads the snapshot to its filesystem's object store bucket (Snap-To-Object) and
+        returns its locator. A real cluster answers at once and uploads in the background:
+        `get_snapshot(uid).uploaded` says when the upload is complete. A snapshot that has a
+        locator already is not uploaded again (a rerun after a lost answer): its locator is
+        returned."""
+        snap = self.get_snapshot(uid)
+        if snap is None:
+            doing = f"uploading Weka snapshot {uid} in organization {self.org!r}"
+            raise WekaError(doing, f"snapshot {uid} does not exist", _next_step(404))
+        if snap.locator:
+            return SnapshotUpload(uid, snap.locator)
+        doing = (
+            f"uploading Weka snapshot {snap.name!r} ({uid}) of filesystem {snap.filesystem!r} "
+            f"in organization {self.org!r} to its {obs_site} object store bucket"
+        )
+        data = self.request(
+            "POST",
+            f"snapshots/{uid}/upload",
+            doing=doing,
+            json={"obs_site": obs_site},
+            next_step="attach a WRITABLE object store bucket to the filesystem first "
+            "(attach_object_store), and upload a read-only snapshot",
+        )
+        locator = self._parse(lambda d: str(d["locator"]), data, doing)
+        if not locator:
+            raise WekaError(
+                doing, "the upload answered without a locator", "report it: API mismatch"
+            )
+        return SnapshotUpload(uid, locator)
+
+    # --- restoring from an object store -------------------------------------------------------
+
+    def locator_info(self, obs_name: str, locator: str) -> LocatorInfo:
+        """What the bucket `obs_name` holds at `locator`, read from the bucket: proof that an
+        upload is there, whatever became of its filesystem."""
+        doing = f"reading the snapshot uploaded at {locator} in object store bucket {obs_name!r}"
+        data = self.request(
+            "POST",
+            "snapshots/locatorInfo",
+            doing=doing,
+            json={"object_storage": obs_name, "locator": locator},
+            next_step="check the locator and the bucket's name; a snapshot is there only once "
+            "its upload is SYNCHRONIZED",
+        )
+        return self._parse(LocatorInfo.from_json, data, doing)
+
+    def create_filesystem_from_locator(
+        self,
+        name: str,
+        group_name: str,
+        total_capacity: int,
+        ssd_capacity: int,
+        *,
+        obs_name: str,
+        locator: str,
+        snapshot_name: str | None = None,
+        access_point: str | None = None,
+    ) -> FileSystem:
+        """A new filesystem made from the snapshot uploaded at `locator` into the object store
+        bucket `obs_name` (`weka fs download`), tiered on that bucket and holding the snapshot,
+        under its uploaded name and access point unless others are given. A real cluster
+        answers at once and fetches the data in the background."""
+        doing = (
+            f"creating Weka filesystem {name!r} in organization {self.org!r} from the snapshot "
+            f"uploaded at {locator} in object store bucket {obs_name!r}"
+        )
+        body: dict[str, Any] = {
+            "name": name,
+            "group_name": group_name,
+            "total_capacity": total_capacity,
+            "ssd_capacity": ssd_capacity,
+            "object_storage": obs_name,
+            "locator": locator,
+        }
+        if snapshot_name:
+            body["snapshot_name"] = snapshot_name
+        if access_point:
+            body["access_point"] = access_point
+        data = self.request(
+            "POST",
+            "fileSystems/download",
+            doing=doing,
+            json=body,
+            next_step="check the locator and bucket recorded at offboarding (`locator_info` "
+            "reads what the bucket holds there), the name, and the organization's quota",
+        )
+        return self._parse(FileSystem.from_json, data, doing)
 
 
 def _message(response: httpx.Response) -> str:

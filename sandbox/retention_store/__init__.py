@@ -9,6 +9,7 @@ once, as 0600 files, and handed to the gateway through its environment (`__main_
 from sandbox.retention_store.service import (
     BUCKET,
     access_key_file,
+    client_environment,
     retention_store_endpoint,
     retention_store_service,
     secret_key_file,
@@ -18,6 +19,7 @@ from sandbox.retention_store.service import (
 __all__ = [
     "BUCKET",
     "access_key_file",
+    "client_environment",
     "retention_store_endpoint",
     "retention_store_service",
     "secret_key_file",

@@ -35,6 +35,17 @@ def secret_key_file(state_dir: Path) -> Path:
     return state_dir / "secret-key"
 
 
+def client_environment(state_dir: Path, port: int) -> dict[str, str]:
+    """What a client of this store reads (`providers.retention.settings`): its endpoint, its
+    bucket and the files that hold its credentials, never the credentials themselves."""
+    return {
+        "RETENTION_S3_ENDPOINT": retention_store_endpoint(port),
+        "RETENTION_S3_BUCKET": BUCKET,
+        "RETENTION_S3_ACCESS_KEY_FILE": str(access_key_file(state_dir)),
+        "RETENTION_S3_SECRET_KEY_FILE": str(secret_key_file(state_dir)),
+    }
+
+
 def data_dir(state_dir: Path) -> Path:
     """The gateway's root: each directory in it a bucket, each file below one an object."""
     return state_dir / "data"

@@ -1,5 +1,7 @@
 """Run the Weka emulator: `python -m sandbox.weka --state-dir DIR --admin-password-file F
-[--mount-root DIR]`."""
+[--mount-root DIR] [--object-store-bucket NAME]`. With RETENTION_S3_ENDPOINT (and the other
+RETENTION_S3_* variables that `providers.retention.settings` reads) in its environment, the
+cluster has one object store bucket, NAME, in that S3 bucket, for Snap-To-Object."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from providers.errors import RetentionStoreError
 from sandbox.weka.api import WekaApi, handler_for, parse_capacity
 from sandbox.weka.cluster import Cluster
 from sandbox.weka.errors import ApiError
 from sandbox.weka.mounts import Mounts
+from sandbox.weka.object_store import DEFAULT_NAME, ObjectStore
 from sandbox.weka.store import Store
 from sandbox.weka.tokens import Tokens, generate_password
 
@@ -41,6 +45,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         help="where filesystem F of organization O is the directory O/F, as on a host that "
         "mounts them all (default: STATE_DIR/mounts)",
+    )
+    parser.add_argument(
+        "--object-store-bucket",
+        default=DEFAULT_NAME,
+        help="the name of the cluster's object store bucket, the S3 bucket that RETENTION_S3_* "
+        f"in the environment describe (default {DEFAULT_NAME}; none without "
+        "RETENTION_S3_ENDPOINT)",
     )
     parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate chain")
     parser.add_argument("--tls-key", type=Path, help="private key for --tls-cert")
@@ -89,11 +100,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     store = Store(args.state_dir)
     tokens = Tokens(store.state, args.access_token_ttl, args.refresh_token_ttl)
     try:
+        object_store = ObjectStore.from_environment(args.object_store_bucket, os.environ)
+    except RetentionStoreError as error:
+        raise SystemExit(f"weka: {error}") from error
+    try:
         mounts = Mounts(args.mount_root or args.state_dir / "mounts")
-        cluster = Cluster(store.state, tokens, args.capacity_bytes, mounts)
+        cluster = Cluster(store.state, tokens, args.capacity_bytes, mounts, object_store)
         if not store.state.orgs:
             cluster.bootstrap(_admin_password(args.admin_password_file))
         cluster.create_mounts(every_directory=store.loaded_version == 1)
+        dropped = cluster.drop_orphan_snapshots()
+        if dropped:
+            print(
+                f"weka: dropped snapshots of deleted filesystems: {', '.join(dropped)}",
+                file=sys.stderr,
+            )
     except ApiError as error:
         raise SystemExit(f"weka: {error.message}") from error
     store.save()

@@ -132,6 +132,10 @@ class WekaApi:
         r("GET", "/fileSystems/{uid}", lambda q: self._fs(c.find_fs(q.me, q.params["uid"])))
         r("PUT", "/fileSystems/{uid}", self.update_fs, mutates=True)
         r("DELETE", "/fileSystems/{uid}", self.delete_fs, mutates=True)
+        r("POST", "/fileSystems/download", self.download_fs, mutates=True)
+        r("POST", "/fileSystems/{uid}/objectStoreBuckets", self.attach_obs, mutates=True)
+        # The name before 4.x; the 5.1 API still serves it, as deprecated.
+        r("POST", "/fileSystems/{uid}/objectStores", self.attach_obs, mutates=True)
         r("GET", "/fileSystems/{uid}/resolvePath", self.resolve_path)
         r("GET", "/fileSystems/{uid}/quota", self.list_quotas)
         r("GET", "/fileSystems/{uid}/quota/{inode}", self.get_quota)
@@ -145,6 +149,7 @@ class WekaApi:
         r("PUT", "/snapshots/{uid}", self.update_snapshot, mutates=True)
         r("DELETE", "/snapshots/{uid}", self.delete_snapshot, mutates=True)
         r("POST", "/snapshots/{uid}/upload", self.upload_snapshot, mutates=True)
+        r("POST", "/snapshots/locatorInfo", self.locator_info)
 
         e = "/_emulator"
         r("POST", f"{e}/fileSystems/{{uid}}/directories", self.mkdir, "emulator", True)
@@ -282,6 +287,7 @@ class WekaApi:
             q.number("ssd_capacity"),
             bool(q.flag("auth_required")),
             bool(q.flag("encrypted")),
+            q.optional_text("obs_name"),
         )
         return self._fs(fs)
 
@@ -297,8 +303,35 @@ class WekaApi:
         return self._fs(fs)
 
     def delete_fs(self, q: Request) -> Any:
-        self.cluster.delete_fs(q.me, q.params["uid"])
+        purge = q.query.get("purge_from_obs", "false").lower()
+        if purge not in ("true", "false"):
+            raise ApiError(400, "purge_from_obs must be true or false")
+        self.cluster.delete_fs(q.me, q.params["uid"], purge_from_obs=purge == "true")
         return None
+
+    def attach_obs(self, q: Request) -> Any:
+        mode = q.text("obs_mode", "WRITABLE")
+        self.cluster.attach_object_store(q.me, q.params["uid"], q.text("obs_name"), mode)
+        return None
+
+    def download_fs(self, q: Request) -> Any:
+        total, ssd = q.number("total_capacity"), q.number("ssd_capacity")
+        if total is None or ssd is None:
+            missing = "total_capacity" if total is None else "ssd_capacity"
+            raise ApiError(400, f"Missing required field: {missing}")
+        fs = self.cluster.download_fs(
+            q.me,
+            q.text("name"),
+            q.text("group_name"),
+            total,
+            ssd,
+            q.text("object_storage"),
+            q.text("locator"),
+            q.optional_text("snapshot_name"),
+            q.optional_text("access_point"),
+            bool(q.flag("auth_required")),
+        )
+        return self._fs(fs)
 
     def resolve_path(self, q: Request) -> Any:
         if "path" not in q.query:
@@ -375,6 +408,10 @@ class WekaApi:
     def upload_snapshot(self, q: Request) -> Any:
         snap = self.cluster.upload_snapshot(q.me, q.params["uid"], q.text("obs_site", "LOCAL"))
         return {"locator": snap.locator, "extra": {}}
+
+    def locator_info(self, q: Request) -> Any:
+        manifest = self.cluster.locator_info(q.me, q.text("object_storage"), q.text("locator"))
+        return views.locator_info_view(manifest)
 
     # --- emulator controls ---------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""What every part of the emulated cluster works on: the state, tokens, capacity and mounts, and
-the caller each operation answers to.
+"""What every part of the emulated cluster works on: the state, tokens, capacity, mounts and
+object store bucket, and the caller each operation answers to.
 
 The cluster's rules are split one aggregate per module, each a class on top of `Core` and of the
 parts whose rules it uses, so that a rule reaching across aggregates (deleting an organization
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sandbox.weka.errors import ApiError
 from sandbox.weka.mounts import Mounts
+from sandbox.weka.object_store import ObjectStore
 from sandbox.weka.store import Org, State, User
 from sandbox.weka.tokens import Tokens
 
@@ -31,11 +32,20 @@ def check_name(kind: str, name: str) -> None:
 
 
 class Core:
-    def __init__(self, state: State, tokens: Tokens, capacity_bytes: int, mounts: Mounts) -> None:
+    def __init__(
+        self,
+        state: State,
+        tokens: Tokens,
+        capacity_bytes: int,
+        mounts: Mounts,
+        object_store: ObjectStore | None = None,
+    ) -> None:
         self.state = state
         self.tokens = tokens
         self.capacity_bytes = capacity_bytes
         self.mounts = mounts
+        # The cluster's one object store bucket, or None: Snap-To-Object then has nowhere to go.
+        self.object_store = object_store
         # Set when a call registers or forgets directories found on disk, so that even a GET
         # saves the state (an inode id handed out must survive a restart).
         self.directories_changed = False

@@ -1,5 +1,12 @@
 """Filesystems: their capacity budgets, held within the organization's quotas and the cluster's
-capacity, and their names, each a directory on the mount.
+capacity, their names, each a directory on the mount, and the object store bucket attached to
+them (`POST /fileSystems/{uid}/objectStoreBuckets`, or `obs_name` at create), which makes them
+tiered and gives their snapshots somewhere to be uploaded (snapshots.py).
+
+The emulator has one bucket at most (object_store.py), of the `local` site, attached to any
+number of filesystems; a real cluster has buckets of both sites and takes two per filesystem.
+Tiering itself (data moving to the bucket) is not modelled. Deleting a filesystem leaves what
+was uploaded from it in the bucket, unless `purge_from_obs` asks otherwise.
 """
 
 from __future__ import annotations
@@ -9,25 +16,23 @@ import uuid
 from sandbox.weka.core import Caller, check_name
 from sandbox.weka.directories import Directories
 from sandbox.weka.errors import ApiError
+from sandbox.weka.object_store import ObjectStore
 from sandbox.weka.organizations import Organizations
 from sandbox.weka.store import Directory, FileSystem, Org
 
 # Who may change filesystems, their quotas and their snapshots.
 STORAGE_WRITERS = {"ClusterAdmin", "OrgAdmin", "CSI"}
+# How a filesystem may use an attached bucket (the API's `obs_mode`).
+OBS_MODES = ("READ_ONLY", "WRITABLE")
 
 
 class Filesystems(Organizations, Directories):
     def fs_used(self, fs: FileSystem) -> int:
         return sum(d.used_bytes for d in fs.directories.values())
 
-    def orphan_snapshot_bytes(self) -> int:
-        """Snapshots whose filesystem is gone are the only copy of their data: they take space."""
-        live = self.state.filesystems
-        return sum(s.size_bytes for s in self.state.snapshots.values() if s.fs_uid not in live)
-
     def unprovisioned(self) -> int:
         allocated = sum(fs.total_budget for fs in self.state.filesystems.values())
-        return self.capacity_bytes - allocated - self.orphan_snapshot_bytes()
+        return self.capacity_bytes - allocated
 
     def find_fs(self, caller: Caller, uid: str) -> FileSystem:
         fs = self.state.filesystems.get(uid)
@@ -86,7 +91,9 @@ class Filesystems(Organizations, Directories):
         ssd: int | None,
         auth_required: bool,
         encrypted: bool,
+        obs_name: str | None = None,
     ) -> FileSystem:
+        """A new filesystem; with `obs_name`, tiered on that bucket (attached WRITABLE)."""
         self._require(caller, STORAGE_WRITERS, "create filesystems")
         check_name("Filesystem", name)
         if self._fs_by_name(caller.org.uid, name) is not None:
@@ -94,6 +101,7 @@ class Filesystems(Organizations, Directories):
         ssd_budget = total if ssd is None else ssd
         self._check_budgets(total, ssd_budget)
         self._check_capacity(caller.org, None, total, ssd_budget)
+        bucket = None if obs_name is None else self.bucket(obs_name)
         fs = FileSystem(
             uid=str(uuid.uuid4()),
             id=f"FSId<{self.state.next_fs_id}>",
@@ -105,11 +113,40 @@ class Filesystems(Organizations, Directories):
             auth_required=auth_required,
             encrypted=encrypted,
         )
+        if bucket is not None:
+            fs.obs_bucket, fs.obs_mode = bucket.name, "WRITABLE"
         self.mounts.create_fs(caller.org.name, name)
         self.state.next_fs_id += 1
         fs.directories["/"] = Directory(self.state.allocate_inode())
         self.state.filesystems[fs.uid] = fs
         return fs
+
+    def bucket(self, name: str) -> ObjectStore:
+        """The object store bucket called `name`."""
+        if self.object_store is None:
+            raise ApiError(
+                400, f"Object store bucket {name} not found: the cluster has no object store"
+            )
+        if name != self.object_store.name:
+            raise ApiError(
+                400,
+                f"Object store bucket {name} not found; the cluster's is {self.object_store.name}",
+            )
+        return self.object_store
+
+    def attach_object_store(self, caller: Caller, uid: str, obs_name: str, mode: str) -> None:
+        """Attaches the bucket to the filesystem, WRITABLE (tiering and uploads) or READ_ONLY."""
+        self._require(caller, STORAGE_WRITERS, "attach object stores")
+        fs = self.find_fs(caller, uid)
+        if mode.upper() not in OBS_MODES:
+            raise ApiError(400, f"obs_mode must be one of {', '.join(OBS_MODES)}, not {mode!r}")
+        bucket = self.bucket(obs_name)
+        if fs.obs_bucket:
+            raise ApiError(
+                409,
+                f"Object store bucket {fs.obs_bucket} is already attached to filesystem {fs.name}",
+            )
+        fs.obs_bucket, fs.obs_mode = bucket.name, mode.upper()
 
     def _check_budgets(self, total: int, ssd: int) -> None:
         if total <= 0:
@@ -147,19 +184,36 @@ class Filesystems(Organizations, Directories):
         if renamed:
             self.mounts.rename_fs(caller.org.name, fs.name, str(new_name))
             fs.name = str(new_name)
+            # Snapshots name their filesystem as it is now (`GET /snapshots?filesystem=`).
+            for snap in self.state.snapshots.values():
+                if snap.fs_uid == fs.uid:
+                    snap.fs_name = fs.name
         fs.total_budget, fs.ssd_budget = new_total, new_ssd
         if auth_required is not None:
             fs.auth_required = auth_required
         return fs
 
-    def delete_fs(self, caller: Caller, uid: str) -> None:
+    def delete_fs(self, caller: Caller, uid: str, purge_from_obs: bool = False) -> None:
+        """Deletes the filesystem with its snapshots. What was uploaded from it stays in the
+        bucket, for a filesystem to be made from later, unless `purge_from_obs`."""
         self._require(caller, STORAGE_WRITERS, "delete filesystems")
         fs = self.find_fs(caller, uid)
         if fs.mounted:
             raise ApiError(400, f"Cannot delete filesystem {fs.name}: filesystem is in use")
-        self.mounts.remove_fs(caller.org.name, fs.name)
-        # Snapshots stay: they outlive their filesystem (and now take cluster capacity).
-        del self.state.filesystems[uid]
+        if purge_from_obs and fs.uploads:
+            bucket = self.bucket(fs.obs_bucket)
+            for locator in list(fs.uploads):
+                bucket.purge(locator)
+                fs.uploads.remove(locator)
+        self.drop_fs(fs)
+
+    def drop_fs(self, fs: FileSystem) -> None:
+        """Forgets the filesystem and removes its directory. Its snapshots live in it
+        (`.snapshots`): they go with it, records and data."""
+        self.mounts.remove_fs(self._org_name(fs), fs.name)
+        for snap_uid in [s.uid for s in self.state.snapshots.values() if s.fs_uid == fs.uid]:
+            del self.state.snapshots[snap_uid]
+        del self.state.filesystems[fs.uid]
 
     def resolve_path(self, caller: Caller, uid: str, path: str) -> tuple[str, Directory]:
         return self._on_disk(self.find_fs(caller, uid), path)

@@ -14,19 +14,30 @@ directory, and other filesystems (overlayfs) use numbers beyond the 2**53 that J
 exactly. So a directory renamed inside the mount counts as removed and made anew (the real
 cluster keeps its inode and quota), and one removed and made again between two calls on its
 filesystem keeps its id and quota (the real cluster drops them).
+
+A filesystem's snapshots are directories in it too, `.snapshots/<access point>`, where a real
+cluster shows them (hidden from `ls` there, a plain dot-directory here). Taking one copies the
+filesystem as it is, less its `.snapshots`, through a tar stream (archive.py) that keeps owners,
+modes and times: a real point-in-time copy, where Weka shares unchanged blocks. Nothing makes
+the copy read-only, as a real read-only snapshot is; writes into it are the writer's business.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tarfile
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
+from sandbox.weka import archive
 from sandbox.weka.errors import ApiError
 
 DIRECTORY_MODE = 0o755
+SNAPSHOTS = ".snapshots"
 
 
 @contextmanager
@@ -34,8 +45,9 @@ def _disk(doing: str) -> Iterator[None]:
     """A failed disk operation answers 500 naming what it was doing, like any emulator fault."""
     try:
         yield
-    except OSError as error:
-        raise ApiError(500, f"Mount error {doing}: {error.strerror or error}") from error
+    except (OSError, tarfile.TarError, archive.UnsafeArchiveError) as error:
+        says = getattr(error, "strerror", None) or error
+        raise ApiError(500, f"Mount error {doing}: {says}") from error
 
 
 def _make(path: Path) -> None:
@@ -46,12 +58,17 @@ def _make(path: Path) -> None:
             os.chmod(directory, DIRECTORY_MODE)
 
 
-def _make_fresh(path: Path) -> None:
-    """An empty directory at `path`: what a wiped state or a crash left under the name goes."""
+def _remove(path: Path) -> None:
+    """rm -rf `path`, which may be missing."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     elif path.is_symlink() or path.exists():
         path.unlink()
+
+
+def _make_fresh(path: Path) -> None:
+    """An empty directory at `path`: what a wiped state or a crash left under the name goes."""
+    _remove(path)
     _make(path)
 
 
@@ -98,6 +115,59 @@ class Mounts:
         if path.is_dir():
             with _disk(f"removing {path}"):
                 shutil.rmtree(path)
+
+    def snapshot_dir(self, org: str, fs: str, access_point: str) -> Path:
+        return self.fs_dir(org, fs) / SNAPSHOTS / access_point
+
+    def take_snapshot(self, org: str, fs: str, access_point: str) -> None:
+        """Copies the filesystem as it is now, less its snapshots, to `.snapshots/<access
+        point>`. The copy is made beside it and renamed into place, so a failed one leaves no
+        snapshot behind; what a lost state left under the name is replaced."""
+        area = self.fs_dir(org, fs) / SNAPSHOTS
+        target, partial = area / access_point, area / f".{access_point}.partial"
+        with _disk(f"copying filesystem {fs} to {target}"):
+            _make(area)
+            _remove(partial)
+            try:
+                with tempfile.TemporaryFile(dir=area) as stream:
+                    archive.pack(self.fs_dir(org, fs), stream, skip=SNAPSHOTS)
+                    stream.seek(0)
+                    archive.unpack(stream, partial)
+                _remove(target)
+                partial.replace(target)
+            finally:
+                _remove(partial)
+
+    def rename_snapshot(self, org: str, fs: str, old: str, new: str) -> None:
+        source, target = self.snapshot_dir(org, fs, old), self.snapshot_dir(org, fs, new)
+        if source.is_dir():
+            with _disk(f"renaming {source} to {target}"):
+                _remove(target)
+                source.replace(target)
+
+    def remove_snapshot(self, org: str, fs: str, access_point: str) -> None:
+        path = self.snapshot_dir(org, fs, access_point)
+        with _disk(f"removing {path}"):
+            _remove(path)
+
+    def pack_snapshot(self, org: str, fs: str, access_point: str, into: BinaryIO) -> None:
+        """The snapshot's tree as a tar stream; 500 when its directory is gone from the mount
+        (removed by hand, or the snapshot was taken by an emulator that made no copies)."""
+        path = self.snapshot_dir(org, fs, access_point)
+        if not path.is_dir() or path.is_symlink():
+            raise ApiError(
+                500,
+                f"Snapshot data missing: {path} is not on the mount; delete the snapshot and "
+                "take a new one",
+            )
+        with _disk(f"reading {path}"):
+            archive.pack(path, into)
+
+    def restore_fs(self, org: str, fs: str, stream: BinaryIO) -> None:
+        """Unpacks a snapshot's tar stream into the filesystem's (new, empty) directory."""
+        path = self.fs_dir(org, fs)
+        with _disk(f"restoring a snapshot into {path}"):
+            archive.unpack(stream, path)
 
     def remove_org(self, org: str) -> None:
         path = self.root / org

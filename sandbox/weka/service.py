@@ -1,5 +1,6 @@
 """The Weka emulator as a sandbox service: HTTPS on Weka's port, with a sandbox CA certificate,
-its filesystems as directories under a mount root, as on a host that mounts them all."""
+its filesystems as directories under a mount root, as on a host that mounts them all, and its
+object store bucket in the retention store, where its snapshots are uploaded."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from sandbox.pki import Pki
 from sandbox.service import Service, source_revision
 from sandbox.supervisor import SandboxError
 
+PROJECT = Path(__file__).resolve().parents[2]
+
 
 def weka_url(port: int) -> str:
     return f"https://127.0.0.1:{port}/api/v2"
@@ -24,7 +27,17 @@ def admin_password_file(state_dir: Path) -> Path:
     return state_dir / "admin-password"
 
 
-def weka_service(state_dir: Path, pki: Pki, port: int, mount_root: Path) -> Service:
+def weka_service(
+    state_dir: Path,
+    pki: Pki,
+    port: int,
+    mount_root: Path,
+    object_store: Mapping[str, str] | None = None,
+) -> Service:
+    """`object_store` is the RETENTION_S3_* of the S3 store that holds the cluster's object
+    store bucket (endpoint, bucket and the paths of the credential files, never a secret: the
+    supervisor records a service's environment); without it the cluster has none."""
+
     def ready() -> bool:
         try:
             reply = httpx.get(
@@ -53,9 +66,11 @@ def weka_service(state_dir: Path, pki: Pki, port: int, mount_root: Path) -> Serv
             f"--tls-key={pki.key('weka')}",
         ],
         ports=(port,),
-        cwd=Path(__file__).resolve().parents[2],
+        env=dict(object_store or {}),
+        cwd=PROJECT,
         prepare=prepare,
-        revision=source_revision(Path(__file__).parent),
+        # The emulator's own package, and the client it reaches its object store bucket with.
+        revision=source_revision(Path(__file__).parent, PROJECT / "providers" / "retention"),
         ready=ready,
     )
 

@@ -14,9 +14,11 @@ from sandbox.state_file import write_json_atomically
 
 STATE_FILE = "weka-state.json"
 # Version 2: directories are real directories under the mount root (see mounts.py); version 1
-# kept them in the state only, and is read as it stands.
-STATE_VERSION = 2
-READABLE_VERSIONS = (1, STATE_VERSION)
+# kept them in the state only. Version 3: a snapshot is a copy on the mount and goes with its
+# filesystem; versions 1 and 2 kept snapshots of deleted filesystems, which start-up drops
+# (`Cluster.drop_orphan_snapshots`). Older versions are read as they stand.
+STATE_VERSION = 3
+READABLE_VERSIONS = (1, 2, STATE_VERSION)
 
 
 @dataclass
@@ -71,6 +73,12 @@ class FileSystem:
     auth_required: bool
     encrypted: bool
     mounted: bool = False
+    # The object store bucket attached to it (by name; "" for none) and how (WRITABLE or
+    # READ_ONLY), and the locators of the snapshots uploaded from it, which `purge_from_obs`
+    # removes from the bucket.
+    obs_bucket: str = ""
+    obs_mode: str = ""
+    uploads: list[str] = field(default_factory=list)
     # By absolute canonical path (no symbolic link in it), "/" always present.
     directories: dict[str, Directory] = field(default_factory=dict)
     quotas: dict[str, Quota] = field(default_factory=dict)  # by str(inode_id)
@@ -88,9 +96,11 @@ class Snapshot:
     fs_name: str
     is_writable: bool
     creation_time: str
-    # What the snapshot holds; it occupies the cluster once its filesystem is gone.
+    # What the filesystem held when the snapshot was taken (its data is in `.snapshots`), in
+    # all and by directory, as the emulator counts usage (controls.py).
     size_bytes: int = 0
     locator: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The JSON shapes of the real API: snake_case everywhere except camelCase snapshots."""
+"""The JSON shapes of the real API: snake_case everywhere except camelCase snapshots (and the
+camelCase items of a filesystem's `obs_buckets`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from sandbox.weka.cluster import Cluster
 from sandbox.weka.core import Caller
+from sandbox.weka.object_store import bucket_uid
 from sandbox.weka.store import Directory, FileSystem, Org, Quota, Snapshot, User
 
 
@@ -80,9 +82,28 @@ def fs_view(cluster: Cluster, fs: FileSystem) -> dict[str, Any]:
         "thin_provisioning_min_ssd": 0,
         "thin_provisioning_max_ssd": 0,
         "auto_max_files": False,
-        "obs_buckets": [],
-        "object_storages": [],
+        "obs_buckets": _attached(cluster, fs),
+        # Deprecated since 4.x, still served beside obs_buckets.
+        "object_storages": _attached(cluster, fs),
     }
+
+
+def _attached(cluster: Cluster, fs: FileSystem) -> list[dict[str, Any]]:
+    if not fs.obs_bucket:
+        return []
+    # An emulator restarted without the bucket's settings still shows it attached, as down.
+    reachable = cluster.object_store is not None and cluster.object_store.name == fs.obs_bucket
+    return [
+        {
+            "uid": bucket_uid(fs.obs_bucket),
+            "name": fs.obs_bucket,
+            "obsId": "ObjectStorageId<0>",
+            "mode": fs.obs_mode,
+            "state": "ACTIVE",
+            "status": "UP" if reachable else "DOWN",
+            "detachProgress": 0,
+        }
+    ]
 
 
 def path_view(path: str, directory: Directory) -> dict[str, Any]:
@@ -107,6 +128,12 @@ def quota_view(cluster: Cluster, fs: FileSystem, path: str, quota: Quota) -> dic
 
 
 def snapshot_view(snap: Snapshot) -> dict[str, Any]:
+    # Uploads go to the one (local) bucket and finish before the call answers (snapshots.py).
+    local = {
+        "locator": snap.locator,
+        "stowStatus": "SYNCHRONIZED" if snap.locator else "NONE",
+        "stowProgress": "100%" if snap.locator else "N/A",
+    }
     return {
         "uid": snap.uid,
         "id": snap.id,
@@ -122,7 +149,19 @@ def snapshot_view(snap: Snapshot) -> dict[str, Any]:
         "stowStatus": "SYNCHRONIZED" if snap.locator else "NONE",
         "multiObs": False,
         "progress": 100 if snap.locator else 0,
+        "localStowInfo": local,
+        "remoteStowInfo": {"locator": "", "stowStatus": "NONE", "stowProgress": "N/A"},
         "type": "",
+    }
+
+
+def locator_info_view(manifest: dict[str, Any]) -> dict[str, Any]:
+    """`POST /snapshots/locatorInfo`: what the bucket says about an uploaded snapshot."""
+    fields = ("fs_name", "guid", "snapshot_name", "snap_view_id", "access_point")
+    return {
+        **{name: str(manifest[name]) for name in fields},
+        "fs_ssd_capacity": int(manifest["fs_ssd_capacity"]),
+        "is_encrypted": bool(manifest["is_encrypted"]),
     }
 
 

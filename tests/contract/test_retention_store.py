@@ -6,10 +6,8 @@ sandbox. Every test writes under a tenant slug of its own."""
 from __future__ import annotations
 
 import hashlib
-import socket
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -31,53 +29,21 @@ from sandbox.retention_store.service import (
     BUCKET,
     access_key_file,
     data_dir,
-    retention_store_endpoint,
-    retention_store_service,
     secret_key_file,
     seed_bucket,
 )
-from sandbox.service import Service
-from sandbox.supervisor import Supervisor
+from tests.isolated import Gateway, start_gateway, stop_gateway
 
 KEEP_UNTIL = date(2033, 6, 30)
 
 
-@dataclass(frozen=True)
-class Gateway:
-    supervisor: Supervisor
-    service: Service
-    state_dir: Path
-    port: int
-
-    def env(self, **overrides: str) -> dict[str, str]:
-        """What `make -s env` would export for this gateway."""
-        return {
-            "RETENTION_S3_ENDPOINT": retention_store_endpoint(self.port),
-            "RETENTION_S3_BUCKET": BUCKET,
-            "RETENTION_S3_ACCESS_KEY_FILE": str(access_key_file(self.state_dir)),
-            "RETENTION_S3_SECRET_KEY_FILE": str(secret_key_file(self.state_dir)),
-            **overrides,
-        }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    root = tmp_path_factory.mktemp("retention-sandbox")
-    state_dir, port = root / "retention-store", _free_port()
-    service = retention_store_service(state_dir, port)
-    supervisor = Supervisor(root)
-    assert supervisor.start(service)
+    running = start_gateway(tmp_path_factory.mktemp("retention-sandbox"))
     try:
-        assert seed_bucket(state_dir, port)
-        yield Gateway(supervisor, service, state_dir, port)
+        yield running
     finally:
-        supervisor.stop(service)
+        stop_gateway(running)
 
 
 @pytest.fixture

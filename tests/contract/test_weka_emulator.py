@@ -1,124 +1,47 @@
 """Contract tests of the Weka REST API v2 emulator (sandbox.weka), run as a real process.
 
-The module's emulator serves HTTPS with a throwaway self-signed certificate and keeps its
-filesystems under a mount root of its own; the restart and upgrade tests run their own plain-HTTP
-ones with the default mount root. Every test makes its own organizations and names, so the tests do
-not depend on one another.
+The module's emulator serves HTTPS with a throwaway self-signed certificate, keeps its
+filesystems under a mount root of its own, and has its object store bucket in a retention store
+(versitygw) of its own: neither needs nor touches a running sandbox. The restart and upgrade
+tests run their own plain-HTTP emulators with the default mount root and no object store. Every
+test makes its own organizations and names, so the tests do not depend on one another.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import signal
-import socket
-import ssl
 import stat
-import subprocess
-import sys
+import tarfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from providers.retention.client import RetentionStore
+from sandbox.weka.object_store import DEFAULT_NAME as OBS_BUCKET
 from sandbox.weka.store import STATE_FILE, STATE_VERSION
+from tests.isolated import (
+    Emulator,
+    Gateway,
+    self_signed_certificate,
+    start_emulator,
+    start_gateway,
+    stop_emulator,
+    stop_gateway,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMIN_PASSWORD = "Emulat0r-Admin"
 TENANT_PASSWORD = "Tenant-Passw0rd"
 TB = 10**12
-
-
-@dataclass
-class Emulator:
-    base_url: str
-    verify: ssl.SSLContext | bool
-    state_dir: Path
-    password_file: Path
-    mount_root: Path
-    log: Path
-    process: subprocess.Popen[bytes]
-
-    def mount(self, org: str, fs: str) -> Path:
-        """Where filesystem `fs` of organization `org` is mounted."""
-        return self.mount_root / org / fs
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_emulator(
-    workdir: Path,
-    tls: tuple[Path, Path] | None = None,
-    port: int | None = None,
-    mount_root: Path | None = None,
-) -> Emulator:
-    """Without `mount_root` the emulator uses its default, state/mounts."""
-    port = port or _free_port()
-    state_dir, password_file = workdir / "state", workdir / "admin-password"
-    log = workdir / "emulator.log"
-    argv = [
-        sys.executable,
-        "-m",
-        "sandbox.weka",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--state-dir",
-        str(state_dir),
-        "--admin-password-file",
-        str(password_file),
-    ]
-    if mount_root is not None:
-        argv += ["--mount-root", str(mount_root)]
-    verify: ssl.SSLContext | bool = False
-    scheme = "http"
-    if tls is not None:
-        argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
-        verify, scheme = ssl.create_default_context(cafile=str(tls[0])), "https"
-    with log.open("ab") as sink:
-        process = subprocess.Popen(argv, cwd=ROOT, stdout=sink, stderr=sink)
-    emulator = Emulator(
-        f"{scheme}://127.0.0.1:{port}/api/v2",
-        verify,
-        state_dir,
-        password_file,
-        mount_root or state_dir / "mounts",
-        log,
-        process,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"emulator exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            reply = httpx.get(f"{emulator.base_url}/healthcheck", verify=verify, timeout=1)
-            if reply.status_code == 200:
-                return emulator
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    process.kill()
-    pytest.fail(f"emulator did not answer within 20 s:\n{log.read_text()}")
-
-
-def stop_emulator(emulator: Emulator) -> None:
-    emulator.process.terminate()
-    try:
-        emulator.process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        emulator.process.kill()
-        emulator.process.wait()
 
 
 class Api:
@@ -162,29 +85,36 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    workdir = tmp_path_factory.mktemp("tls")
-    cert, key = workdir / "cert.pem", workdir / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
+    return self_signed_certificate(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    running = start_gateway(tmp_path_factory.mktemp("retention"))
+    try:
+        yield running
+    finally:
+        stop_gateway(running)
 
 
 @pytest.fixture(scope="module")
 def emulator(
-    tmp_path_factory: pytest.TempPathFactory, tls_cert: tuple[Path, Path]
+    tmp_path_factory: pytest.TempPathFactory, tls_cert: tuple[Path, Path], gateway: Gateway
 ) -> Iterator[Emulator]:
     workdir = tmp_path_factory.mktemp("weka")
     (workdir / "admin-password").write_text(ADMIN_PASSWORD + "\n")
-    running = start_emulator(workdir, tls=tls_cert, mount_root=workdir / "mounts")
+    running = start_emulator(
+        workdir, tls=tls_cert, mount_root=workdir / "mounts", object_store=gateway.env()
+    )
     yield running
     stop_emulator(running)
+
+
+@pytest.fixture
+def store(gateway: Gateway) -> Iterator[RetentionStore]:
+    """The emulator's object store bucket, read as the retention store it is."""
+    with RetentionStore.from_environment(gateway.env()) as retention:
+        yield retention
 
 
 @pytest.fixture
@@ -760,6 +690,23 @@ def test_snapshot_lifecycle(tenant: Tenant) -> None:
     assert len(api.ok("GET", "/snapshots", params={"filesystem": "home"})) == 2
     assert api.ok("GET", "/snapshots", params={"filesystem": "elsewhere"}) == []
 
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert "not tiered" in api.fails("POST", upload, 400, json={"obs_site": "LOCAL"})
+    attach = {"obs_name": OBS_BUCKET}
+    assert api.ok("POST", f"/fileSystems/{fs['uid']}/objectStoreBuckets", json=attach) is None
+    api.fails("POST", upload, 400, json={"obs_site": "MARS"})
+    uploaded = api.ok("POST", upload, json={"obs_site": "LOCAL"})
+    assert set(uploaded) == {"locator", "extra"}
+    assert re.fullmatch(r"[0-9a-f]{8}/d/s/\d+/spec/[0-9a-f-]+", uploaded["locator"])
+    again = api.ok("GET", f"/snapshots/{snap['uid']}")
+    assert (again["locator"], again["stowStatus"]) == (uploaded["locator"], "SYNCHRONIZED")
+    assert again["localStowInfo"] == {
+        "locator": uploaded["locator"],
+        "stowStatus": "SYNCHRONIZED",
+        "stowProgress": "100%",
+    }
+    snap = again
+
     update = {"new_name": "weekly", "access_point": "weekly-ap", "is_writable": True}
     updated = api.ok("PUT", f"/snapshots/{snap['uid']}", json=update)
     assert (updated["name"], updated["accessPoint"], updated["isWritable"]) == (
@@ -769,37 +716,314 @@ def test_snapshot_lifecycle(tenant: Tenant) -> None:
     )
     api.fails("PUT", f"/snapshots/{snap['uid']}", 409, json={"new_name": "other"})
 
-    uploaded = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={"obs_site": "LOCAL"})
-    assert uploaded["locator"]
-    assert api.ok("GET", f"/snapshots/{snap['uid']}")["locator"] == uploaded["locator"]
-    api.fails("POST", f"/snapshots/{snap['uid']}/upload", 400, json={"obs_site": "MARS"})
-
     api.ok("DELETE", f"/snapshots/{snap['uid']}")
     api.fails("GET", f"/snapshots/{snap['uid']}", 404)
     api.fails("DELETE", f"/snapshots/{snap['uid']}", 404)
     api.fails("POST", "/snapshots", 404, json={"fs_uid": str(uuid.uuid4()), "name": "x"})
 
 
-def test_snapshot_outlives_its_filesystem_and_keeps_its_space(admin: Api, tenant: Tenant) -> None:
-    _, api = tenant()
+def test_a_snapshot_is_a_point_in_time_copy_with_owners_and_modes(
+    emulator: Emulator, tenant: Tenant
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api, name="home")
+    mount = emulator.mount(org["name"], "home")
+    alice = mount / "alice"
+    alice.mkdir()
+    os.chown(alice, 2001, 4001)
+    os.chmod(alice, 0o2750)
+    (alice / "notes").write_text("before")
+    os.chown(alice / "notes", 2001, 4001)
+    os.chmod(alice / "notes", 0o640)
+    (alice / "link").symlink_to("notes")
+    body = {"fs_uid": fs["uid"], "name": "before", "access_point": "before-ap"}
+    api.ok("POST", "/snapshots", json=body)
+
+    (alice / "notes").write_text("after")
+    (alice / "new").write_text("made after the snapshot")
+    copy = mount / ".snapshots" / "before-ap"
+    assert (copy / "alice" / "notes").read_text() == "before"
+    assert not (copy / "alice" / "new").exists()
+    assert os.readlink(copy / "alice" / "link") == "notes"
+    for path, mode in ((copy / "alice", 0o2750), (copy / "alice" / "notes", 0o640)):
+        info = path.stat()
+        assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (2001, 4001, mode)
+    # A later snapshot does not copy the earlier ones into itself.
+    api.ok("POST", "/snapshots", json={**body, "name": "after", "access_point": "after-ap"})
+    later = mount / ".snapshots" / "after-ap"
+    assert (later / "alice" / "new").exists()
+    assert not (later / ".snapshots").exists()
+
+    snap = api.ok("GET", "/snapshots", params={"filesystem": "home", "name": "before"})[0]
+    api.ok("PUT", f"/snapshots/{snap['uid']}", json={"access_point": "renamed-ap"})
+    assert (mount / ".snapshots" / "renamed-ap" / "alice" / "notes").read_text() == "before"
+    assert not copy.exists()
+    api.ok("DELETE", f"/snapshots/{snap['uid']}")
+    assert not (mount / ".snapshots" / "renamed-ap").exists()
+    bad = {"fs_uid": fs["uid"], "name": "bad", "access_point": "a/b"}
+    assert "'a/b'" in api.fails("POST", "/snapshots", 400, json=bad)
+
+
+def test_deleting_a_filesystem_deletes_its_snapshots(
+    emulator: Emulator, admin: Api, tenant: Tenant
+) -> None:
+    """A snapshot lives inside its filesystem (docs.weka.io, Snapshots): it takes no space of
+    its own in the cluster and does not outlive the filesystem."""
+    org, api = tenant()
     other_org_snapshots = tenant()[1].ok("GET", "/snapshots")
     fs = make_fs(api, name="home", capacity=TB)
+    kept = make_fs(api, name="scratch", capacity=TB)
     mkdir(admin, fs["uid"], "/data")
     usage = {"path": "/data", "used_bytes": 10**9}
     admin.ok("PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json=usage)
     snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "offboard"})
+    other = api.ok("POST", "/snapshots", json={"fs_uid": kept["uid"], "name": "offboard"})
 
     before = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
     api.ok("DELETE", f"/fileSystems/{fs['uid']}")
     after = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
-    assert after - before == TB - 10**9  # the snapshot is now the only copy of the data
+    assert after - before == TB  # all of it: nothing stays behind in the cluster
 
-    assert api.ok("GET", f"/snapshots/{snap['uid']}") == snap
-    assert api.ok("GET", "/snapshots", params={"filesystem": "home"}) == [snap]
+    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
+    assert api.ok("GET", "/snapshots", params={"filesystem": "home"}) == []
+    assert api.ok("GET", "/snapshots") == [other]
+    assert not emulator.mount(org["name"], "home").exists()
     assert other_org_snapshots == []
-    api.ok("DELETE", f"/snapshots/{snap['uid']}")
-    final = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
-    assert final - after == 10**9
+
+
+def test_snapshots_follow_a_renamed_filesystem(tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api, name="home")
+    snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "daily"})
+    api.ok("PUT", f"/fileSystems/{fs['uid']}", json={"new_name": "home2"})
+    listed = api.ok("GET", "/snapshots", params={"filesystem": "home2"})
+    assert [(s["uid"], s["filesystem"]) for s in listed] == [(snap["uid"], "home2")]
+
+
+# --- Snap-To-Object ------------------------------------------------------------------------
+
+
+def attach(api: Api, fs_uid: str, **body: str) -> None:
+    api.ok(
+        "POST", f"/fileSystems/{fs_uid}/objectStoreBuckets", json={"obs_name": OBS_BUCKET, **body}
+    )
+
+
+def tenant_files(mount: Path) -> None:
+    """alice's home as a tenant leaves it: her own uid and the tenant's gid, setgid."""
+    alice = mount / "alice"
+    alice.mkdir()
+    (alice / "notes").write_text("before")
+    (alice / "link").symlink_to("notes")
+    for path in (alice, alice / "notes"):
+        os.chown(path, 2001, 4001)
+    os.chmod(alice, 0o2750)
+    os.chmod(alice / "notes", 0o640)
+
+
+def owner_and_mode(path: Path) -> tuple[int, int, int]:
+    info = path.lstat()
+    return info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)
+
+
+def test_an_upload_writes_the_snapshot_into_the_object_store(
+    emulator: Emulator, admin: Api, tenant: Tenant, store: RetentionStore
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api, name="home")
+    mount = emulator.mount(org["name"], "home")
+    tenant_files(mount)
+    mkdir(admin, fs["uid"], "/alice")
+    usage = {"path": "/alice", "used_bytes": 5000}
+    admin.ok("PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json=usage)
+    body = {"fs_uid": fs["uid"], "name": "offboard", "access_point": "offboard-ap"}
+    snap = api.ok("POST", "/snapshots", json=body)
+    (mount / "alice" / "notes").write_text("after")  # after the snapshot: not uploaded
+    attach(api, fs["uid"])
+    listed = api.ok("GET", f"/fileSystems/{fs['uid']}")["obs_buckets"]
+    assert [(b["name"], b["mode"], b["state"]) for b in listed] == [
+        (OBS_BUCKET, "WRITABLE", "ACTIVE")
+    ]
+
+    locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
+    prefix = f"weka-s2o/{locator}/"
+    assert [o.key for o in store.list(prefix)] == [prefix + "data.tar", prefix + "manifest.json"]
+    manifest = json.loads(store.get(prefix + "manifest.json"))
+    assert (manifest["fs_name"], manifest["snapshot_name"], manifest["access_point"]) == (
+        "home",
+        "offboard",
+        "offboard-ap",
+    )
+    assert manifest["guid"] == admin.ok("GET", "/cluster")["guid"]
+    assert manifest["usage"] == {"/alice": 5000}
+    with tarfile.open(fileobj=io.BytesIO(store.get(prefix + "data.tar"))) as tar:
+        notes = tar.getmember("./alice/notes")
+        assert (notes.uid, notes.gid, notes.mode) == (2001, 4001, 0o640)
+        assert (tar.getmember("./alice").mode, tar.getmember("./alice/link").linkname) == (
+            0o2750,
+            "notes",
+        )
+        extracted = tar.extractfile(notes)
+        assert extracted is not None
+        assert extracted.read() == b"before"
+        assert not [m.name for m in tar.getmembers() if ".snapshots" in m.name]
+
+    info = {"object_storage": OBS_BUCKET, "locator": locator}
+    assert api.ok("POST", "/snapshots/locatorInfo", json=info) == {
+        "fs_name": "home",
+        "guid": manifest["guid"],
+        "snapshot_name": "offboard",
+        "snap_view_id": snap["id"],
+        "access_point": "offboard-ap",
+        "fs_ssd_capacity": TB,
+        "is_encrypted": False,
+    }
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert locator in api.fails("POST", upload, 409, json={"obs_site": "LOCAL"})
+
+
+def test_an_uploaded_snapshot_outlives_its_filesystem_and_a_new_one_is_made_from_it(
+    emulator: Emulator, admin: Api, tenant: Tenant, store: RetentionStore
+) -> None:
+    org, api = tenant()
+    fs = make_fs(api, name="home")
+    tenant_files(emulator.mount(org["name"], "home"))
+    mkdir(admin, fs["uid"], "/alice")
+    admin.ok(
+        "PUT", f"/_emulator/fileSystems/{fs['uid']}/usage", json={"path": "/alice", "used_bytes": 7}
+    )
+    attach(api, fs["uid"])
+    body = {"fs_uid": fs["uid"], "name": "offboard", "access_point": "offboard-ap"}
+    snap = api.ok("POST", "/snapshots", json=body)
+    locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
+
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}")
+    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
+    assert store.head(f"weka-s2o/{locator}/data.tar") is not None
+    assert store.head(f"weka-s2o/{locator}/manifest.json") is not None
+
+    download = {
+        "name": "home-restored",
+        "group_name": "default",
+        "total_capacity": TB,
+        "ssd_capacity": TB,
+        "object_storage": OBS_BUCKET,
+        "locator": locator,
+    }
+    restored = api.ok("POST", "/fileSystems/download", json=download)
+    assert (restored["name"], restored["total_budget"], restored["used_total"]) == (
+        "home-restored",
+        TB,
+        7,
+    )
+    assert [(b["name"], b["mode"]) for b in restored["obs_buckets"]] == [(OBS_BUCKET, "WRITABLE")]
+    alice = emulator.mount(org["name"], "home-restored") / "alice"
+    assert (alice / "notes").read_text() == "before"
+    assert os.readlink(alice / "link") == "notes"
+    assert owner_and_mode(alice) == (2001, 4001, 0o2750)
+    assert owner_and_mode(alice / "notes") == (2001, 4001, 0o640)
+    # It holds the uploaded snapshot itself, already uploaded.
+    kept = api.ok("GET", "/snapshots", params={"filesystem": "home-restored"})
+    assert [(s["name"], s["accessPoint"], s["locator"]) for s in kept] == [
+        ("offboard", "offboard-ap", locator)
+    ]
+    copy = emulator.mount(org["name"], "home-restored") / ".snapshots" / "offboard-ap"
+    assert (copy / "alice" / "notes").read_text() == "before"
+
+    assert "already exists" in api.fails("POST", "/fileSystems/download", 409, json=download)
+    elsewhere = {**download, "name": "other", "snapshot_name": "s2", "access_point": "s2-ap"}
+    other = api.ok("POST", "/fileSystems/download", json=elsewhere)
+    assert [
+        s["accessPoint"] for s in api.ok("GET", "/snapshots", params={"filesystem": "other"})
+    ] == ["s2-ap"]
+    missing = {**download, "name": "x", "locator": locator.rsplit("/", 1)[0] + "/0000-0000"}
+    assert "not found" in api.fails("POST", "/fileSystems/download", 400, json=missing)
+    assert not emulator.mount(org["name"], "x").exists()
+    unknown = {**download, "name": "x", "object_storage": "nowhere"}
+    assert "nowhere not found" in api.fails("POST", "/fileSystems/download", 400, json=unknown)
+    escaping = {**download, "name": "x", "locator": "../../etc"}
+    assert "Invalid locator" in api.fails("POST", "/fileSystems/download", 400, json=escaping)
+    too_small = {**download, "name": "x", "total_capacity": 6, "ssd_capacity": 6}
+    assert "holds 7 bytes" in api.fails("POST", "/fileSystems/download", 400, json=too_small)
+    api.ok("DELETE", f"/fileSystems/{other['uid']}")
+
+
+def test_what_an_upload_needs(admin: Api, tenant: Tenant) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    buckets = f"/fileSystems/{fs['uid']}/objectStoreBuckets"
+    assert "not found" in api.fails("POST", buckets, 400, json={"obs_name": "nowhere"})
+    assert "obs_mode" in api.fails(
+        "POST", buckets, 400, json={"obs_name": OBS_BUCKET, "obs_mode": "X"}
+    )
+    attach(api, fs["uid"], obs_mode="READ_ONLY")
+    assert "already attached" in api.fails("POST", buckets, 409, json={"obs_name": OBS_BUCKET})
+    snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert "READ_ONLY" in api.fails("POST", upload, 400, json={})
+
+    # Attached at create, under the deprecated path too; writable snapshots stay home.
+    tiered = make_fs(api, name=unique("tiered"))
+    api.ok("POST", f"/fileSystems/{tiered['uid']}/objectStores", json={"obs_name": OBS_BUCKET})
+    body = {"name": unique("fs"), "group_name": "default", "total_capacity": TB}
+    created = api.ok("POST", "/fileSystems", json={**body, "obs_name": OBS_BUCKET})
+    assert [b["mode"] for b in created["obs_buckets"]] == ["WRITABLE"]
+    unknown = {**body, "name": unique("fs"), "obs_name": "x"}
+    assert "not found" in api.fails("POST", "/fileSystems", 400, json=unknown)
+    writable = {"fs_uid": created["uid"], "name": "w", "is_writable": True}
+    snap = api.ok("POST", "/snapshots", json=writable)
+    upload = f"/snapshots/{snap['uid']}/upload"
+    assert "read-only" in api.fails("POST", upload, 400, json={})
+    assert "REMOTE" in api.fails("POST", upload, 400, json={"obs_site": "REMOTE"})
+    # Another organization sees neither the snapshot nor the filesystem.
+    _, other = tenant()
+    other.fails("POST", upload, 404, json={})
+    buckets = f"/fileSystems/{created['uid']}/objectStoreBuckets"
+    other.fails("POST", buckets, 404, json={"obs_name": OBS_BUCKET})
+
+
+def test_purge_from_obs_removes_what_was_uploaded(
+    admin: Api, tenant: Tenant, store: RetentionStore
+) -> None:
+    _, api = tenant()
+    fs = make_fs(api)
+    attach(api, fs["uid"])
+    snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
+    locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
+    assert len(store.list(f"weka-s2o/{locator}/")) == 2
+    api.fails("DELETE", f"/fileSystems/{fs['uid']}", 400, params={"purge_from_obs": "maybe"})
+    api.ok("DELETE", f"/fileSystems/{fs['uid']}", params={"purge_from_obs": "true"})
+    assert store.list(f"weka-s2o/{locator}/") == []
+    info = {"object_storage": OBS_BUCKET, "locator": locator}
+    assert "not found" in api.fails("POST", "/snapshots/locatorInfo", 400, json=info)
+
+
+def test_without_its_object_store_a_cluster_attaches_and_uploads_nothing(
+    tmp_path: Path, gateway: Gateway
+) -> None:
+    emulator = start_emulator(tmp_path, object_store=gateway.env())
+    try:
+        admin = Api.login(emulator, "admin", emulator.password_file.read_text().strip())
+        tiered = make_fs(admin)
+        attach(admin, tiered["uid"])
+        snap = admin.ok("POST", "/snapshots", json={"fs_uid": tiered["uid"], "name": "s"})
+    finally:
+        stop_emulator(emulator)
+    # Started again without RETENTION_S3_*: the attachment shows, down, and nothing goes up.
+    emulator = start_emulator(tmp_path, port=emulator.port)
+    try:
+        admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
+        shown = admin.ok("GET", f"/fileSystems/{tiered['uid']}")["obs_buckets"]
+        assert [(b["name"], b["status"]) for b in shown] == [(OBS_BUCKET, "DOWN")]
+        upload = f"/snapshots/{snap['uid']}/upload"
+        assert "the cluster has no object store" in admin.fails("POST", upload, 400)
+        fs = make_fs(admin)
+        message = admin.fails(
+            "POST", f"/fileSystems/{fs['uid']}/objectStoreBuckets", 400, json={"obs_name": "any"}
+        )
+        assert "the cluster has no object store" in message
+    finally:
+        stop_emulator(emulator)
 
 
 # --- users -----------------------------------------------------------------------------------
@@ -903,8 +1127,7 @@ def test_state_survives_kill_9_and_restart(tmp_path: Path) -> None:
 
         os.kill(emulator.process.pid, signal.SIGKILL)
         emulator.process.wait()
-        port = int(emulator.base_url.split(":")[2].split("/")[0])
-        emulator = start_emulator(tmp_path, port=port)
+        emulator = start_emulator(tmp_path, port=emulator.port)
 
         # Tokens persist, so sessions survive a restart within their lifetime.
         boss.http = httpx.Client(base_url=emulator.base_url, timeout=10)
@@ -947,13 +1170,46 @@ def test_a_state_file_from_before_the_mounts_gets_its_directories_on_disk(tmp_pa
     state_file.write_text(json.dumps(state))
     shutil.rmtree(emulator.mount_root)
 
-    port = int(emulator.base_url.split(":")[2].split("/")[0])
-    emulator = start_emulator(tmp_path, port=port)
+    emulator = start_emulator(tmp_path, port=emulator.port)
     try:
         assert (emulator.mount("Root", "cluster-home") / "home" / "alice").is_dir()
         admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
         assert resolve(admin, fs["uid"], "/home/alice") == inode
         assert admin.ok("GET", f"/fileSystems/{fs['uid']}/quota/{inode}") == quota
         assert json.loads(state_file.read_text())["version"] == STATE_VERSION
+    finally:
+        stop_emulator(emulator)
+
+
+def test_snapshots_of_deleted_filesystems_from_an_older_state_are_dropped(
+    tmp_path: Path,
+) -> None:
+    """Versions 1 and 2 kept a snapshot after its filesystem was deleted; none can exist now."""
+    emulator = start_emulator(tmp_path)
+    try:
+        admin = Api.login(emulator, "admin", emulator.password_file.read_text().strip())
+        fs = make_fs(admin, name="kept")
+        snap = admin.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s1"})
+    finally:
+        stop_emulator(emulator)
+    state_file = emulator.state_dir / STATE_FILE
+    state = json.loads(state_file.read_text())
+    orphan = {
+        **state["snapshots"][snap["uid"]],
+        "uid": "orphan",
+        "fs_uid": "gone",
+        "fs_name": "gone",
+        "name": "o",
+    }
+    state["snapshots"]["orphan"] = orphan
+    state["version"] = 2
+    state_file.write_text(json.dumps(state))
+
+    emulator = start_emulator(tmp_path, port=emulator.port)
+    try:
+        admin.http = httpx.Client(base_url=emulator.base_url, timeout=10)
+        assert [s["uid"] for s in admin.ok("GET", "/snapshots")] == [snap["uid"]]
+        assert json.loads(state_file.read_text())["version"] == STATE_VERSION
+        assert "dropped snapshots of deleted filesystems: gone/o" in emulator.log.read_text()
     finally:
         stop_emulator(emulator)

@@ -135,3 +135,19 @@ def test_the_credentials_are_made_once(tmp_path: Path) -> None:
     first = [(tmp_path / name).read_text() for name in ("access-key", "secret-key")]
     ensure_credentials(tmp_path)
     assert [(tmp_path / name).read_text() for name in ("access-key", "secret-key")] == first
+
+
+def test_the_weka_emulator_reaches_its_object_store_with_the_same_settings(
+    tmp_path: Path,
+) -> None:
+    """The Weka emulator's object store bucket is the retention store: its service gets what a
+    client reads, as paths of credential files (a service's environment is recorded)."""
+    layout = SandboxLayout(tmp_path / "sandbox")
+    ensure_credentials(layout.retention_store)
+    weka = next(s for s in layout.services() if s.name == "weka-emulator")
+    assert dict(weka.env) == {
+        k: v for k, v in layout.environment().items() if k.startswith("RETENTION_S3_")
+    }
+    settings = Settings.from_environment(weka.env)
+    assert settings.secret_key not in "".join(weka.env.values())
+    assert settings.secret_key not in " ".join(weka.argv)

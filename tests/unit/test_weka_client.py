@@ -3,13 +3,14 @@ reads the cluster's answers, with no cluster or emulator running."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
 
 from providers.errors import WekaError
-from providers.weka.client import Credentials, WekaClient
+from providers.weka.client import AttachedBucket, Credentials, SnapshotUpload, WekaClient
 
 
 class Script:
@@ -18,10 +19,14 @@ class Script:
     def __init__(self, answers: dict[tuple[str, str], list[tuple[int, Any]]]) -> None:
         self.answers = answers
         self.calls: list[tuple[str, str, str]] = []
+        # What each call sent: (method, path, JSON body or None, query).
+        self.sent: list[tuple[str, str, Any, dict[str, str]]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix("/api/v2/")
         self.calls.append((request.method, path, request.headers.get("Authorization", "")))
+        body = json.loads(request.content) if request.content else None
+        self.sent.append((request.method, path, body, dict(request.url.params)))
         if (request.method, path) == ("POST", "login") and ("POST", "login") not in self.answers:
             tokens = {"access_token": "a1", "refresh_token": "r1", "expires_in": 300}
             return httpx.Response(200, json={"data": tokens})
@@ -146,3 +151,174 @@ def test_client_retries_connection_errors_then_says_where_it_failed() -> None:
         client.list_organizations()
     assert "WEKA_URL" in str(failed.value)
     assert attempts == ["/api/v2/login"] * 3
+
+
+# --- snapshots and Snap-To-Object --------------------------------------------------------------
+
+SNAP = {
+    "uid": "s1",
+    "name": "offboard",
+    "filesystem": "home",
+    "filesystemUid": "u1",
+    "accessPoint": "offboard-ap",
+    "isWritable": False,
+    "isRemoving": False,
+    "creationTime": "2026-01-02T03:04:05Z",
+    "locator": "",
+    "stowStatus": "NONE",
+}
+LOCATOR = "59c2ddf9/d/s/16/spec/b365-4e7a-b924-b2f0956b7f9c"
+
+
+def without_login(script: Script) -> list[tuple[str, str, Any, dict[str, str]]]:
+    return [call for call in script.sent if call[1] != "login"]
+
+
+def test_snapshots_are_created_listed_and_read_in_camel_case() -> None:
+    other_fs = {**SNAP, "uid": "s2", "filesystem": "scratch", "filesystemUid": "u2"}
+    script = Script(
+        {
+            ("POST", "snapshots"): [(200, {"data": SNAP})],
+            ("GET", "snapshots"): [(200, {"data": [SNAP, other_fs]})],
+        }
+    )
+    client = script.client()
+    made = client.create_snapshot("u1", "offboard", access_point="offboard-ap")
+    assert (made.uid, made.filesystem, made.access_point, made.is_writable) == (
+        "s1",
+        "home",
+        "offboard-ap",
+        False,
+    )
+    assert (made.locator, made.stow_status, made.uploaded) == ("", "NONE", False)
+    # A cluster that ignores the filter lists every snapshot: only home's are kept.
+    assert [s.uid for s in client.list_snapshots("home")] == ["s1"]
+    assert without_login(script) == [
+        (
+            "POST",
+            "snapshots",
+            {
+                "fs_uid": "u1",
+                "name": "offboard",
+                "is_writable": False,
+                "access_point": "offboard-ap",
+            },
+            {},
+        ),
+        ("GET", "snapshots", None, {"filesystem": "home"}),
+    ]
+
+
+def test_an_upload_returns_the_locator_and_a_rerun_uploads_nothing() -> None:
+    uploaded = {
+        **SNAP,
+        "locator": "",
+        "stowStatus": "",
+        "localStowInfo": {"locator": LOCATOR, "stowStatus": "SYNCHRONIZED", "stowProgress": "100%"},
+    }
+    script = Script(
+        {
+            ("GET", "snapshots/s1"): [(200, {"data": SNAP}), (200, {"data": uploaded})],
+            ("POST", "snapshots/s1/upload"): [(200, {"data": {"locator": LOCATOR, "extra": {}}})],
+        }
+    )
+    client = script.client()
+    assert client.upload_snapshot("s1") == SnapshotUpload("s1", LOCATOR)
+    # Read per site when the top-level fields are empty (a snapshot of 4.x and later).
+    assert client.upload_snapshot("s1") == SnapshotUpload("s1", LOCATOR)
+    assert [c[:3] for c in without_login(script)] == [
+        ("GET", "snapshots/s1", None),
+        ("POST", "snapshots/s1/upload", {"obs_site": "LOCAL"}),
+        ("GET", "snapshots/s1", None),
+    ]
+
+
+def test_an_upload_refused_says_what_to_do() -> None:
+    refused = {"message": "Filesystem home is not tiered: cannot upload from it"}
+    script = Script(
+        {
+            ("GET", "snapshots/s1"): [(200, {"data": SNAP})],
+            ("POST", "snapshots/s1/upload"): [(400, refused)],
+            ("GET", "snapshots/gone"): [(404, {"message": "Snapshot gone not found"})],
+        }
+    )
+    client = script.client()
+    with pytest.raises(WekaError) as failed:
+        client.upload_snapshot("s1")
+    message = str(failed.value)
+    assert "uploading Weka snapshot 'offboard' (s1) of filesystem 'home'" in message
+    assert "answered 400: Filesystem home is not tiered: cannot upload from it" in message
+    assert "attach_object_store" in message
+    with pytest.raises(WekaError, match="snapshot gone does not exist"):
+        client.upload_snapshot("gone")
+
+
+def test_attaching_a_bucket_is_done_once() -> None:
+    tiered = {**FS, "obs_buckets": [{"uid": "b1", "name": "retention", "mode": "WRITABLE"}]}
+    script = Script(
+        {
+            ("GET", "fileSystems/u1"): [
+                (200, {"data": FS}),
+                (200, {"data": tiered}),
+                (200, {"data": tiered}),
+            ],
+            ("POST", "fileSystems/u1/objectStoreBuckets"): [(200, {"data": None})],
+        }
+    )
+    client = script.client()
+    fs = client.attach_object_store("u1", "retention")
+    assert fs.object_stores == (AttachedBucket("b1", "retention", "WRITABLE"),)
+    assert client.attach_object_store("u1", "retention") == fs
+    posts = [c for c in without_login(script) if c[0] == "POST"]
+    assert posts == [
+        (
+            "POST",
+            "fileSystems/u1/objectStoreBuckets",
+            {"obs_name": "retention", "obs_mode": "WRITABLE"},
+            {},
+        )
+    ]
+
+
+def test_a_filesystem_is_made_from_a_locator_and_the_locator_read() -> None:
+    info = {
+        "fs_name": "home",
+        "guid": "59c2ddf9-0000-4000-8000-000000000000",
+        "snapshot_name": "offboard",
+        "snap_view_id": "SnapViewId<16>",
+        "access_point": "offboard-ap",
+        "fs_ssd_capacity": 1,
+        "is_encrypted": False,
+    }
+    script = Script(
+        {
+            ("POST", "snapshots/locatorInfo"): [(200, {"data": info})],
+            ("POST", "fileSystems/download"): [(200, {"data": {**FS, "name": "home-restored"}})],
+        }
+    )
+    client = script.client()
+    read = client.locator_info("retention", LOCATOR)
+    assert (read.fs_name, read.snapshot_name, read.access_point) == (
+        "home",
+        "offboard",
+        "offboard-ap",
+    )
+    made = client.create_filesystem_from_locator(
+        "home-restored", "default", 10, 5, obs_name="retention", locator=LOCATOR
+    )
+    assert made.name == "home-restored"
+    assert [c[:3] for c in without_login(script)] == [
+        ("POST", "snapshots/locatorInfo", {"object_storage": "retention", "locator": LOCATOR}),
+        (
+            "POST",
+            "fileSystems/download",
+            {
+                "name": "home-restored",
+                "group_name": "default",
+                "total_capacity": 10,
+                "ssd_capacity": 5,
+                "object_storage": "retention",
+                "locator": LOCATOR,
+            },
+        ),
+    ]
