@@ -21,7 +21,7 @@ from tenant_stack.components import (
 from tenant_stack.components import slurm_accounting as slurm
 from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap, release_name
-from tenant_stack.components.retention import Archive
+from tenant_stack.components.retention import Archive, Copy
 from tenant_stack.components.tenant_namespace import ContainerDefaults, Egress, Quota
 from tenant_stack.components.weka_storage import (
     CLAIM_ACCESS_MODES,
@@ -177,10 +177,17 @@ ARCHIVE_KINDS = ("jobs", "steps", "associations", "logs")
 
 
 def retention_args(spec: TenantSpec, platform: Platform, retained: list[str]) -> RetentionArgs:
-    """The archives from stage archived on, and afterwards whatever was archived before (a
-    rollback keeps them)."""
+    """The archives from stage archived on, the copies of a directory-isolated tenant's data
+    from stage snapshotted on, and afterwards whatever was kept before (a rollback keeps it)."""
     days = platform.retention
     kinds = ARCHIVE_KINDS if spec.lifecycle.reached("archived") else ()
+    shared = (platform.weka.shared_home_filesystem, platform.weka.shared_scratch_filesystem)
+    copied = [
+        fs
+        for fs in shared
+        if spec.storage.isolation == "directory"
+        and (spec.lifecycle.reached("snapshotted") or f"copy:{fs}" in retained)
+    ]
     return RetentionArgs(
         tenant=spec.slug,
         accounts=spec.slurm_accounts,
@@ -190,6 +197,8 @@ def retention_args(spec: TenantSpec, platform: Platform, retained: list[str]) ->
             if kind in kinds or kind in retained
         ],
         allow_empty=spec.lifecycle.rehearsal,
+        copies=[Copy(fs, f"/{spec.slug}") for fs in copied],
+        copy_retention_days=spec.lifecycle.retention_days,
     )
 
 
@@ -265,6 +274,7 @@ def storage_args(
     namespace: TenantNamespace,
     shared: SharedFilesystems | None,
     ca_certificate: str | None,
+    retention: Retention,
     after: list[pulumi.Resource],
 ) -> WekaStorageArgs:
     storage = spec.storage
@@ -286,6 +296,7 @@ def storage_args(
         ca_certificate=ca_certificate,
         claims=[Claim(pvc.name, quantity(pvc.size)) for pvc in storage.pvcs],
         delete_without_snapshot=spec.lifecycle.rehearsal,
+        retained_copies=retention.copies,
         after=after,
     )
 

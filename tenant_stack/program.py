@@ -98,7 +98,7 @@ def declare_tenant(
     # What offboarding keeps depends on nothing else, so destroy cannot be made to keep more.
     retention_spec = retention_args(spec, platform, retained or [])
     retention = Retention(spec.slug, retention_spec)
-    kept = [archive.kind for archive in retention_spec.archives]
+    kept = retention_spec.kept
     namespace = TenantNamespace(
         spec.slug, namespace_args(spec, platform, reservation, ldap_bind_data, retention, kept)
     )
@@ -121,6 +121,7 @@ def declare_tenant(
             namespace,
             shared,
             ca_certificate,
+            retention,
             after=[identity, namespace],
         ),
     )

@@ -26,7 +26,7 @@ from providers.retention.objects import ObjectInfo, check_metadata
 from providers.retention.s3_errors import RETRY, missing_bucket, translated
 from providers.retention.settings import Settings
 
-__all__ = ["ObjectInfo", "RetentionStore"]
+__all__ = ["ObjectInfo", "RetentionStore", "holds"]
 
 BACKEND = "retention"
 # Four tries in all; the waits between them are botocore's (exponential, with jitter, < 20 s).
@@ -208,3 +208,11 @@ def _utc(moment: datetime) -> datetime:
 
 def _status(response: Mapping[str, Any]) -> int:
     return int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+
+
+def holds(key: str) -> bool:
+    """Whether the store the environment names still holds a non-empty object at `key`: what a
+    delete gate asks before it lets the original go."""
+    with RetentionStore.from_environment() as store:
+        found = store.head(key)
+    return found is not None and found.size > 0

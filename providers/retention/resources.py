@@ -8,8 +8,9 @@ import pulumi
 from pulumi.dynamic import Resource
 
 from providers.retention.archive_provider import SlurmArchiveProvider
+from providers.retention.directory_copy_provider import DirectoryCopyProvider
 
-__all__ = ["SlurmArchive"]
+__all__ = ["DirectoryCopy", "SlurmArchive"]
 
 
 class SlurmArchive(Resource, module="retention", name="SlurmArchive"):
@@ -43,3 +44,32 @@ class SlurmArchive(Resource, module="retention", name="SlurmArchive"):
             **dict.fromkeys(("key", "url", "etag", "rows", "size", "retention_until")),
         }
         super().__init__(SlurmArchiveProvider(), resource_name, inputs, opts)
+
+
+class DirectoryCopy(Resource, module="retention", name="DirectoryCopy"):
+    """A tenant's directory `path` on a shared filesystem, archived on the mount host into the
+    retention store at `key` until `retention_until`. Protected, with plain values only."""
+
+    key: pulumi.Output[str]
+    url: pulumi.Output[str]
+    size: pulumi.Output[int]
+    retention_until: pulumi.Output[str]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        tenant: str,
+        filesystem: str,
+        path: str,
+        retention_days: int,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        inputs = {
+            "tenant": tenant,
+            "filesystem": filesystem,
+            "path": path,
+            "retention_days": retention_days,
+            **dict.fromkeys(("key", "url", "size", "retention_until")),
+        }
+        super().__init__(DirectoryCopyProvider(), resource_name, inputs, opts)

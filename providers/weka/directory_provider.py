@@ -20,6 +20,7 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Rule, Schema, gone
 from providers.errors import WekaError
+from providers.retention.client import holds
 from providers.weka.client import ROOT_ORG
 from providers.weka.mount import mount_client, normalize_mode
 from providers.weka.props import NAME, WekaProvider, matching, typed
@@ -72,6 +73,8 @@ class DirectoryProvider(WekaProvider):
             Field("gid", typed(int, _posix_id)),
             Field("mode", typed(str, _mode), "0750"),
             Field("allow_delete_with_data", typed(bool), False),
+            # The retention store key of offboarding's copy of this directory's tree.
+            Field("retained_copy", typed(str), ""),
         ),
         identity=("org", "filesystem", "path"),
         rules=(
@@ -143,12 +146,13 @@ class DirectoryProvider(WekaProvider):
         where = self._where(inputs)
         if inputs["path"] == "/" or mount.remove_if_empty(*where, doing):
             return
-        if not inputs["allow_delete_with_data"]:
+        copy = inputs["retained_copy"]
+        if not inputs["allow_delete_with_data"] and not (copy and holds(copy)):
+            said = f"its copy {copy!r} is not in the retention store" if copy else "no copy"
             raise WekaError(
                 doing,
-                "refused: it holds the tenant's data",
-                "offboarding snapshots the data first (runbook step 4), then empties the "
-                f"directory ({mount.mount_path(*where)} on the mount host); destroy again after "
-                "that, or mark a rehearsal with storage.delete_without_snapshot",
+                f"refused: it holds the tenant's data, and {said} is kept",
+                "offboarding keeps a copy first (lifecycle.stage snapshotted, then `pulumi up`), "
+                "then destroy deletes it; a rehearsal that holds no data says lifecycle.rehearsal",
             )
         mount.remove_with_data(*where, doing)

@@ -16,6 +16,7 @@ Read from the environment at call time, like the REST settings (`settings`):
 
 from __future__ import annotations
 
+import base64
 import os
 import posixpath
 from dataclasses import dataclass
@@ -129,6 +130,15 @@ class MountClient:
     def remove_with_data(self, org: str, filesystem: str, path: str, doing: str) -> None:
         target = self.mount_path(org, filesystem, path)
         self._must(["rm", "-r", "-f", "--one-file-system", target], doing)
+
+    def archive(self, org: str, filesystem: str, path: str, doing: str) -> bytes:
+        """The directory's tree as a gzipped tar made on the mount host (numeric owners, modes
+        and times kept), for offboarding's retained copy of a tenant on shared filesystems. It
+        travels back through the transport as base64: commands answer in text."""
+        target = self.mount_path(org, filesystem, path)
+        script = 'set -o pipefail; tar --numeric-owner -C "$1" -czf - . | base64 -w0'
+        result = self._must(["bash", "-c", script, "bash", target], doing)
+        return base64.b64decode(result.stdout)
 
     def _require_mount(self, org: str, filesystem: str, doing: str) -> None:
         mount = self.mount_path(org, filesystem)

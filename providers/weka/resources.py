@@ -126,7 +126,8 @@ class WekaFilesystem(Resource, module="weka", name="Filesystem"):
 class WekaDirectory(Resource, module="weka", name="Directory"):
     """A directory of filesystem `filesystem` in `org`, made through the mount host with owner
     `uid`:`gid` and `mode`. Its parent must exist (declare it first). Removed at delete only when
-    empty, or with `allow_delete_with_data`."""
+    empty, with `allow_delete_with_data`, or once `retained_copy` (offboarding's copy of it in the
+    retention store) is still readable there."""
 
     org: pulumi.Output[str]
     filesystem: pulumi.Output[str]
@@ -147,6 +148,7 @@ class WekaDirectory(Resource, module="weka", name="Directory"):
         mode: pulumi.Input[str] = "0750",
         org: pulumi.Input[str] = ROOT_ORG,
         allow_delete_with_data: pulumi.Input[bool] = False,
+        retained_copy: pulumi.Input[str] = "",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`path` is absolute inside the filesystem ("/tenant-foo/alice"); `mode` is octal."""
@@ -158,6 +160,7 @@ class WekaDirectory(Resource, module="weka", name="Directory"):
             "gid": gid,
             "mode": mode,
             "allow_delete_with_data": allow_delete_with_data,
+            "retained_copy": retained_copy,
         }
         super().__init__(DirectoryProvider(), resource_name, props, opts)
 

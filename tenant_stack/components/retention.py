@@ -1,5 +1,6 @@
 """What offboarding keeps after the tenant is gone: the archives of its Slurm records (runbook
-step 3), and later its uploaded snapshots. Every resource here is protected and takes plain
+step 3) and the copies of its data (step 4): a directory-isolated tenant's own directories on the
+shared filesystems, archived into the retention store. Every resource here is protected and takes plain
 values only, never another component's outputs: `pulumi destroy --exclude-protected` keeps a
 protected resource and everything it depends on, so a dependency would keep the tenant alive.
 Once made, they stay declared at every stage, rollback included."""
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from providers.retention.resources import SlurmArchive
+from providers.retention.resources import DirectoryCopy, SlurmArchive
 
 TYPE = "gpu-tenants:retention:Retention"
 
@@ -22,15 +23,30 @@ class Archive:
 
 
 @dataclass(frozen=True)
+class Copy:
+    filesystem: str  # a shared filesystem of the platform
+    path: str  # the tenant's directory on it
+
+
+@dataclass(frozen=True)
 class RetentionArgs:
     tenant: str
     accounts: list[str]
     archives: list[Archive]  # empty before stage archived
     allow_empty: bool  # a rehearsal ran no job: an empty jobs export is no failure
+    copies: list[Copy]  # empty before stage snapshotted
+    copy_retention_days: int
+
+    @property
+    def kept(self) -> list[str]:
+        """What this keeps, as the namespace records it (RETAINED_ANNOTATION)."""
+        return [a.kind for a in self.archives] + [f"copy:{c.filesystem}" for c in self.copies]
 
 
 class Retention(pulumi.ComponentResource):
     archives: pulumi.Output[dict[str, str]]
+    # filesystem -> the key of its copy, which the directories' delete gate checks.
+    copies: dict[str, pulumi.Output[str]]
 
     def __init__(
         self, name: str, args: RetentionArgs, opts: pulumi.ResourceOptions | None = None
@@ -49,5 +65,19 @@ class Retention(pulumi.ComponentResource):
             )
             for archive in args.archives
         }
-        self.archives = pulumi.Output.all(**{k: a.url for k, a in made.items()})
+        self.copies = {
+            copy.filesystem: DirectoryCopy(
+                f"{name}-copy-{copy.filesystem}",
+                tenant=args.tenant,
+                filesystem=copy.filesystem,
+                path=copy.path,
+                retention_days=args.copy_retention_days,
+                opts=kept,
+            ).key
+            for copy in args.copies
+        }
+        self.archives = pulumi.Output.all(
+            **{k: a.url for k, a in made.items()},
+            **{f"copy:{k}": v for k, v in self.copies.items()},
+        )
         self.register_outputs({"archives": self.archives})

@@ -23,6 +23,7 @@ shared filesystems the directories are removed at destroy only when empty, or fo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -105,6 +106,9 @@ class WekaStorageArgs:
     ca_certificate: str | None
     claims: list[Claim]
     delete_without_snapshot: bool
+    # Offboarding's copy of the tenant's directory per shared filesystem (its store key), which
+    # lets destroy delete a directory that holds data.
+    retained_copies: Mapping[str, pulumi.Input[str]]
     after: list[pulumi.Resource]
 
 
@@ -174,6 +178,10 @@ class WekaStorage(pulumi.ComponentResource):
                 gid=args.gid,
                 mode=mode,
                 allow_delete_with_data=args.delete_without_snapshot,
+                # Copies are of shared filesystems, whose names are plain strings.
+                retained_copy=(
+                    args.retained_copies.get(place.name, "") if isinstance(place.name, str) else ""
+                ),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     depends_on=[*args.after, *after],

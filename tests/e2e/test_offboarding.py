@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 import yaml
+from sandbox.slurm.users import ensure_user
 
 from providers.retention.client import RetentionStore
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
-from sandbox.slurm.users import ensure_user
 from tests.backends import (
     CHECKPOINTING_JOB,
     authentik_user,
@@ -88,9 +88,9 @@ class Tenant:
         return self.pulumi("up", "--yes", "--skip-preview")
 
     def state(self) -> list[dict[str, Any]]:
-        resources: list[dict[str, Any]] = json.loads(self.pulumi("stack", "export"))[
-            "deployment"
-        ].get("resources") or []
+        resources: list[dict[str, Any]] = (
+            json.loads(self.pulumi("stack", "export"))["deployment"].get("resources") or []
+        )
         return resources
 
     def resources(self) -> list[str]:
@@ -311,7 +311,9 @@ def test_rollback_from_archived_keeps_the_archives(bar: Tenant) -> None:
     bar.at_stage("active", drain_mode="graceful", drain_timeout="1h")
     bar.up()
     bar.pulumi("preview", "--expect-no-changes", "--refresh")
-    archives = [r for r in bar.state() if r["type"] == "pulumi-python:dynamic/retention:SlurmArchive"]
+    archives = [
+        r for r in bar.state() if r["type"] == "pulumi-python:dynamic/retention:SlurmArchive"
+    ]
     assert len(archives) == 4 and all(r.get("protect") for r in archives)
     assert partition_state(SLUG) == "UP"
 
@@ -338,10 +340,14 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
         for r in bar.state()
         if not r["type"].startswith(("pulumi:providers:", "pulumi:pulumi:", "gpu-tenants:"))
     }
-    assert custom == kept == {
-        "pulumi-python:dynamic/retention:SlurmArchive",
-        "pulumi-python:dynamic/authentik:TenantUser",
-    }
+    assert (
+        custom
+        == kept
+        == {
+            "pulumi-python:dynamic/retention:SlurmArchive",
+            "pulumi-python:dynamic/authentik:TenantUser",
+        }
+    )
     assert labelled(SLUG) == []
     assert sacctmgr("show", "account", SLUG) == []
     assert "not found" in show_partition(SLUG)
