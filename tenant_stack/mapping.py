@@ -198,6 +198,13 @@ def retention_args(spec: TenantSpec, platform: Platform, retained: list[str]) ->
         ],
         allow_empty=spec.lifecycle.rehearsal,
         copies=[Copy(fs, f"/{spec.slug}") for fs in copied],
+        uploads=[
+            fs
+            for fs in (f"{spec.slug}-home", f"{spec.slug}-scratch")
+            if spec.storage.isolation == "org"
+            and (spec.lifecycle.reached("snapshotted") or f"snapshot:{fs}" in retained)
+        ],
+        object_store=platform.weka.object_store,
         copy_retention_days=spec.lifecycle.retention_days,
     )
 
@@ -297,6 +304,8 @@ def storage_args(
         claims=[Claim(pvc.name, quantity(pvc.size)) for pvc in storage.pvcs],
         delete_without_snapshot=spec.lifecycle.rehearsal,
         retained_copies=retention.copies,
+        retained_locators=retention.locators,
+        object_store=platform.weka.object_store,
         after=after,
     )
 

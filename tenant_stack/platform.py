@@ -385,6 +385,8 @@ class Weka(StrictModel):
     filesystem_group: DnsLabel
     shared_home_filesystem: DnsLabel
     shared_scratch_filesystem: DnsLabel
+    # The object store bucket offboarding uploads a tenant's snapshots to (Snap-To-Object).
+    object_store: DnsLabel = "retention"
 
 
 class LoginChart(StrictModel):

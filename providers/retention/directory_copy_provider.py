@@ -6,8 +6,8 @@ retention store at `<tenant>/storage/<filesystem>.tar.gz` with `tenant`, `retent
 
 The key is fixed: an `up` killed after the upload writes the same object again, never a second.
 Verified by reading the stored object's size back. The directory's delete gate trusts the key
-only while the object is still in the store (`providers.retention.client.holds`). Delete refuses until
-`retention-until` has passed; the program declares the copy protected.
+only while the object is still in the store (`providers.retention.client.holds`). Delete
+refuses until `retention-until` has passed; the program declares the copy protected.
 """
 
 from __future__ import annotations

@@ -37,9 +37,10 @@ __all__ = ["FilesystemProvider"]
 
 class FilesystemProvider(WekaProvider):
     """A filesystem in an organization (Root for directory isolation). Its delete is gated: it
-    refuses unless `retained_snapshot_id` names a snapshot of this filesystem that still exists
-    (recorded by the offboarding stage's `up`, verified then and again at delete), or unless
-    `allow_delete_without_snapshot` is true (rollback of a fresh tenant's onboarding)."""
+    refuses unless `retained_locator` is the locator of this filesystem's snapshot uploaded to
+    bucket `object_store` (recorded by the offboarding stage's `up`, read back from the bucket
+    then and again at delete: the snapshot itself dies with the filesystem), or unless
+    `allow_delete_without_snapshot` is true (a rehearsal that holds no data)."""
 
     schema = Schema(
         kind="filesystem",
@@ -51,7 +52,8 @@ class FilesystemProvider(WekaProvider):
             Field("total_capacity", at_least(1, "must be a positive number of bytes")),
             # 0 = all of total_capacity on SSD (no tiering); check writes it out.
             Field("ssd_capacity", at_least(0, "must be 1 to total_capacity bytes"), 0),
-            Field("retained_snapshot_id", typed(str), ""),
+            Field("retained_locator", typed(str), ""),
+            Field("object_store", typed(str), ""),
             Field("allow_delete_without_snapshot", typed(bool), False),
         ),
         rules=(
@@ -66,10 +68,10 @@ class FilesystemProvider(WekaProvider):
         total, ssd = inputs.get("total_capacity"), inputs.get("ssd_capacity")
         if ssd == 0 and isinstance(total, int):
             inputs["ssd_capacity"] = total
-        snapshot = inputs.get("retained_snapshot_id")
-        if not olds and isinstance(snapshot, str) and snapshot and not is_unknown(snapshot):
-            reason = "a filesystem being created has no snapshot yet: leave it empty"
-            failures.append(CheckFailure("retained_snapshot_id", reason))
+        locator = inputs.get("retained_locator")
+        if not olds and isinstance(locator, str) and locator and not is_unknown(locator):
+            reason = "a filesystem being created has no uploaded snapshot yet: leave it empty"
+            failures.append(CheckFailure("retained_locator", reason))
         return CheckResult(inputs, failures)
 
     def delete_before_replace(self, replaces: list[str]) -> bool:
@@ -128,10 +130,10 @@ class FilesystemProvider(WekaProvider):
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         old, new = self.schema.recorded(olds), self.schema.recorded(news)
         with org_client(new) as weka:
-            snapshot = new["retained_snapshot_id"]
-            if snapshot and snapshot != old["retained_snapshot_id"]:
-                # Only a verified id enters the outputs that the delete gate trusts.
-                self._verify_snapshot(weka, id_, new, self._doing("recording a snapshot of", new))
+            locator = new["retained_locator"]
+            if locator and locator != old["retained_locator"]:
+                # Only a verified locator enters the outputs that the delete gate trusts.
+                self._verify_copy(weka, new, self._doing("recording the uploaded snapshot of", new))
             sized = ("name", "total_capacity", "ssd_capacity")
             if any(old[key] != new[key] for key in sized):
                 weka.update_filesystem(id_, new["name"], new["total_capacity"], new["ssd_capacity"])
@@ -144,33 +146,33 @@ class FilesystemProvider(WekaProvider):
             if weka.get_filesystem(id_) is None:
                 return
             if not inputs["allow_delete_without_snapshot"]:
-                if not inputs["retained_snapshot_id"]:
+                if not inputs["retained_locator"]:
                     raise WekaError(
                         doing,
-                        "refused: no verified offboarding snapshot is recorded for it, and "
+                        "refused: no uploaded offboarding snapshot is recorded for it, and "
                         "deleting it would destroy the only copy of the tenant's data",
                         "move the tenant to lifecycle stage 'snapshotted' and run `pulumi up`, "
-                        "which records the verified snapshot's id here; then destroy again",
+                        "which uploads the snapshot and records its locator here; then destroy "
+                        "again",
                     )
-                self._verify_snapshot(weka, id_, inputs, doing)
+                self._verify_copy(weka, inputs, doing)
             weka.delete_filesystem(id_, inputs["name"])
 
-    def _verify_snapshot(
-        self, weka: WekaClient, fs_uid: str, inputs: Mapping[str, Any], doing: str
-    ) -> None:
-        snapshot_id = inputs["retained_snapshot_id"]
-        snapshot = weka.get_snapshot(snapshot_id)
-        if snapshot is None:
-            problem = f"snapshot {snapshot_id} does not exist in organization {weka.org!r}"
-        elif snapshot.filesystem_uid != fs_uid:
-            problem = f"snapshot {snapshot.name!r} is of filesystem {snapshot.filesystem_uid}"
-        elif snapshot.is_removing:
-            problem = f"snapshot {snapshot.name!r} is being removed"
+    def _verify_copy(self, weka: WekaClient, inputs: Mapping[str, Any], doing: str) -> None:
+        """Refuses unless the bucket still holds an upload of this filesystem at the recorded
+        locator: read from the bucket itself, whatever became of the snapshot."""
+        locator, bucket = inputs["retained_locator"], inputs["object_store"]
+        try:
+            info = weka.locator_info(bucket, locator)
+        except WekaError as error:
+            problem = f"bucket {bucket!r} does not answer for {locator}: {error.backend_says}"
         else:
-            return
+            if info.fs_name == inputs["name"]:
+                return
+            problem = f"locator {locator} holds a snapshot of {info.fs_name!r}"
         raise WekaError(
             doing,
-            f"refused: {problem}, so it does not keep this filesystem's data",
-            "take and verify the offboarding snapshot of this filesystem (stage 'snapshotted'), "
-            "record its id with `pulumi up`, then try again",
+            f"refused: {problem}, so nothing keeps this filesystem's data",
+            "take and upload the offboarding snapshot again (lifecycle.stage snapshotted, "
+            "`pulumi up`), then try again",
         )

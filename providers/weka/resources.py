@@ -16,6 +16,7 @@ from providers.weka.filesystem_provider import FilesystemProvider
 from providers.weka.org_user_provider import OrgUserProvider
 from providers.weka.organization_provider import OrganizationProvider
 from providers.weka.quota_provider import DirectoryQuotaProvider
+from providers.weka.uploaded_snapshot_provider import UploadedSnapshotProvider
 
 __all__ = [
     "WekaDirectory",
@@ -23,6 +24,7 @@ __all__ = [
     "WekaFilesystem",
     "WekaOrgUser",
     "WekaOrganization",
+    "WekaUploadedSnapshot",
 ]
 
 
@@ -75,8 +77,9 @@ class WekaOrganization(Resource, module="weka", name="Organization"):
 
 class WekaFilesystem(Resource, module="weka", name="Filesystem"):
     """A filesystem in `org` (Root, the default, is the cluster admin's; a tenant's organization
-    needs its admin's credentials). Deleting it is refused unless `retained_snapshot_id` names
-    a verified, still existing snapshot of it, or `allow_delete_without_snapshot` is true."""
+    needs its admin's credentials). Deleting it is refused unless `retained_locator` is the
+    locator of its snapshot uploaded to bucket `object_store` and still readable there, or
+    `allow_delete_without_snapshot` is true."""
 
     name: pulumi.Output[str]
     org: pulumi.Output[str]
@@ -85,7 +88,7 @@ class WekaFilesystem(Resource, module="weka", name="Filesystem"):
     group_name: pulumi.Output[str]
     total_capacity: pulumi.Output[int]
     ssd_capacity: pulumi.Output[int]
-    retained_snapshot_id: pulumi.Output[str]
+    retained_locator: pulumi.Output[str]
     allow_delete_without_snapshot: pulumi.Output[bool]
 
     def __init__(
@@ -99,7 +102,8 @@ class WekaFilesystem(Resource, module="weka", name="Filesystem"):
         org: pulumi.Input[str] = ROOT_ORG,
         org_admin_username: pulumi.Input[str] | None = None,
         org_admin_password: pulumi.Input[str] | None = None,
-        retained_snapshot_id: pulumi.Input[str] | None = None,
+        retained_locator: pulumi.Input[str] | None = None,
+        object_store: pulumi.Input[str] | None = None,
         allow_delete_without_snapshot: pulumi.Input[bool] = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -112,7 +116,8 @@ class WekaFilesystem(Resource, module="weka", name="Filesystem"):
             "group_name": group_name,
             "total_capacity": total_capacity,
             "ssd_capacity": ssd_capacity,
-            "retained_snapshot_id": retained_snapshot_id,
+            "retained_locator": retained_locator,
+            "object_store": object_store,
             "allow_delete_without_snapshot": allow_delete_without_snapshot,
         }
         super().__init__(
@@ -251,3 +256,32 @@ class WekaOrgUser(Resource, module="weka", name="OrgUser"):
             props,
             _secret_outputs(opts, "password", "org_admin_password"),
         )
+
+
+class WekaUploadedSnapshot(Resource, module="weka", name="UploadedSnapshot"):
+    """Offboarding's copy of filesystem `filesystem` of organization `org` that outlives it: its
+    snapshot `offboarding`, uploaded to object store bucket `object_store` and verified by
+    `locator`, kept until `retention_until`. Protected, with plain values only."""
+
+    locator: pulumi.Output[str]
+    snapshot_uid: pulumi.Output[str]
+    retention_until: pulumi.Output[str]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        org: str,
+        filesystem: str,
+        object_store: str,
+        retention_days: int,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        inputs = {
+            "org": org,
+            "filesystem": filesystem,
+            "object_store": object_store,
+            "retention_days": retention_days,
+            **dict.fromkeys(("locator", "snapshot_uid", "retention_until")),
+        }
+        super().__init__(UploadedSnapshotProvider(), resource_name, inputs, opts)

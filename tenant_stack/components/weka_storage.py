@@ -109,6 +109,9 @@ class WekaStorageArgs:
     # Offboarding's copy of the tenant's directory per shared filesystem (its store key), which
     # lets destroy delete a directory that holds data.
     retained_copies: Mapping[str, pulumi.Input[str]]
+    # Org isolation: the locator of each own filesystem's uploaded snapshot, and the bucket.
+    retained_locators: Mapping[str, pulumi.Input[str]]
+    object_store: str
     after: list[pulumi.Resource]
 
 
@@ -146,6 +149,8 @@ class WekaStorage(pulumi.ComponentResource):
                     total_capacity=capacity,
                     group_name=args.filesystem_group,
                     allow_delete_without_snapshot=args.delete_without_snapshot,
+                    retained_locator=args.retained_locators.get(f"{tenant}-{kind}", ""),
+                    object_store=args.object_store,
                     org=credentials.org,
                     org_admin_username=credentials.username,
                     org_admin_password=credentials.password,

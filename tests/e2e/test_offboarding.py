@@ -253,7 +253,8 @@ def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_
     code, said = bar.try_pulumi("up", "--yes", "--skip-preview")
     took = time.monotonic() - started
     assert code != 0
-    assert "1 jobs still in the queue" in said and f"{running} (dave, running)" in said
+    assert "1 jobs still in the queue" in said
+    assert f"{running} (dave, running)" in said
     assert "run `pulumi up` again later" in said
     assert took < DRAIN_WAIT + 90, f"the drain's up took {took:.0f}s"
     # Pending jobs can never start once frozen: cancelled, and listed in the drain's record.
@@ -296,12 +297,14 @@ def test_archived_puts_one_row_per_job_in_the_retention_store(bar: Tenant) -> No
     bar.up()
     with RetentionStore.from_environment() as store:
         jobs = store.head(f"{SLUG}/slurm/jobs.csv")
-        assert jobs is not None and jobs.metadata is not None
+        assert jobs is not None
+        assert jobs.metadata is not None
         assert jobs.metadata["tenant"] == SLUG
         assert jobs.metadata["retention-until"] > "2033-01-01"  # 2555 days on
         rows = list(csv.DictReader(io.StringIO(store.get(jobs.key).decode()), delimiter="|"))
         logs = store.head(f"{SLUG}/slurm/logs.log")
-        assert logs is not None and logs.metadata is not None
+        assert logs is not None
+        assert logs.metadata is not None
         assert logs.metadata["retention-until"] < "2027-06-01"  # 90 days on
     assert sorted(int(row["JobID"]) for row in rows) == sorted(bar.jobs)
     assert {row["Account"] for row in rows} == {SLUG}
@@ -314,7 +317,8 @@ def test_rollback_from_archived_keeps_the_archives(bar: Tenant) -> None:
     archives = [
         r for r in bar.state() if r["type"] == "pulumi-python:dynamic/retention:SlurmArchive"
     ]
-    assert len(archives) == 4 and all(r.get("protect") for r in archives)
+    assert len(archives) == 4
+    assert all(r.get("protect") for r in archives)
     assert partition_state(SLUG) == "UP"
 
 
@@ -331,7 +335,7 @@ def test_destroy_without_sign_off_is_refused_by_the_spec(bar: Tenant) -> None:
 def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> None:
     bar.at_stage("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
     bar.up()
-    code, said = bar.try_pulumi("destroy", "--yes", "--skip-preview")
+    code, _ = bar.try_pulumi("destroy", "--yes", "--skip-preview")
     assert code != 0, "a plain destroy must stop at the protected resources"
     bar.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
     kept = {r["type"] for r in bar.state() if r.get("custom", True) and r.get("protect")}
@@ -362,8 +366,10 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
 def verify_offboarded(bar: Tenant) -> tuple[int, dict[str, Any]]:
     """`python -m tenant_stack verify-offboarded --json` as the operator runs it."""
     done = subprocess.run(
-        ["python", "-m", "tenant_stack", "verify-offboarded", SLUG, "--json"]
-        + ["--tenants", str(bar.project / "tenants")],
+        [
+            *("python", "-m", "tenant_stack", "verify-offboarded", SLUG, "--json"),
+            *("--tenants", str(bar.project / "tenants")),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

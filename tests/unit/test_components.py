@@ -836,3 +836,32 @@ def test_at_stage_destroy_users_become_protected_disabled_tombstones(
         assert user.dependencies == frozenset(), user.name
     gate = destroyed.one(GATE, "tenant-foo-gate").inputs["lifecycle"]
     assert (gate["stage"], gate["signed_off"], gate.get("next_stage")) == ("destroy", True, None)
+
+
+UPLOADED = "pulumi-python:dynamic/weka:UploadedSnapshot"
+DIRECTORY_COPY = "pulumi-python:dynamic/retention:DirectoryCopy"
+
+
+def test_snapshotted_uploads_each_own_filesystem_and_gates_it_on_the_locator(
+    tmp_path: Path, mocks: Recorder
+) -> None:
+    snapshotted = _deploy(mocks, _variant(tmp_path, "tenant-foo", _at_stage("snapshotted")))
+    uploads = {u.inputs["filesystem"]: u for u in snapshotted.of_type(UPLOADED)}
+    assert sorted(uploads) == ["tenant-foo-home", "tenant-foo-scratch"]
+    for upload in uploads.values():
+        assert upload.protect
+        assert upload.dependencies == frozenset()
+        assert (upload.inputs["org"], upload.inputs["object_store"]) == ("tenant-foo", "retention")
+    release = snapshotted.one(K8S_RELEASE, "tenant-foo-release")
+    assert release.inputs["spec"]["values"]["replicas"] == 0
+
+
+def test_snapshotted_copies_a_directory_tenants_own_directories(
+    tmp_path: Path, mocks: Recorder
+) -> None:
+    bar = _deploy(mocks, _variant(tmp_path, "tenant-bar", _at_stage("snapshotted")))
+    copies = {c.inputs["filesystem"]: c for c in bar.of_type(DIRECTORY_COPY)}
+    assert sorted(copies) == ["cluster-home", "cluster-scratch"]
+    assert {c.inputs["path"] for c in copies.values()} == {"/tenant-bar"}
+    assert all(c.protect and not c.dependencies for c in copies.values())
+    assert bar.of_type(UPLOADED) == []
