@@ -36,6 +36,10 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 Cleanup = Callable[[Callable[[], object]], None]
 
 
+# The sandbox's object store bucket, as Pulumi.prod.yaml's weka.object_store names it.
+BUCKET = "retention"
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -287,57 +291,50 @@ def test_deleting_a_mounted_filesystem_says_it_is_in_use(
     admin.request("PUT", mounts, doing="unmount", json={"mounted": False})
 
 
-def test_delete_gate_needs_a_verified_snapshot_that_still_exists(
+def test_delete_gate_needs_an_uploaded_snapshot_still_in_the_bucket(
     tenant: Tenant, cleanup: Cleanup, settings: Settings
 ) -> None:
     provider = FilesystemProvider()
     fs_uid, outs = make_fs(cleanup, tenant)
     other_uid, _ = make_fs(cleanup, tenant)
     news = {k: outs[k] for k in ("name", "total_capacity", *tenant.login())}
+    news["object_store"] = BUCKET
 
-    with pytest.raises(WekaError, match="no verified offboarding snapshot"):
+    with pytest.raises(WekaError, match="no uploaded offboarding snapshot"):
         provider.delete(fs_uid, wire(outs))
     assert provider.read(fs_uid, wire(outs)).id == fs_uid
 
     with tenant.client(settings) as org:
 
-        def snapshot(of: str) -> str:
-            body = {"fs_uid": of, "name": unique("offboard")}
-            return str(org.request("POST", "snapshots", doing="snapshot", json=body)["uid"])
+        def upload(of: str) -> str:
+            org.attach_object_store(of, BUCKET)
+            snap = org.create_snapshot(of, unique("offboard"))
+            return org.upload_snapshot(snap.uid).locator
 
         for wrong, reason in (
-            (str(uuid.uuid4()), "does not exist"),
-            (snapshot(other_uid), "is of filesystem"),
+            (upload(other_uid), "holds a snapshot of"),
+            ("00000000/d/s/99/spec/none", "does not answer"),
         ):
-            recorded = checked(provider, {**news, "retained_snapshot_id": wrong}, news)
+            recorded = checked(provider, {**news, "retained_locator": wrong}, news)
             with pytest.raises(WekaError, match=reason):
                 provider.update(fs_uid, wire(outs), recorded)
 
-        # Recorded and verified, then removed behind Pulumi's back: the gate holds.
-        stale = snapshot(fs_uid)
-        recorded = checked(provider, {**news, "retained_snapshot_id": stale}, news)
-        outs = provider.update(fs_uid, wire(outs), recorded).outs or {}
-        org.request("DELETE", f"snapshots/{stale}", doing="unsnapshot")
-        with pytest.raises(WekaError, match="does not exist"):
-            provider.delete(fs_uid, wire(outs))
-
-        kept = snapshot(fs_uid)
-        recorded = checked(provider, {**news, "retained_snapshot_id": kept}, news)
+        kept = upload(fs_uid)
+        recorded = checked(provider, {**news, "retained_locator": kept}, news)
         outs = provider.update(fs_uid, wire(outs), recorded).outs or {}
         provider.delete(fs_uid, wire(outs))
         assert org.get_filesystem(fs_uid) is None
-        # A snapshot lives in its filesystem and goes with it: only an uploaded copy outlives
-        # it (tests/contract/test_weka_snapshots.py).
-        assert org.get_snapshot(kept) is None
+        # The snapshot went with its filesystem; the upload outlives both.
+        assert org.locator_info(BUCKET, kept).fs_name == news["name"]
 
 
 def test_a_new_filesystem_cannot_claim_a_snapshot() -> None:
     failures = (
         FilesystemProvider()
-        .check({}, {"name": "home", "total_capacity": 1.0, "retained_snapshot_id": "x"})
+        .check({}, {"name": "home", "total_capacity": 1.0, "retained_locator": "x"})
         .failures
     )
-    assert [f.property for f in failures] == ["retained_snapshot_id"]
+    assert [f.property for f in failures] == ["retained_locator"]
 
 
 # --- directory quota ------------------------------------------------------------------------
@@ -452,7 +449,7 @@ def test_quota_check_rules() -> None:
     unknown |= {"soft_limit_bytes": 1.0, "owner": "t", "org": "tenant-x"}
     unknown |= {"org_admin_username": UNKNOWN, "org_admin_password": UNKNOWN}
     assert DirectoryQuotaProvider().check({}, unknown).failures == []
-    fs = {"name": "home", "total_capacity": UNKNOWN, "retained_snapshot_id": UNKNOWN}
+    fs = {"name": "home", "total_capacity": UNKNOWN, "retained_locator": UNKNOWN}
     assert FilesystemProvider().check({}, fs).failures == []
     diff = FilesystemProvider().diff("id", {**fs, "total_capacity": 1.0}, fs)
     assert (diff.changes, diff.replaces) == (True, [])
