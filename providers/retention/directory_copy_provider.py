@@ -24,6 +24,7 @@ from providers.retention.objects import RETENTION_UNTIL, retention_metadata, ten
 from providers.slurm import values
 from providers.weka.client import ROOT_ORG
 from providers.weka.mount import mount_client
+from providers.weka.props import NAME, matching
 
 __all__ = ["DirectoryCopyProvider"]
 
@@ -38,9 +39,9 @@ COPY = Schema(
     kind="retained directory copy",
     fields=(
         Field("tenant", values.name, replaces=True),
-        Field("filesystem", values.name, replaces=True),
+        Field("filesystem", matching(NAME, "a Weka filesystem name"), replaces=True),
         Field("path", _path, replaces=True),
-        Field("org", values.name, ROOT_ORG, replaces=True),
+        Field("org", matching(NAME, "a Weka organization name"), ROOT_ORG, replaces=True),
         Field("retention_days", values.count),
     ),
 )

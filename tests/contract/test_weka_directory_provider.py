@@ -8,7 +8,9 @@ filesystem in Root and removes it again.
 
 from __future__ import annotations
 
+import io
 import os
+import tarfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,8 @@ import pytest
 from pulumi.dynamic import CreateResult, ReadResult
 
 from providers.errors import WekaError
+from providers.retention.client import RetentionStore
+from providers.retention.directory_copy_provider import DirectoryCopyProvider
 from providers.weka.client import WekaClient
 from providers.weka.directory_provider import DirectoryProvider
 from providers.weka.quota_provider import DirectoryQuotaProvider
@@ -154,12 +158,31 @@ def test_delete_removes_an_empty_directory_and_refuses_one_with_data(
     (mount / "full" / "checkpoint.pt").write_text("weights")
     with pytest.raises(WekaError, match="refused: it holds the tenant's data") as refused:
         DIRS.delete(full.id, wire(outs(full)))
-    assert "offboarding snapshots the data first" in str(refused.value)
+    assert "offboarding keeps a copy first" in str(refused.value)
     assert (mount / "full" / "checkpoint.pt").read_text() == "weights"
 
-    rehearsal = directory(name, "/full", allow_delete_with_data=True)
-    DIRS.delete(full.id, wire({**outs(full), **rehearsal}))
+    # A copy recorded but not in the retention store opens nothing.
+    missing = {**outs(full), "retained_copy": f"test-{name}/storage/never-made.tar.gz"}
+    with pytest.raises(WekaError, match="is not in the retention store"):
+        DIRS.delete(full.id, wire(missing))
+
+    # With offboarding's copy in the store, the data may go.
+    copy = DirectoryCopyProvider().create(
+        {"tenant": f"test-{name}", "filesystem": name, "path": "/full", "retention_days": 1.0}
+    )
+    DIRS.delete(full.id, wire({**outs(full), "retained_copy": copy.id}))
     assert not (mount / "full").exists()
+    with RetentionStore.from_environment() as store:
+        data = store.get(copy.id)
+        store.delete(copy.id)
+    with tarfile.open(fileobj=io.BytesIO(data)) as kept:
+        assert kept.extractfile("./checkpoint.pt").read() == b"weights"  # type: ignore[union-attr]
+
+    again = DIRS.create(directory(name, "/again"))
+    (mount / "again" / "x").write_text("x")
+    rehearsal = directory(name, "/again", allow_delete_with_data=True)
+    DIRS.delete(again.id, wire({**outs(again), **rehearsal}))
+    assert not (mount / "again").exists()
 
 
 def test_missing_parent_unmounted_filesystem_and_bad_inputs_are_named(
