@@ -9,7 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
+import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from tests.backends import (
     authentik_user,
     file_backend,
     labelled,
+    mounted,
     pulumi,
     run,
     run_pulumi,
@@ -50,6 +53,12 @@ USERS = {"dave": 2201, "erin": 2202}
 # How long one `up` at stage drained waits for the queue (stack config), kept short here.
 DRAIN_WAIT = 15
 SIGN_OFF = {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4242"}
+# What the tenant keeps on the shared filesystems: /home/tenant-bar/dave/... and
+# /scratch/tenant-bar/..., each filesystem's file as (path in it, content).
+DATA = {
+    "cluster-home": (f"{SLUG}/dave/notes.txt", b"dave's notes\n"),
+    "cluster-scratch": (f"{SLUG}/dataset.bin", b"\1" * 8192),
+}
 
 
 @dataclass
@@ -184,6 +193,13 @@ def test_destroy_of_an_active_tenant_deletes_nothing_and_names_the_next_stage(ba
     assert bar.resources() == before
     assert labelled(SLUG) == NODES
     assert association_limits(SLUG)[0] == GRP_JOBS
+
+
+def test_the_tenants_data_sits_in_its_directories_on_the_shared_filesystems(bar: Tenant) -> None:
+    for filesystem, (path, data) in DATA.items():
+        target = mounted("Root", filesystem, path)
+        target.write_bytes(data)
+        os.chown(target, USERS["dave"], GID)
 
 
 def test_the_tenants_jobs_run_on_the_slurmd_node(bar: Tenant) -> None:
@@ -361,6 +377,16 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
         assert found["groups"] == []
     code, report = verify_offboarded(bar)
     assert (code, report["ok"]) == (0, True), report
+
+
+def test_each_retained_copy_gives_back_the_tenants_files(bar: Tenant) -> None:
+    with RetentionStore.from_environment() as store:
+        for filesystem, (path, data) in DATA.items():
+            copy = store.get(f"{SLUG}/storage/{filesystem}.tar.gz")
+            with tarfile.open(fileobj=io.BytesIO(copy)) as kept:
+                member = kept.getmember("./" + path.removeprefix(f"{SLUG}/"))
+                assert (member.uid, member.gid) == (USERS["dave"], GID)
+                assert kept.extractfile(member).read() == data  # type: ignore[union-attr]
 
 
 def verify_offboarded(bar: Tenant) -> tuple[int, dict[str, Any]]:
