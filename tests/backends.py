@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,11 @@ def show_partition(name: str) -> str:
         check=False,
     )
     return result.stdout + result.stderr
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = 30) -> None:
+    """Polls `check` until it holds; fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        time.sleep(0.2)

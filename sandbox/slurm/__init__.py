@@ -1,4 +1,5 @@
-"""Real Slurm 22.05 (munged, MariaDB, slurmdbd, slurmctld) as plain processes on 127.0.0.1."""
+"""Real Slurm 22.05 (munged, MariaDB, slurmdbd, slurmctld, and slurmd for one node) as plain
+processes on 127.0.0.1."""
 
 from sandbox.slurm.services import client_env, slurm_services
 from sandbox.slurm.settings import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -21,7 +22,9 @@ from sandbox.slurm import (
     slurm_services,
 )
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
+from sandbox.slurm.probes import node_usable
 from sandbox.supervisor import Supervisor, port_in_use
+from tests.backends import wait_for
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -62,6 +65,10 @@ class Sandbox:
         return self.run(*argv).stdout.splitlines()
 
 
+def usable(slurm: Sandbox, node: str) -> bool:
+    return node_usable(slurm.run("scontrol", "show", "node", node, "-o").stdout)
+
+
 @pytest.fixture(scope="module")
 def slurm(sandbox: SandboxLayout) -> Sandbox:
     state_dir = sandbox.root / "slurm"
@@ -94,11 +101,36 @@ def test_platform_partition_holds_every_node(slurm: Sandbox) -> None:
     assert "gres/gpu=128" in out
 
 
-def test_sinfo_lists_sixteen_cloud_nodes(slurm: Sandbox) -> None:
+def test_the_slurmd_node_is_up_after_start(slurm: Sandbox) -> None:
+    assert slurm.settings.slurmd_node == "gpu-14"
+    # A slurmctld restarted just before (the lifecycle tests restart it) holds the node UNKNOWN
+    # for a few seconds, until it asks slurmd to register again.
+    wait_for("gpu-14 to be registered", lambda: usable(slurm, "gpu-14"), timeout=15)
+    node = slurm.run("scontrol", "show", "node", "gpu-14", "-o").stdout
+    # IDLE, or busy with a job of a test session running beside this one; never CLOUD,
+    # POWERED_DOWN, DRAIN or NOT_RESPONDING, and no reason recorded.
+    assert node_usable(node), node
+    assert re.search(r" State=(IDLE|ALLOCATED|MIXED) ", node), node
+    assert "Reason=" not in node
+    assert "NodeAddr=127.0.0.1 " in node
+    # Configured as the fleet's servers, whatever this host has (config_overrides), with its
+    # eight GPUs (stand-in device files) all reported by slurmd.
+    assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in node
+    assert "Gres=gpu:8 " in node
+    slurmd = slurm.run("scontrol", "show", "slurmd").stdout
+    assert re.search(rf"^Slurmd PID\s+= {slurm.supervisor.pid('slurmd')}$", slurmd, re.M), slurmd
+
+
+def test_sinfo_lists_fifteen_cloud_nodes_and_the_slurmd_node(slurm: Sandbox) -> None:
     rows = slurm.lines("sinfo", "-N", "-h", "-p", "platform", "-o", "%N|%G|%c|%m|%T")
     assert [r.split("|")[0] for r in rows] == [f"gpu-{i:02d}" for i in range(1, 17)]
+    states = {r.split("|", 1)[0]: r.split("|", 1)[1] for r in rows}
+    slurmd_node = states.pop("gpu-14")
     # Powered-down CLOUD nodes: visible, never pinged, never DOWN.
-    assert {r.split("|", 1)[1] for r in rows} == {"gpu:8|224|2000000|idle~"}
+    assert set(states.values()) == {"gpu:8|224|2000000|idle~"}
+    # The slurmd node: configured as the others, powered up (no ~), taking jobs.
+    assert slurmd_node.rsplit("|", 1)[0] == "gpu:8|224|2000000"
+    assert slurmd_node.rsplit("|", 1)[1] in ("idle", "mixed", "allocated")
     node = slurm.run("scontrol", "show", "node", "gpu-16").stdout
     assert "CLOUD" in node
     assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in node
@@ -111,6 +143,10 @@ def test_config_files_have_safe_modes(slurm: Sandbox) -> None:
     assert s.munge_dir.stat().st_mode & 0o777 == 0o755
     assert s.archive_dir.is_dir()
     assert f"Include {s.partitions_conf}" in s.slurm_conf.read_text()
+    # Job users run their batch scripts from slurmd's spool: every directory above it must let
+    # them through, which the state directory (in root's 0700 home) need not.
+    for directory in (s.slurmd_spool_dir, *s.slurmd_spool_dir.parents):
+        assert directory.stat().st_mode & 0o005 == 0o005, directory
 
 
 def test_account_and_qos_round_trip(slurm: Sandbox) -> None:
@@ -227,7 +263,7 @@ def test_slurmctld_survives_sigkill(slurm: Sandbox) -> None:
 def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     s = slurm.settings
     # Starting what runs and answers is a no-op.
-    assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 4
+    assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 5
     slurm.run("sacctmgr", "-i", "add", "account", "sbx-keep", "GrpTRES=gres/gpu=32")
     before = s.partitions_conf.read_text()
     s.partitions_conf.write_text(before + TEST_PARTITION)
@@ -236,7 +272,7 @@ def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     try:
         for service in reversed(slurm.services):
             assert slurm.supervisor.stop(service) is True
-        ports = (s.mariadb_port, s.slurmdbd_port, s.slurmctld_port)
+        ports = (s.mariadb_port, s.slurmdbd_port, s.slurmctld_port, s.slurmd_port)
         assert not [p for p in ports if port_in_use(p)]
         for service in slurm.services:
             assert slurm.supervisor.start(service) is True
@@ -249,6 +285,7 @@ def test_full_restart_keeps_state(slurm: Sandbox) -> None:
         )
         assert assoc == ["sbx-keep|gres/gpu=32"]
         assert "PartitionName=sbx-part" in slurm.run("scontrol", "show", "partition").stdout
+        assert usable(slurm, "gpu-14")
     finally:
         s.partitions_conf.write_text(before)
         slurm.run("scontrol", "reconfigure")
