@@ -19,11 +19,12 @@ from sandbox.service import Service
 from sandbox.slurm import (
     SlurmSettings,
     client_env,
+    ensure_user,
     slurm_services,
 )
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
 from sandbox.slurm.probes import node_usable
-from sandbox.supervisor import Supervisor, port_in_use
+from sandbox.supervisor import SandboxError, Supervisor, port_in_use
 from tests.backends import wait_for
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
@@ -257,6 +258,25 @@ def test_slurmctld_survives_sigkill(slurm: Sandbox) -> None:
         assert len(slurm.lines("sinfo", "-N", "-h", "-p", "platform", "-o", "%N")) == 16
     finally:
         slurm.run("sacctmgr", "-i", "delete", "account", "sbx-kill")
+
+
+# A tenant's user known to this host. The ids stay clear of real accounts and of the tenant
+# specs' (which start at 2000 for users and 4000 for groups, per LDAP's numbering).
+JOBS_USER, JOBS_UID = "sbx-jobs-alice", 4990
+JOBS_GROUP, JOBS_GID = "sbx-jobs", 4990
+
+
+def test_ensure_user_is_idempotent_and_refuses_another_uid() -> None:
+    ensure_user(JOBS_USER, JOBS_UID, JOBS_GID, JOBS_GROUP)
+    ensure_user(JOBS_USER, JOBS_UID, JOBS_GID, JOBS_GROUP)
+    passwd = subprocess.run(
+        ["getent", "passwd", JOBS_USER], capture_output=True, text=True, check=True
+    ).stdout
+    assert passwd.split(":")[2:4] == [str(JOBS_UID), str(JOBS_GID)]
+    with pytest.raises(SandboxError, match=f"exists with uid {JOBS_UID}, not {JOBS_UID + 1}"):
+        ensure_user(JOBS_USER, JOBS_UID + 1, JOBS_GID, JOBS_GROUP)
+    with pytest.raises(SandboxError, match=f"uid {JOBS_UID} belongs to user '{JOBS_USER}'"):
+        ensure_user("sbx-jobs-other", JOBS_UID, JOBS_GID, JOBS_GROUP)
 
 
 @pytest.mark.usefixtures("partitions_to_ourselves")
