@@ -1,12 +1,16 @@
 """Reading the sandbox's backends with their own tools, for the end-to-end tests: kubectl,
-sacctmgr and scontrol, the Authentik and Weka APIs, the Weka mount, and the pulumi CLI."""
+sacctmgr and scontrol, the Authentik and Weka APIs, the Weka mount, and the pulumi CLI; and
+running a tenant's jobs on the sandbox's one slurmd node (gpu-14)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
-from collections.abc import Iterator
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -168,3 +172,68 @@ def show_partition(name: str) -> str:
         check=False,
     )
     return result.stdout + result.stderr
+
+
+# The job a tenant's user runs in the offboarding tests: it checkpoints to scratch on SIGTERM.
+# Its header says how to call it and what sacct shows for each way it ends.
+CHECKPOINTING_JOB = Path(__file__).resolve().parent / "jobs" / "checkpointing_job.sh"
+
+
+def sbatch_as(user: str, group: str, *args: str) -> int:
+    """Submits a batch job as `user` with primary group `group`; its job id. `args` are sbatch's
+    options, then the script and its arguments.
+
+    The tests run as root, and Slurm 22.05 lets root submit for another user with
+    `sbatch --uid=USER --gid=GROUP`: the job runs as that user, under that user's association.
+    The user must be known to this host's NSS (`sandbox.slurm.users.ensure_user`). The job
+    starts with Slurm's variables only (`--export=NONE`), not with the test's environment, as a
+    user's job would not carry root's; an `--export` in `args` wins."""
+    out = run("sbatch", "--parsable", "--export=NONE", f"--uid={user}", f"--gid={group}", *args)
+    # --parsable prints "jobid" or "jobid;cluster".
+    return int(out.strip().split(";", 1)[0])
+
+
+@contextmanager
+def scratch_directory(gid: int) -> Iterator[Path]:
+    """A tenant's scratch as a plain directory, made as the Weka layout makes it (root:G 2770),
+    removed afterwards. In /tmp, because a job's user must be able to reach it and pytest's
+    tmp_path sits under a directory only root may enter."""
+    path = Path(tempfile.mkdtemp(prefix="gpu-tenants-scratch-", dir="/tmp"))
+    try:
+        os.chown(path, 0, gid)
+        path.chmod(0o2770)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = 30) -> None:
+    """Polls `check` until it holds; fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        time.sleep(0.2)
+
+
+def squeue_job(job_id: int, format_: str = "%T") -> str:
+    """`squeue -h -j JOB -o FORMAT`: the job's line, "" once it has left the queue."""
+    result = subprocess.run(
+        ["squeue", "-h", "-j", str(job_id), "-o", format_],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    # A job slurmctld has already purged from its memory (MinJobAge after it ended) is no error.
+    if result.returncode != 0 and "Invalid job id specified" not in result.stderr:
+        raise AssertionError(f"squeue -j {job_id} exited {result.returncode}: {result.stderr}")
+    return result.stdout.strip()
+
+
+def sacct_job(job_id: int, fields: str) -> list[str]:
+    """The job's allocation line in accounting:
+    `sacct -X --allusers --parsable2 --noheader --jobs=JOB --format=FIELDS`."""
+    return run(
+        "sacct", "-X", "--allusers", "--parsable2", "--noheader", f"--jobs={job_id}",
+        f"--format={fields}",
+    ).splitlines()  # fmt: skip

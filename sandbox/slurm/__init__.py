@@ -1,4 +1,5 @@
-"""Real Slurm 22.05 (munged, MariaDB, slurmdbd, slurmctld) as plain processes on 127.0.0.1."""
+"""Real Slurm 22.05 (munged, MariaDB, slurmdbd, slurmctld, and slurmd for one node) as plain
+processes on 127.0.0.1, and the local users whose jobs that node runs."""
 
 from sandbox.slurm.services import client_env, slurm_services
 from sandbox.slurm.settings import (
@@ -8,6 +9,7 @@ from sandbox.slurm.settings import (
     SLURMDBD_PORT,
     SlurmSettings,
 )
+from sandbox.slurm.users import ensure_user
 
 __all__ = [
     "CLUSTER_NAME",
@@ -16,5 +18,6 @@ __all__ = [
     "SLURMDBD_PORT",
     "SlurmSettings",
     "client_env",
+    "ensure_user",
     "slurm_services",
 ]

@@ -67,20 +67,32 @@ def slurm_conf(s: SlurmSettings) -> str:
         "AccountingStorageTRES=gres/gpu",
         "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none",
-        # No slurmd ever runs for these nodes. With power saving on, CLOUD nodes stay powered
-        # down (idle~), so slurmctld never pings them (it would block resolving gpu-NN, which has
-        # no address, on every reconfigure); PrivateData=cloud shows powered-down CLOUD nodes
-        # in sinfo and scontrol (FUTURE nodes would stay hidden).
+        # No slurmd runs for the CLOUD nodes. With power saving on, they stay powered down
+        # (idle~), so slurmctld never pings them (it would block resolving gpu-NN, which has no
+        # address, on every reconfigure); PrivateData=cloud shows powered-down CLOUD nodes in
+        # sinfo and scontrol (FUTURE nodes would stay hidden). The slurmd node is never
+        # suspended, so nothing waits on a resume program that does nothing.
         "SuspendProgram=/bin/true",
         "ResumeProgram=/bin/true",
         "SuspendTime=600",
         "SuspendTimeout=30",
         "ResumeTimeout=300",
+        f"SuspendExcNodes={s.slurmd_node}",
         "PrivateData=cloud",
-        f"NodeName={s.node_names} CPUs={s.cpus_per_node} Boards=1"
+        # The slurmd node is configured as the fleet's servers are, far larger than this host:
+        # take slurm.conf's figures as they are instead of draining it as INVALID_REG.
+        "SlurmdParameters=config_overrides",
+        f"SlurmdLogFile={s.log_dir / 'slurmd.log'}",
+        "SlurmdDebug=info",
+        f"NodeName=DEFAULT CPUs={s.cpus_per_node} Boards=1"
         f" SocketsPerBoard={s.sockets_per_node} CoresPerSocket={s.cores_per_socket}"
         f" ThreadsPerCore={s.threads_per_core} RealMemory={s.real_memory_mb}"
-        f" Gres=gpu:{s.gpus_per_node} Feature=h100 State=CLOUD",
+        f" Gres=gpu:{s.gpus_per_node} Feature=h100",
+        *(
+            # slurmd -N names the node it serves; NodeHostname defaults to the node's name.
+            f"NodeName={nodes} NodeAddr=127.0.0.1" if served else f"NodeName={nodes} State=CLOUD"
+            for nodes, served in s.node_runs()
+        ),
         f"PartitionName={PLATFORM_PARTITION} Nodes=ALL Default=YES State=UP AllowAccounts=root"
         " MaxTime=01:00:00 DefaultTime=00:10:00",
         # One literal path each: 22.05 has no globs in Include. The Slurm provider rewrites the
@@ -92,8 +104,12 @@ def slurm_conf(s: SlurmSettings) -> str:
 
 
 def gres_conf(s: SlurmSettings) -> str:
-    # No device files exist for these GPUs; a count is all slurmctld needs to schedule them.
-    return _lines(f"NodeName={s.node_names} Name=gpu Count={s.gpus_per_node}")
+    # A count would be all slurmctld needs, but slurmd 22.05 drops a GPU without a File ("Removing
+    # file-less GPU"), even with Flags=CountOnly, then reports 0 GPUs and slurmctld drains the
+    # node (config_overrides covers CPUs and memory, not gres). So each GPU gets a stand-in
+    # device: a link to /dev/null (slurmd wants a character device; a plain file is an error).
+    last = s.gpus_per_node - 1
+    return _lines(f"NodeName={s.node_names} Name=gpu File={s.gpu_devices_dir}/nvidia[0-{last}]")
 
 
 def slurmdbd_conf(s: SlurmSettings, db_password: str) -> str:

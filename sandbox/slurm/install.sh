@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the local Slurm sandbox runs (munge, MariaDB, slurmdbd, slurmctld and
-# the Slurm clients). Idempotent: does nothing when every binary is already there. Starts nothing:
-# the sandbox runs the daemons itself as plain processes, so the packages' own services must not run.
+# Installs the Debian packages the local Slurm sandbox runs (munge, MariaDB, slurmdbd, slurmctld,
+# slurmd and the Slurm clients). Idempotent: does nothing when every binary is already there.
+# Starts nothing: the sandbox runs the daemons itself as plain processes, so the packages' own
+# services must not run.
 set -euo pipefail
 
-PACKAGES=(slurmdbd slurmctld slurm-client munge mariadb-server mariadb-client coreutils)
+PACKAGES=(slurmdbd slurmctld slurmd slurm-client munge mariadb-server mariadb-client coreutils)
 # The binaries the sandbox calls; a missing one means a package is missing.
 BINARIES=(munged mungekey munge unmunge mariadbd mariadb-install-db mariadb mariadb-admin
-  slurmdbd slurmctld sacctmgr scontrol sinfo timeout)
+  slurmdbd slurmctld slurmd sacctmgr scontrol sinfo sbatch squeue scancel sacct timeout)
 # Packages' daemons that postinst scripts could start; checked before and after installing.
-DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld)
+DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld slurmd)
 
 missing=()
 for bin in "${BINARIES[@]}"; do

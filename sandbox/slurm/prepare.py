@@ -163,4 +163,25 @@ def prepare_slurmctld(s: SlurmSettings) -> None:
     _base_dirs(s)
     _slurm_configs(s)
     _mkdir(s.ctld_state_dir, 0o700)
-    _mkdir(s.slurmd_spool_dir, 0o755)
+
+
+def _gpu_devices(s: SlurmSettings) -> None:
+    _mkdir(s.gpu_devices_dir, 0o755)
+    for index in range(s.gpus_per_node):
+        device = s.gpu_devices_dir / f"nvidia{index}"
+        if not device.is_symlink() or os.readlink(device) != os.devnull:
+            device.unlink(missing_ok=True)
+            device.symlink_to(os.devnull)
+
+
+def prepare_slurmd(s: SlurmSettings) -> None:
+    _base_dirs(s)
+    _slurm_configs(s)
+    _gpu_devices(s)
+    try:
+        _mkdir(s.slurmd_spool_dir, 0o755)
+    except PermissionError as error:
+        raise SandboxError(
+            f"cannot make slurmd's spool directory {s.slurmd_spool_dir} ({error.strerror}); "
+            "slurmd runs as root, start the sandbox as root"
+        ) from error

@@ -72,3 +72,73 @@ def slurmctld_ready(s: SlurmSettings) -> bool:
     return clusters is not None and any(
         line.startswith(f"{s.cluster_name}|") and line != f"{s.cluster_name}|" for line in clusters
     )
+
+
+# A node slurmd serves that can take jobs: its base state, and flags that say it cannot.
+_USABLE_STATES = {"IDLE", "ALLOCATED", "MIXED"}
+_UNUSABLE_FLAGS = {"DRAIN", "FAIL", "INVALID_REG", "NOT_RESPONDING", "POWERED_DOWN"}
+
+
+def _node_field(show_node: str, name: str) -> str:
+    return next((f.split("=", 1)[1] for f in show_node.split() if f.startswith(f"{name}=")), "")
+
+
+def node_state(show_node: str) -> str:
+    """The State= field of `scontrol show node NAME -o`: `IDLE`, `IDLE+DRAIN`, `DOWN*`, ..."""
+    return _node_field(show_node, "State")
+
+
+def node_usable(show_node: str) -> bool:
+    """Whether `scontrol show node NAME -o` shows a node that takes jobs: IDLE, ALLOCATED or
+    MIXED, and neither draining, not responding nor powered down (`State=IDLE+DRAIN`,
+    `State=DOWN*`, ...)."""
+    state = node_state(show_node)
+    base, *flags = state.rstrip("*").split("+")
+    return base in _USABLE_STATES and not state.endswith("*") and not _UNUSABLE_FLAGS & set(flags)
+
+
+def _shown(text: str, name: str) -> str:
+    """The value of `name = value` in `scontrol show slurmd` or `scontrol show config`."""
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == name:
+            return value.strip()
+    return ""
+
+
+def slurmd_registered(show_node: str, show_slurmd: str, show_config: str = "") -> bool:
+    """Whether slurmctld has the slurmd that answers `scontrol show slurmd` registered for the
+    node of `scontrol show node NAME -o`, and can give it jobs.
+
+    Either the node is usable with this slurmd's start time (`Boot time`, which the slurmd
+    reports as `SlurmdStartTime`), or slurmctld restarted after this slurmd started
+    (`BOOT_TIME` of `scontrol show config`): a restarted slurmctld holds the node UNKNOWN, with
+    no start time, until it next asks slurmd to register (about 5 s). Replacing that slurmd, as
+    `up` replaces a service that is not ready, would gain nothing."""
+    slurmd_started = _shown(show_slurmd, "Boot time")
+    if not slurmd_started:
+        return False
+    if node_usable(show_node):
+        return _node_field(show_node, "SlurmdStartTime") == slurmd_started
+    slurmctld_started = _shown(show_config, "BOOT_TIME")
+    # Both are ISO 8601 local times, so they compare as text.
+    return node_state(show_node) == "UNKNOWN" and slurmd_started < slurmctld_started
+
+
+def slurmd_ready(s: SlurmSettings) -> bool:
+    # slurmctld keeps a node's state across a restart of slurmd, so ask both: slurmd whether it
+    # answers (scontrol asks the one on localhost at SlurmdPort; a bare connect to the port
+    # would log an error in slurmd.log at every poll), slurmctld whether it has it registered.
+    env = _slurm_env(s)
+
+    def scontrol(*args: str) -> str | None:
+        result = run([binary("scontrol"), *args], timeout=_PROBE_TIMEOUT, env=env)
+        return result.stdout if result is not None and result.returncode == 0 else None
+
+    slurmd = scontrol("show", "slurmd")
+    node = scontrol("show", "node", s.slurmd_node, "-o")
+    if slurmd is None or node is None:
+        return False
+    if node_state(node) == "UNKNOWN":
+        return slurmd_registered(node, slurmd, scontrol("show", "config") or "")
+    return slurmd_registered(node, slurmd)

@@ -19,7 +19,7 @@ def client_env(state_dir: Path) -> dict[str, str]:
 
 
 def slurm_services(state_dir: Path, port_offset: int = 0) -> list[Service]:
-    """munged, mariadb, slurmdbd, slurmctld: start in this order, stop in reverse."""
+    """munged, mariadb, slurmdbd, slurmctld, slurmd: start in this order, stop in reverse."""
     s = SlurmSettings(state_dir, port_offset)
     env = client_env(state_dir)
     munged = Service(
@@ -74,4 +74,15 @@ def slurm_services(state_dir: Path, port_offset: int = 0) -> list[Service]:
         # slurm.conf is rendered at start: a new rendering (an Include, a port) needs a restart.
         revision=lambda: config.slurm_conf(s) + config.gres_conf(s),
     )
-    return [munged, mariadb, slurmdbd, slurmctld]
+    slurmd = Service(
+        name="slurmd",
+        # -N: serve the node named so in slurm.conf, not this host's name.
+        argv=[binary("slurmd"), "-D", "-N", s.slurmd_node],
+        ready=probes.never_raises(partial(probes.slurmd_ready, s)),
+        ports=[s.slurmd_port],
+        env=env,
+        cwd=state_dir,
+        prepare=partial(prepare.prepare_slurmd, s),
+        revision=lambda: config.slurm_conf(s) + config.gres_conf(s),
+    )
+    return [munged, mariadb, slurmdbd, slurmctld, slurmd]

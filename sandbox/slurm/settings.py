@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +13,7 @@ from pathlib import Path
 # system-wide install on the same host does not collide.
 MARIADB_PORT = 23306
 SLURMCTLD_PORT = 26817
-# Nothing listens here (the nodes are CLOUD, no slurmd runs), but slurm.conf needs a value and
-# the default 6818 would point at a system slurmd.
+# The one slurmd (see SlurmSettings.slurmd_node) listens here.
 SLURMD_PORT = 26818
 SLURMDBD_PORT = 26819
 
@@ -23,6 +24,20 @@ ACCOUNTING_DB_USER = "slurm"
 
 # Unix socket paths longer than sun_path (108 bytes with the NUL) cannot be bound.
 MAX_SOCKET_PATH = 107
+
+
+def _hostlist(prefix: str, numbers: Iterable[int]) -> str:
+    """`prefix[01-13,15-16]` for the node numbers given in ascending order; `prefix14` for one."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    parts = [f"{a:02d}" if a == b else f"{a:02d}-{b:02d}" for a, b in runs]
+    if len(runs) == 1 and runs[0][0] == runs[0][1]:
+        return f"{prefix}{parts[0]}"
+    return f"{prefix}[{','.join(parts)}]"
 
 
 def short_hostname() -> str:
@@ -40,13 +55,19 @@ class SlurmSettings:
     hostname: str = field(default_factory=short_hostname)
     cluster_name: str = CLUSTER_NAME
     # A fleet of 8x H100 SXM servers (DGX H100 shape): 2 x 56-core Xeon 8480C with SMT, 2 TiB RAM.
-    node_names: str = "gpu-[01-16]"
+    node_prefix: str = "gpu-"
     node_count: int = 16
+    # The one node a real slurmd serves, on this host, so that jobs really run (and land in
+    # accounting) for the offboarding tests: freeze, drain, cancel, archive. The others stay
+    # CLOUD nodes with no daemon. No tenant spec and no other test puts jobs on gpu-14.
+    slurmd_node: str = "gpu-14"
     sockets_per_node: int = 2
     cores_per_socket: int = 56
     threads_per_core: int = 2
     real_memory_mb: int = 2_000_000
     gpus_per_node: int = 8
+    # Where slurmd's spool directory goes (see slurmd_spool_dir).
+    spool_root: Path = Path("/var/spool/gpu-tenants")
 
     @property
     def mariadb_port(self) -> int:
@@ -63,6 +84,24 @@ class SlurmSettings:
     @property
     def slurmdbd_port(self) -> int:
         return SLURMDBD_PORT + self.port_offset
+
+    @property
+    def node_names(self) -> str:
+        """Every node, as a Slurm hostlist: gpu-[01-16]."""
+        return _hostlist(self.node_prefix, range(1, self.node_count + 1))
+
+    def node_runs(self) -> list[tuple[str, bool]]:
+        """The nodes in order, as hostlists of the runs either side of the slurmd node, each
+        with whether slurmd serves it: [("gpu-[01-13]", False), ("gpu-14", True),
+        ("gpu-[15-16]", False)]. Declared in this order, they keep it in every node list."""
+        runs: list[tuple[list[int], bool]] = []
+        for n in range(1, self.node_count + 1):
+            served = f"{self.node_prefix}{n:02d}" == self.slurmd_node
+            if runs and not served and not runs[-1][1]:
+                runs[-1][0].append(n)
+            else:
+                runs.append(([n], served))
+        return [(_hostlist(self.node_prefix, numbers), served) for numbers, served in runs]
 
     @property
     def cpus_per_node(self) -> int:
@@ -143,7 +182,15 @@ class SlurmSettings:
 
     @property
     def slurmd_spool_dir(self) -> Path:
-        return self.state_dir / "slurmd"
+        """Outside the state directory, which may sit in a home no other user can enter (root's
+        is 0700): slurmd runs a job's script from here as the job's user. One per sandbox."""
+        digest = hashlib.sha256(str(self.state_dir.absolute()).encode()).hexdigest()[:12]
+        return self.spool_root / f"slurmd-{digest}"
+
+    @property
+    def gpu_devices_dir(self) -> Path:
+        """Stand-ins for the GPUs' device files, /dev/nvidia0... on a real node (config.py)."""
+        return self.state_dir / "gpus"
 
     @property
     def archive_dir(self) -> Path:

@@ -70,6 +70,7 @@ def test_up_restarts_a_process_made_from_an_older_definition(
         "mariadb",
         "slurmdbd",
         "slurmctld",
+        "slurmd",
         "partitions-configmap-volume",
         "retention-store",
         "weka-emulator",

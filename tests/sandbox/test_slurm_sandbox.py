@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -18,10 +20,20 @@ from sandbox.service import Service
 from sandbox.slurm import (
     SlurmSettings,
     client_env,
+    ensure_user,
     slurm_services,
 )
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
-from sandbox.supervisor import Supervisor, port_in_use
+from sandbox.slurm.probes import node_usable
+from sandbox.supervisor import SandboxError, Supervisor, port_in_use
+from tests.backends import (
+    CHECKPOINTING_JOB,
+    sacct_job,
+    sbatch_as,
+    scratch_directory,
+    squeue_job,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -62,6 +74,10 @@ class Sandbox:
         return self.run(*argv).stdout.splitlines()
 
 
+def usable(slurm: Sandbox, node: str) -> bool:
+    return node_usable(slurm.run("scontrol", "show", "node", node, "-o").stdout)
+
+
 @pytest.fixture(scope="module")
 def slurm(sandbox: SandboxLayout) -> Sandbox:
     state_dir = sandbox.root / "slurm"
@@ -94,11 +110,36 @@ def test_platform_partition_holds_every_node(slurm: Sandbox) -> None:
     assert "gres/gpu=128" in out
 
 
-def test_sinfo_lists_sixteen_cloud_nodes(slurm: Sandbox) -> None:
+def test_the_slurmd_node_is_up_after_start(slurm: Sandbox) -> None:
+    assert slurm.settings.slurmd_node == "gpu-14"
+    # A slurmctld restarted just before (the lifecycle tests restart it) holds the node UNKNOWN
+    # for a few seconds, until it asks slurmd to register again.
+    wait_for("gpu-14 to be registered", lambda: usable(slurm, "gpu-14"), timeout=15)
+    node = slurm.run("scontrol", "show", "node", "gpu-14", "-o").stdout
+    # IDLE, or busy with a job of a test session running beside this one; never CLOUD,
+    # POWERED_DOWN, DRAIN or NOT_RESPONDING, and no reason recorded.
+    assert node_usable(node), node
+    assert re.search(r" State=(IDLE|ALLOCATED|MIXED) ", node), node
+    assert "Reason=" not in node
+    assert "NodeAddr=127.0.0.1 " in node
+    # Configured as the fleet's servers, whatever this host has (config_overrides), with its
+    # eight GPUs (stand-in device files) all reported by slurmd.
+    assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in node
+    assert "Gres=gpu:8 " in node
+    slurmd = slurm.run("scontrol", "show", "slurmd").stdout
+    assert re.search(rf"^Slurmd PID\s+= {slurm.supervisor.pid('slurmd')}$", slurmd, re.M), slurmd
+
+
+def test_sinfo_lists_fifteen_cloud_nodes_and_the_slurmd_node(slurm: Sandbox) -> None:
     rows = slurm.lines("sinfo", "-N", "-h", "-p", "platform", "-o", "%N|%G|%c|%m|%T")
     assert [r.split("|")[0] for r in rows] == [f"gpu-{i:02d}" for i in range(1, 17)]
+    states = {r.split("|", 1)[0]: r.split("|", 1)[1] for r in rows}
+    slurmd_node = states.pop("gpu-14")
     # Powered-down CLOUD nodes: visible, never pinged, never DOWN.
-    assert {r.split("|", 1)[1] for r in rows} == {"gpu:8|224|2000000|idle~"}
+    assert set(states.values()) == {"gpu:8|224|2000000|idle~"}
+    # The slurmd node: configured as the others, powered up (no ~), taking jobs.
+    assert slurmd_node.rsplit("|", 1)[0] == "gpu:8|224|2000000"
+    assert slurmd_node.rsplit("|", 1)[1] in ("idle", "mixed", "allocated")
     node = slurm.run("scontrol", "show", "node", "gpu-16").stdout
     assert "CLOUD" in node
     assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in node
@@ -111,6 +152,10 @@ def test_config_files_have_safe_modes(slurm: Sandbox) -> None:
     assert s.munge_dir.stat().st_mode & 0o777 == 0o755
     assert s.archive_dir.is_dir()
     assert f"Include {s.partitions_conf}" in s.slurm_conf.read_text()
+    # Job users run their batch scripts from slurmd's spool: every directory above it must let
+    # them through, which the state directory (in root's 0700 home) need not.
+    for directory in (s.slurmd_spool_dir, *s.slurmd_spool_dir.parents):
+        assert directory.stat().st_mode & 0o005 == 0o005, directory
 
 
 def test_account_and_qos_round_trip(slurm: Sandbox) -> None:
@@ -223,11 +268,140 @@ def test_slurmctld_survives_sigkill(slurm: Sandbox) -> None:
         slurm.run("sacctmgr", "-i", "delete", "account", "sbx-kill")
 
 
+# A tenant with one user whose jobs run on gpu-14. The ids stay clear of real accounts and of
+# the tenant specs' (which start at 2000 for users and 4000 for groups, per LDAP's numbering).
+JOBS_TENANT = "sbx-jobs"
+JOBS_USER, JOBS_UID = "sbx-jobs-alice", 4990
+JOBS_GROUP, JOBS_GID = "sbx-jobs", 4990
+JOBS_PARTITION = (
+    f"PartitionName={JOBS_TENANT} Nodes=gpu-14 AllowAccounts={JOBS_TENANT} Default=NO State=UP"
+    " MaxTime=24:00:00 DefaultTime=01:00:00 PreemptMode=OFF OverSubscribe=EXCLUSIVE\n"
+)
+
+
+def test_ensure_user_is_idempotent_and_refuses_another_uid() -> None:
+    ensure_user(JOBS_USER, JOBS_UID, JOBS_GID, JOBS_GROUP)
+    ensure_user(JOBS_USER, JOBS_UID, JOBS_GID, JOBS_GROUP)
+    passwd = subprocess.run(
+        ["getent", "passwd", JOBS_USER], capture_output=True, text=True, check=True
+    ).stdout
+    assert passwd.split(":")[2:4] == [str(JOBS_UID), str(JOBS_GID)]
+    with pytest.raises(SandboxError, match=f"exists with uid {JOBS_UID}, not {JOBS_UID + 1}"):
+        ensure_user(JOBS_USER, JOBS_UID + 1, JOBS_GID, JOBS_GROUP)
+    with pytest.raises(SandboxError, match=f"uid {JOBS_UID} belongs to user '{JOBS_USER}'"):
+        ensure_user("sbx-jobs-other", JOBS_UID, JOBS_GID, JOBS_GROUP)
+
+
+@pytest.fixture
+def jobs_tenant(slurm: Sandbox) -> Iterator[Path]:
+    """The tenant's user on this host, its account and user association (runbook 4a and 4b),
+    its partition on gpu-14 (4d, added as the other tests here add theirs), and its scratch,
+    which this yields. Afterwards its jobs are ended and all of it removed."""
+    sacctmgr = ("sacctmgr", "-i")
+    ensure_user(JOBS_USER, JOBS_UID, JOBS_GID, JOBS_GROUP)
+    partitions = slurm.settings.partitions_conf
+    try:
+        slurm.run(
+            *sacctmgr, "add", "account", JOBS_TENANT, "Description=Sandbox jobs",
+            f"Organization={JOBS_TENANT}", "Cluster=production", "Fairshare=300",
+            "GrpTRES=gres/gpu=64", "GrpJobs=200",
+        )  # fmt: skip
+        slurm.run(
+            *sacctmgr, "add", "user", JOBS_USER, f"Account={JOBS_TENANT}",
+            f"DefaultAccount={JOBS_TENANT}", "Fairshare=parent", "MaxJobs=20",
+            "GrpTRESMins=gres/gpu=240000",
+        )  # fmt: skip
+        with locked(partitions), scratch_directory(JOBS_GID) as scratch:
+            before = partitions.read_text()
+            partitions.write_text(before + JOBS_PARTITION)
+            try:
+                slurm.run("scontrol", "reconfigure")
+                yield scratch
+            finally:
+                # A job still running would keep its account from being deleted; the job's
+                # trap ends it at once on SIGTERM.
+                slurm.run("scancel", "--full", "--signal=TERM", f"--account={JOBS_TENANT}")
+                wait_for(
+                    f"the jobs of account {JOBS_TENANT} to end",
+                    lambda: slurm.lines("squeue", "-h", f"--account={JOBS_TENANT}") == [],
+                )
+                partitions.write_text(before)
+                slurm.run("scontrol", "reconfigure")
+    finally:
+        # Without check: what failed to be added is not there to delete. (A slurmctld SIGKILLed
+        # while it still holds these finished jobs, for MinJobAge = 5 minutes, rewrites their
+        # records as NODE_FAIL: it reloads them without their partition and association.)
+        slurm.run(
+            *sacctmgr, "delete", "user", JOBS_USER, "where", f"Account={JOBS_TENANT}", check=False
+        )
+        slurm.run(*sacctmgr, "delete", "account", JOBS_TENANT, check=False)
+    assert slurm.lines("sacctmgr", "-P", "-n", "show", "account", JOBS_TENANT) == []
+
+
+def submit_checkpointing_job(scratch: Path, *job_args: str) -> int:
+    return sbatch_as(
+        JOBS_USER, JOBS_GROUP, f"--partition={JOBS_TENANT}", f"--account={JOBS_TENANT}",
+        "--time=00:10:00", f"--chdir={scratch}", f"--output={scratch}/slurm-%j.out",
+        str(CHECKPOINTING_JOB), str(scratch), *job_args,
+    )  # fmt: skip
+
+
+def test_a_tenant_users_job_runs_on_gpu_14_and_lands_in_accounting(jobs_tenant: Path) -> None:
+    scratch = jobs_tenant
+    job = submit_checkpointing_job(scratch, "3")
+    wait_for(f"job {job} to run", lambda: squeue_job(job, "%T") == "RUNNING")
+    assert squeue_job(job, "%T|%N|%u|%a|%P") == (
+        f"RUNNING|gpu-14|{JOBS_USER}|{JOBS_TENANT}|{JOBS_TENANT}"
+    )
+    started = scratch / f"started-{job}"
+    wait_for(f"{started} to be written", started.exists, timeout=10)
+    # Run as the user, not as root who submitted it.
+    assert (started.stat().st_uid, started.stat().st_gid) == (JOBS_UID, JOBS_GID)
+    assert started.read_text().endswith(f"as {JOBS_USER}\n")
+
+    wait_for(f"job {job} to leave the queue", lambda: squeue_job(job) == "")
+    fields = "JobID,User,Account,Partition,NodeList,State,ExitCode"
+    # slurmctld reports a job's end to slurmdbd a moment after the job leaves the queue.
+    wait_for(f"job {job} in accounting", lambda: "|COMPLETED|" in "".join(sacct_job(job, fields)))
+    assert sacct_job(job, fields) == [
+        f"{job}|{JOBS_USER}|{JOBS_TENANT}|{JOBS_TENANT}|gpu-14|COMPLETED|0:0"
+    ]
+    assert not (scratch / f"checkpoint-{job}").exists()
+
+
+def test_scancel_full_term_makes_the_job_checkpoint_to_scratch(
+    slurm: Sandbox, jobs_tenant: Path
+) -> None:
+    scratch = jobs_tenant
+    job = submit_checkpointing_job(scratch, "600")
+    started = scratch / f"started-{job}"
+    # Its TERM trap is set once this file exists.
+    wait_for(f"{started} to be written", started.exists)
+    checkpoint = scratch / f"checkpoint-{job}"
+
+    # Without --full, slurmctld signals only the job's steps, and a batch script with none
+    # never hears of it: the runbook's `scancel --account=X --signal=TERM` alone is not enough.
+    slurm.run("scancel", "--signal=TERM", str(job))
+    time.sleep(2)
+    assert squeue_job(job) == "RUNNING"
+    assert not checkpoint.exists()
+
+    slurm.run("scancel", "--full", "--signal=TERM", str(job))
+    wait_for(f"{checkpoint} to be written", checkpoint.exists, timeout=10)
+    assert checkpoint.stat().st_uid == JOBS_UID
+    assert checkpoint.read_text().startswith(f"job {job} checkpointed at ")
+    wait_for(f"job {job} to leave the queue", lambda: squeue_job(job) == "")
+    fields = "JobID,User,Account,State,ExitCode"
+    wait_for(f"job {job} in accounting", lambda: "|FAILED|" in "".join(sacct_job(job, fields)))
+    # The script exits 143 (128 + SIGTERM), which Slurm 22.05 records as exit code 15.
+    assert sacct_job(job, fields) == [f"{job}|{JOBS_USER}|{JOBS_TENANT}|FAILED|15:0"]
+
+
 @pytest.mark.usefixtures("partitions_to_ourselves")
 def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     s = slurm.settings
     # Starting what runs and answers is a no-op.
-    assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 4
+    assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 5
     slurm.run("sacctmgr", "-i", "add", "account", "sbx-keep", "GrpTRES=gres/gpu=32")
     before = s.partitions_conf.read_text()
     s.partitions_conf.write_text(before + TEST_PARTITION)
@@ -236,7 +410,7 @@ def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     try:
         for service in reversed(slurm.services):
             assert slurm.supervisor.stop(service) is True
-        ports = (s.mariadb_port, s.slurmdbd_port, s.slurmctld_port)
+        ports = (s.mariadb_port, s.slurmdbd_port, s.slurmctld_port, s.slurmd_port)
         assert not [p for p in ports if port_in_use(p)]
         for service in slurm.services:
             assert slurm.supervisor.start(service) is True
@@ -249,6 +423,7 @@ def test_full_restart_keeps_state(slurm: Sandbox) -> None:
         )
         assert assoc == ["sbx-keep|gres/gpu=32"]
         assert "PartitionName=sbx-part" in slurm.run("scontrol", "show", "partition").stdout
+        assert usable(slurm, "gpu-14")
     finally:
         s.partitions_conf.write_text(before)
         slurm.run("scontrol", "reconfigure")

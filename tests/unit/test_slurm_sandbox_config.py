@@ -1,0 +1,142 @@
+"""The Slurm sandbox's pure parts: the node lines it renders (fifteen CLOUD nodes and one that a
+real slurmd serves) and the readiness check of that node, on `scontrol show node -o` output
+captured from the sandbox's Slurm 22.05."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox.slurm import config
+from sandbox.slurm.probes import node_state, node_usable, slurmd_registered
+from sandbox.slurm.settings import SlurmSettings
+
+STATE = Path("/state")
+
+# --- captured from the sandbox (fields after State= cut) -----------------------------------------
+
+_NODE = (
+    "NodeName=gpu-14 Arch=x86_64 CoresPerSocket=56  CPUAlloc=0 CPUEfctv=224 CPUTot=224 "
+    "CPULoad=0.97 AvailableFeatures=h100 ActiveFeatures=h100 Gres=gpu:8 NodeAddr=127.0.0.1 "
+    "NodeHostName=gpu-14 Version=22.05.8 RealMemory=2000000 AllocMem=0 Sockets=2 Boards=1 "
+)
+_STARTED = "BootTime=2026-11-30T20:07:29 SlurmdStartTime=2026-11-30T23:20:01"
+IDLE = _NODE + f"State=IDLE ThreadsPerCore=2 TmpDisk=0 Weight=1 {_STARTED}\n"
+ALLOCATED = _NODE + f"State=ALLOCATED ThreadsPerCore=2 TmpDisk=0 Weight=1 {_STARTED}\n"
+DRAINED = _NODE + "State=IDLE+DRAIN ThreadsPerCore=2 Reason=captured [root@2026-11-30T23:00:53]\n"
+DRAINING = _NODE + "State=ALLOCATED+DRAIN ThreadsPerCore=2 Reason=captured\n"
+# Just after `scontrol update State=RESUME`, until slurmd answers slurmctld's ping.
+NOT_RESPONDING = _NODE + "State=IDLE+NOT_RESPONDING ThreadsPerCore=2 BootTime=None\n"
+# slurmd 22.05 reporting 0 GPUs of a gres.conf line without File= (see config.gres_conf).
+INVALID = (
+    _NODE + "State=UNKNOWN+DRAIN+INVALID_REG ThreadsPerCore=2 "
+    "Reason=gres/gpu count reported lower than configured (0 < 8) [root@2026-11-30T22:53:13]\n"
+)
+# A node of the sandbox before it had a slurmd (and every other node still).
+CLOUD = _NODE + "State=IDLE+CLOUD+POWERED_DOWN ThreadsPerCore=2 BootTime=None\n"
+# For about 5 s after slurmctld restarts, until it asks slurmd to register again.
+UNKNOWN = _NODE + "State=UNKNOWN ThreadsPerCore=2 BootTime=None SlurmdStartTime=None\n"
+
+# `scontrol show slurmd`: "Boot time" is when this slurmd started.
+_SLURMD = (
+    "Active Steps             = NONE\n"
+    "Actual CPUs              = 2\n"
+    "Boot time                = {}\n"
+    "Hostname                 = gpu-14\n"
+    "Last slurmctld msg time  = NONE\n"
+    "Slurmd PID               = 4711\n"
+    "Version                  = 22.05.8\n"
+)
+SLURMD = _SLURMD.format("2026-11-30T23:20:01")
+# A slurmd started again since slurmctld last heard from one.
+NEWER_SLURMD = _SLURMD.format("2026-11-30T23:25:40")
+# `scontrol show config` of a slurmctld started after SLURMD, and of one started before it.
+CONFIG_RESTARTED = (
+    "Configuration data as of 2026-11-30T23:20:23\n"
+    "BOOT_TIME               = 2026-11-30T23:20:17\n"
+    "CLUSTER_NAME            = production\n"
+)
+CONFIG_OLDER = CONFIG_RESTARTED.replace("23:20:17", "23:10:00")
+
+
+@pytest.mark.parametrize("line", [IDLE, ALLOCATED])
+def test_a_registered_node_takes_jobs(line: str) -> None:
+    assert node_usable(line)
+
+
+@pytest.mark.parametrize(
+    "line", [DRAINED, DRAINING, NOT_RESPONDING, INVALID, CLOUD, UNKNOWN, "State=DOWN*", ""]
+)
+def test_a_node_that_cannot_take_jobs_is_not_usable(line: str) -> None:
+    assert not node_usable(line)
+
+
+def test_node_state_is_read_from_its_field() -> None:
+    assert node_state(INVALID) == "UNKNOWN+DRAIN+INVALID_REG"
+    assert node_state(UNKNOWN) == "UNKNOWN"
+    assert node_state("NodeName=gpu-14 Arch=x86_64") == ""
+
+
+def test_slurmd_is_registered_when_slurmctld_has_its_start_time() -> None:
+    assert slurmd_registered(IDLE, SLURMD)
+    assert slurmd_registered(ALLOCATED, SLURMD)
+    # slurmctld still shows the node as the slurmd before this one left it.
+    assert not slurmd_registered(IDLE, NEWER_SLURMD)
+    assert not slurmd_registered(DRAINED, SLURMD)
+    assert not slurmd_registered(INVALID, SLURMD, CONFIG_RESTARTED)
+    assert not slurmd_registered(IDLE, "")
+
+
+def test_an_unknown_node_is_registered_only_under_a_restarted_slurmctld() -> None:
+    assert slurmd_registered(UNKNOWN, SLURMD, CONFIG_RESTARTED)
+    # A new slurmd that slurmctld has not registered yet (or cannot).
+    assert not slurmd_registered(UNKNOWN, SLURMD, CONFIG_OLDER)
+    assert not slurmd_registered(UNKNOWN, SLURMD)
+
+
+def node_lines(settings: SlurmSettings) -> list[str]:
+    return [
+        line
+        for line in config.slurm_conf(settings).splitlines()
+        if line.startswith("NodeName=") and not line.startswith("NodeName=DEFAULT")
+    ]
+
+
+def test_one_node_is_served_by_slurmd_and_the_others_stay_cloud() -> None:
+    s = SlurmSettings(STATE)
+    assert node_lines(s) == [
+        "NodeName=gpu-[01-13] State=CLOUD",
+        "NodeName=gpu-14 NodeAddr=127.0.0.1",
+        "NodeName=gpu-[15-16] State=CLOUD",
+    ]
+    conf = config.slurm_conf(s)
+    assert "SuspendExcNodes=gpu-14\n" in conf
+    assert "SlurmdParameters=config_overrides\n" in conf
+    assert f"SlurmdSpoolDir={s.slurmd_spool_dir}\n" in conf
+    assert "\nPartitionName=platform Nodes=ALL " in conf
+
+
+@pytest.mark.parametrize(
+    ("node", "lines"),
+    [
+        ("gpu-01", ["NodeName=gpu-01 NodeAddr=127.0.0.1",
+                    "NodeName=gpu-[02-16] State=CLOUD"]),
+        ("gpu-16", ["NodeName=gpu-[01-15] State=CLOUD",
+                    "NodeName=gpu-16 NodeAddr=127.0.0.1"]),
+    ],
+)  # fmt: skip
+def test_the_slurmd_node_may_be_any_node(node: str, lines: list[str]) -> None:
+    assert node_lines(SlurmSettings(STATE, slurmd_node=node)) == lines
+
+
+def test_every_gpu_has_a_stand_in_device() -> None:
+    s = SlurmSettings(STATE)
+    assert config.gres_conf(s) == "NodeName=gpu-[01-16] Name=gpu File=/state/gpus/nvidia[0-7]\n"
+
+
+def test_each_sandbox_has_its_own_slurmd_spool_outside_its_state() -> None:
+    one, other = SlurmSettings(STATE), SlurmSettings(Path("/other"))
+    assert one.slurmd_spool_dir.parent == Path("/var/spool/gpu-tenants")
+    assert one.slurmd_spool_dir != other.slurmd_spool_dir
+    assert one.slurmd_spool_dir == SlurmSettings(STATE, port_offset=1000).slurmd_spool_dir
