@@ -35,6 +35,7 @@ __all__ = [
     "SchemaProvider",
     "gone",
     "is_unknown",
+    "nonempty_text",
 ]
 
 
@@ -200,6 +201,13 @@ def _lifecycle(value: Any) -> dict[str, Any] | None:
 # does not run the program, so this record is all a delete knows of where the tenant stands;
 # None (a team's sub-account, or a state from before stages were recorded) gates nothing.
 LIFECYCLE = Field("lifecycle", _lifecycle, default=None)
+
+
+def nonempty_text(value: Any) -> str:
+    """A field's parse for a name with no backend's grammar to follow: any non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} is not a non-empty name")
+    return value
 
 
 def gone() -> ReadResult:

@@ -13,23 +13,17 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
-from providers.base import LIFECYCLE, Field, Schema, SchemaProvider
+from providers.base import LIFECYCLE, Field, Schema, SchemaProvider, nonempty_text
 from providers.kubernetes.workloads import KubernetesError, Workloads
 
 __all__ = ["WorkloadsStoppedProvider"]
 
 
-def _name(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{value!r} is not a name")
-    return value
-
-
 STOPPED = Schema(
     kind="stopped workloads",
     fields=(
-        Field("namespace", _name, replaces=True),
-        Field("keep_instance", _name),
+        Field("namespace", nonempty_text, replaces=True),
+        Field("keep_instance", nonempty_text),
         LIFECYCLE,
     ),
 )

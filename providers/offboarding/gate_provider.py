@@ -13,34 +13,23 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
-from providers.base import LIFECYCLE, Field, Schema, SchemaProvider
+from providers.base import LIFECYCLE, Field, Schema, SchemaProvider, nonempty_text
 from providers.errors import OffboardingError
 from providers.kubernetes.workloads import Workloads
+from providers.slurm import values
 from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
 
 __all__ = ["OffboardingGateProvider"]
 
 
-def _names(value: Any) -> list[str]:
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
-        raise ValueError(f"{value!r} is not a list of names")
-    return sorted(value)
-
-
-def _name(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{value!r} is not a name")
-    return value
-
-
 GATE = Schema(
     kind="offboarding gate",
     fields=(
-        Field("tenant", _name),
-        Field("accounts", _names),
+        Field("tenant", nonempty_text),
+        Field("accounts", lambda v: sorted(values.names(v))),
         # Absent in a state from before the check of running pods.
-        Field("namespace", _name, default="-"),
+        Field("namespace", nonempty_text, default="-"),
         LIFECYCLE,
     ),
 )

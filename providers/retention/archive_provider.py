@@ -11,7 +11,6 @@ declares archives protected, so no `destroy` reaches it before the retention pur
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
@@ -19,7 +18,13 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import Field, Schema, SchemaProvider, gone
 from providers.errors import OffboardingError, RetentionStoreError
 from providers.retention.client import RetentionStore
-from providers.retention.objects import RETENTION_UNTIL, retention_metadata, tenant_key
+from providers.retention.objects import (
+    RETENTION_UNTIL,
+    refuse_while_retained,
+    retained_until,
+    retention_metadata,
+    tenant_key,
+)
 from providers.slurm import values
 from providers.slurm.accounting_export import KINDS, export
 from providers.slurm.queue import SlurmQueue
@@ -50,10 +55,6 @@ ARCHIVE = Schema(
 )
 
 
-def _today() -> date:
-    return datetime.now(UTC).date()
-
-
 class SlurmArchiveProvider(SchemaProvider):
     schema = ARCHIVE
     error = RetentionStoreError
@@ -74,7 +75,7 @@ class SlurmArchiveProvider(SchemaProvider):
             )
         records = export(transport, p["kind"], p["accounts"], slurm.log_files, p["allow_empty"])
         key = tenant_key(p["tenant"], "slurm", f"{p['kind']}.{records.extension}")
-        until = _today() + timedelta(days=p["retention_days"])
+        until = retained_until(p["retention_days"])
         metadata = {
             **retention_metadata(p["tenant"], until),
             "kind": p["kind"],
@@ -95,7 +96,7 @@ class SlurmArchiveProvider(SchemaProvider):
         """A new retention period: the same records, stored again with the new date."""
         doing = f"changing the retention of archive {id_!r}"
         p = self.load(news, doing)
-        until = _today() + timedelta(days=p["retention_days"])
+        until = retained_until(p["retention_days"])
         with RetentionStore.from_environment() as store:
             found = store.head(id_)
             if found is None or found.metadata is None:
@@ -106,13 +107,7 @@ class SlurmArchiveProvider(SchemaProvider):
         return UpdateResult({**outputs, "rows": olds.get("rows")})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        until = props.get("retention_until") or ""
-        if until and date.fromisoformat(until) >= _today():
-            raise OffboardingError(
-                f"deleting archive {id_!r}",
-                f"refused: it is retained until {until}",
-                "the retention purge deletes it after that date (unless under legal hold)",
-            )
+        refuse_while_retained(OffboardingError, f"archive {id_!r}", props.get("retention_until"))
         with RetentionStore.from_environment() as store:
             store.delete(id_)
 

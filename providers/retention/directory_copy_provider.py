@@ -12,7 +12,6 @@ refuses until `retention-until` has passed; the program declares the copy protec
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
@@ -20,7 +19,13 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import Field, Schema, SchemaProvider, gone
 from providers.errors import OffboardingError, RetentionStoreError
 from providers.retention.client import RetentionStore
-from providers.retention.objects import RETENTION_UNTIL, retention_metadata, tenant_key
+from providers.retention.objects import (
+    RETENTION_UNTIL,
+    refuse_while_retained,
+    retained_until,
+    retention_metadata,
+    tenant_key,
+)
 from providers.slurm import values
 from providers.weka.client import ROOT_ORG
 from providers.weka.mount import mount_client
@@ -47,10 +52,6 @@ COPY = Schema(
 )
 
 
-def _today() -> date:
-    return datetime.now(UTC).date()
-
-
 class DirectoryCopyProvider(SchemaProvider):
     schema = COPY
     error = RetentionStoreError
@@ -60,7 +61,7 @@ class DirectoryCopyProvider(SchemaProvider):
         p = self.load(props, doing)
         data = mount_client().archive(p["org"], p["filesystem"], p["path"], doing)
         key = tenant_key(p["tenant"], "storage", f"{p['filesystem']}.tar.gz")
-        until = _today() + timedelta(days=p["retention_days"])
+        until = retained_until(p["retention_days"])
         metadata = {
             **retention_metadata(p["tenant"], until),
             "filesystem": p["filesystem"],
@@ -87,7 +88,7 @@ class DirectoryCopyProvider(SchemaProvider):
         """A new retention period: the same copy, stored again with the new date."""
         doing = f"changing the retention of {id_!r}"
         p = self.load(news, doing)
-        until = _today() + timedelta(days=p["retention_days"])
+        until = retained_until(p["retention_days"])
         with RetentionStore.from_environment() as store:
             found = store.head(id_)
             if found is None or found.metadata is None:
@@ -96,12 +97,8 @@ class DirectoryCopyProvider(SchemaProvider):
         return UpdateResult({**olds, **p, "retention_until": str(until)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        until = props.get("retention_until") or ""
-        if until and date.fromisoformat(until) >= _today():
-            raise OffboardingError(
-                f"deleting the retained copy {id_!r}",
-                f"refused: it is retained until {until}",
-                "the retention purge deletes it after that date (unless under legal hold)",
-            )
+        refuse_while_retained(
+            OffboardingError, f"the retained copy {id_!r}", props.get("retention_until")
+        )
         with RetentionStore.from_environment() as store:
             store.delete(id_)

@@ -15,13 +15,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
+
+from providers.errors import BackendError
 
 __all__ = [
     "RETENTION_UNTIL",
     "TENANT",
     "ObjectInfo",
     "check_metadata",
+    "refuse_while_retained",
+    "retained_until",
     "retention_metadata",
     "tenant_key",
     "tenant_prefix",
@@ -81,3 +85,19 @@ def check_metadata(metadata: Mapping[str, str]) -> None:
     size = sum(len(name) + len(value) for name, value in metadata.items())
     if size > MAX_METADATA_BYTES:
         raise ValueError(f"metadata of {size} bytes: S3 keeps at most {MAX_METADATA_BYTES}")
+
+
+def retained_until(days: int) -> date:
+    """The last day an object kept from today for `days` days must still exist."""
+    return datetime.now(UTC).date() + timedelta(days=days)
+
+
+def refuse_while_retained(error: type[BackendError], what: str, until: str | None) -> None:
+    """Raises `error` while `what`'s retention (an ISO date, or None: none recorded) runs: only
+    the retention purge, after that date, deletes what offboarding keeps."""
+    if until and date.fromisoformat(until) >= datetime.now(UTC).date():
+        raise error(
+            f"deleting {what}",
+            f"refused: it is retained until {until}",
+            "the retention purge deletes it after that date (unless under legal hold)",
+        )

@@ -14,13 +14,13 @@ bucket is drift. Delete refuses until `retention_until`; the program declares it
 from __future__ import annotations
 
 import time
-from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Schema, gone
 from providers.errors import WekaError
+from providers.retention.objects import refuse_while_retained, retained_until
 from providers.weka.client import Credentials, WekaClient
 from providers.weka.organization_provider import org_admin_password
 from providers.weka.props import NAME, WekaProvider, at_least, matching, typed
@@ -38,10 +38,6 @@ def org_admin_client(org: str) -> WekaClient:
     settings = Settings.from_environment()
     login = Credentials(f"{org}-admin", org_admin_password(settings.password, org), org)
     return WekaClient.from_settings(settings, login)
-
-
-def _today() -> date:
-    return datetime.now(UTC).date()
 
 
 class UploadedSnapshotProvider(WekaProvider):
@@ -78,7 +74,7 @@ class UploadedSnapshotProvider(WekaProvider):
             locator = weka.upload_snapshot(snap.uid).locator
             self._wait_uploaded(weka, snap.uid, doing)
             self._verify(weka, p, locator, doing)
-        until = _today() + timedelta(days=int(p["retention_days"]))
+        until = retained_until(int(p["retention_days"]))
         outputs = {**p, "snapshot_uid": snap.uid, "locator": locator, "retention_until": str(until)}
         return CreateResult(f"{p['org']}/{p['filesystem']}@{locator}", outputs)
 
@@ -92,17 +88,13 @@ class UploadedSnapshotProvider(WekaProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         # Only retention_days can change in place: the date is kept in the stack, not the bucket.
-        until = _today() + timedelta(days=int(news["retention_days"]))
+        until = retained_until(int(news["retention_days"]))
         return UpdateResult({**olds, **self.schema.recorded(news), "retention_until": str(until)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        until = props.get("retention_until") or ""
-        if until and date.fromisoformat(until) >= _today():
-            raise WekaError(
-                f"deleting the uploaded snapshot {id_!r}",
-                f"refused: it is retained until {until}",
-                "the retention purge deletes it after that date (unless under legal hold)",
-            )
+        refuse_while_retained(
+            WekaError, f"the uploaded snapshot {id_!r}", props.get("retention_until")
+        )
 
     @staticmethod
     def _wait_uploaded(weka: WekaClient, uid: str, doing: str) -> None:

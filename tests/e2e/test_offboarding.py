@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 import yaml
-from sandbox.slurm.users import ensure_user
 
 from providers.retention.client import RetentionStore
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
+from sandbox.slurm.users import ensure_user
 from tests.backends import (
     CHECKPOINTING_JOB,
     authentik_user,
@@ -34,6 +34,7 @@ from tests.backends import (
     pulumi,
     run,
     run_pulumi,
+    sacct_job,
     sacctmgr,
     sbatch_as,
     scratch_directory,
@@ -177,8 +178,8 @@ def job_state(job: int) -> str:
 
 
 def sacct_state(job: int) -> str:
-    out = run("sacct", "-X", "-n", "-P", "-j", str(job), "--format=State")
-    return out.split()[0] if out.split() else ""
+    lines = sacct_job(job, "State")
+    return lines[0] if lines else ""
 
 
 # --- active ---------------------------------------------------------------------------------------

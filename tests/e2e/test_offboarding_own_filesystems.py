@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 import yaml
-from sandbox.slurm.users import ensure_user
 
 from providers.retention.client import RetentionStore
 from providers.weka.uploaded_snapshot_provider import SNAPSHOT_NAME, org_admin_client
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
+from sandbox.slurm.users import ensure_user
 from tests.backends import (
     CHECKPOINTING_JOB,
     file_backend,
@@ -33,6 +33,7 @@ from tests.backends import (
     pulumi,
     run,
     run_pulumi,
+    sacct_job,
     sbatch_as,
     scratch_directory,
     wait_for,
@@ -103,6 +104,11 @@ def test_the_tenant_holds_data_and_has_run_a_job(foo: Foo) -> None:
         target = mounted(SLUG, f"{SLUG}-{kind}", path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+    run_a_job()
+
+
+def run_a_job() -> None:
+    """alice's one-second job on the slurmd node, run to its end."""
     with scratch_directory(GID) as scratch:
         job = sbatch_as(
             "alice",
@@ -114,11 +120,7 @@ def test_the_tenant_holds_data_and_has_run_a_job(foo: Foo) -> None:
             str(scratch),
             "1",
         )
-        wait_for(f"job {job} to end", lambda: "COMPLETED" in sacct(job), timeout=60)
-
-
-def sacct(job: int) -> str:
-    return run("sacct", "-X", "-n", "-P", "-j", str(job), "--format=State")
+        wait_for(f"job {job} to end", lambda: sacct_job(job, "State") == ["COMPLETED"], timeout=60)
 
 
 def test_a_killed_up_at_stage_snapshotted_converges_with_nothing_done_twice(foo: Foo) -> None:
@@ -169,17 +171,7 @@ def test_rollback_from_snapshotted_restores_the_tenant(foo: Foo) -> None:
         run("kubectl", "-n", SLUG, "get", "helmreleases", f"login-{SLUG}", "-o", "json")
     )
     assert release["spec"]["values"]["replicas"] == 2
-    with scratch_directory(GID) as scratch:
-        job = sbatch_as(
-            "alice",
-            GROUP,
-            "--account=ml-team-foo",
-            f"--partition={SLUG}",
-            str(CHECKPOINTING_JOB),
-            str(scratch),
-            "1",
-        )
-        wait_for(f"job {job} to end", lambda: "COMPLETED" in sacct(job), timeout=60)
+    run_a_job()
 
 
 def test_destroy_keeps_the_uploads_and_each_restores_the_tenants_files(foo: Foo) -> None:
