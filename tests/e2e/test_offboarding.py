@@ -120,6 +120,8 @@ class Tenant:
             f"--partition={SLUG}",
             f"--nodelist={SLURMD_NODE}",
             "--time=00:30:00",
+            f"--chdir={self.scratch}",
+            f"--output={self.scratch}/slurm-%j.out",
             *args,
             str(CHECKPOINTING_JOB),
             str(self.scratch),

@@ -116,6 +116,8 @@ def run_a_job() -> None:
             "--account=ml-team-foo",
             f"--partition={SLUG}",
             "--time=00:05:00",
+            f"--chdir={scratch}",
+            f"--output={scratch}/slurm-%j.out",
             str(CHECKPOINTING_JOB),
             str(scratch),
             "1",
