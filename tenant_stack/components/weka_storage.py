@@ -150,7 +150,10 @@ class WekaStorage(pulumi.ComponentResource):
                     group_name=args.filesystem_group,
                     allow_delete_without_snapshot=args.delete_without_snapshot,
                     retained_locator=args.retained_locators.get(f"{tenant}-{kind}", ""),
-                    object_store=args.object_store,
+                    # Named once there is an upload to check, so earlier stacks see no change.
+                    object_store=(
+                        args.object_store if f"{tenant}-{kind}" in args.retained_locators else ""
+                    ),
                     org=credentials.org,
                     org_admin_username=credentials.username,
                     org_admin_password=credentials.password,

@@ -118,11 +118,16 @@ def _is_dropped_read(step: dict[str, Any]) -> bool:
 
 
 def _is_offboarding(step: dict[str, Any]) -> bool:
-    """What this release adds for offboarding: the stage recorded on tenant-level objects, and
-    the gate with its component."""
+    """What this release adds for offboarding: the stage recorded on tenant-level objects, the
+    gate with its component, and the (empty) component of what offboarding will keep."""
     if step["op"] == "update":
         return set(step.get("diffReasons") or []) == {"lifecycle"}
-    return step["op"] == "create" and "offboarding" in _type(step).lower()
+    added = (
+        "gpu-tenants:offboarding:",
+        "gpu-tenants:retention:",
+        "pulumi-python:dynamic/offboarding:",
+    )
+    return step["op"] == "create" and _type(step).startswith(added)
 
 
 def _is_provider_config(step: dict[str, Any]) -> bool:
