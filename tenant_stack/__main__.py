@@ -1,19 +1,22 @@
 """The operator's commands: `python -m tenant_stack <command> --help`.
 
-    verify-offboarded <slug>   runbook step 8: is anything of the tenant left live, and is
+    handover <slug>            onboarding step 8: the connection sheet for the tenant
+    verify-offboarded <slug>   offboarding step 8: is anything of the tenant left live, and is
                                everything that must be retained in the retention store?
 
-Exit status: 0 every check passed; 1 a check failed (the output says which); 2 the command could
-not run (bad arguments, or the tenant's spec does not load).
+Exit status: 0 done (every check passed); 1 a check failed (the output says which); 2 the command
+could not run (bad arguments, or the tenant's spec does not load).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from tenant_stack.errors import TenantError
+from tenant_stack.handover import connection_sheet
 from tenant_stack.offboarded import as_json, checklist, verify
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
@@ -28,6 +31,13 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 all checks passed, 1 a check failed, 2 the command could not run.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    handover = commands.add_parser(
+        "handover",
+        help="onboarding step 8: print the tenant's connection sheet (Markdown)",
+        description="Prints the connection sheet the tenant receives, from its spec alone.",
+    )
+    handover.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
+    handover.add_argument("--json", action="store_true", help="print it as a JSON string")
     offboarded = commands.add_parser(
         "verify-offboarded",
         help="runbook step 8: search every backend for the tenant and list what is retained",
@@ -37,9 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     offboarded.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
     offboarded.add_argument("--json", action="store_true", help="print the checks as JSON")
-    offboarded.add_argument(
-        "--tenants", type=Path, default=ROOT / "tenants", help="where the specs are"
-    )
+    for command in (handover, offboarded):
+        command.add_argument(
+            "--tenants", type=Path, default=ROOT / "tenants", help="where the specs are"
+        )
     return parser
 
 
@@ -51,6 +62,10 @@ def main(argv: list[str]) -> int:
     except TenantError as error:
         print(error, file=sys.stderr)
         return 2
+    if args.command == "handover":
+        sheet = connection_sheet(spec, platform)
+        print(json.dumps(sheet) if args.json else sheet, end="\n" if args.json else "")
+        return 0
     checks = verify(spec, platform)
     print(as_json(spec, checks) if args.json else checklist(spec, checks), end="\n")
     return 0 if all(check.ok for check in checks) else 1

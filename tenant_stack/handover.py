@@ -4,20 +4,14 @@ quotas, and the capacity contract so the customer knows what they bought). Its o
 counterpart is the notice sent when the tenant is frozen: what stops, what is kept, how long.
 
 Both are rendered from the reviewed spec alone, so a pull request shows them before `up`; the
-tenant stack exports them, and `python -m tenant_stack.handover <slug>` prints the sheet.
+tenant stack exports them, and `python -m tenant_stack handover <slug>` prints the sheet.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from tenant_stack.components.login_pod import ssh_config
-from tenant_stack.errors import TenantError
-from tenant_stack.platform import Platform, load_platform
-from tenant_stack.spec import TenantSpec, load_spec
-
-ROOT = Path(__file__).resolve().parents[1]
+from tenant_stack.platform import Platform
+from tenant_stack.spec import TenantSpec
 
 
 def _size(count: int) -> str:
@@ -152,21 +146,3 @@ def offboarding_notice(spec: TenantSpec, platform: Platform) -> str:
     if lifecycle.legal_hold:
         lines.append("- A legal hold is in force: nothing is deleted until it is lifted.")
     return "\n".join([*lines, ""])
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m tenant_stack.handover <tenant-slug>", file=sys.stderr)
-        return 2
-    try:
-        platform = load_platform(ROOT / "Pulumi.prod.yaml")
-        spec = load_spec(ROOT / "tenants", argv[0], platform)
-    except TenantError as err:
-        print(err, file=sys.stderr)
-        return 1
-    print(connection_sheet(spec, platform), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

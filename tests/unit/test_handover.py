@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tenant_stack.handover import connection_sheet, main, offboarding_notice, smoke_tests
+from tenant_stack.__main__ import main
+from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 from tests.conftest import ROOT
@@ -43,7 +44,7 @@ def test_smoke_tests_target_the_tenant_partition_account_and_scratch() -> None:
 
 
 def test_the_command_names_a_missing_spec(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tenant-nope"]) == 1
+    assert main(["handover", "tenant-nope"]) == 2
     assert "tenant-nope.yaml" in capsys.readouterr().err
 
 
