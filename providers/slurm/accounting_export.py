@@ -53,7 +53,9 @@ def _sacct(transport: Transport, accounts: Sequence[str], jobs_only: bool, doing
         "--allusers",
         f"--accounts={','.join(accounts)}",
         f"--starttime={_SINCE}",
-        "--endtime=now",
+        # sacct selects by eligible time, and a job cancelled while held (`--begin` later) was
+        # never eligible before now: the window reaches ahead so that it is billed for too.
+        "--endtime=now+3650days",
         f"--format={_JOB_FIELDS}",
         "--parsable2",
     ]
