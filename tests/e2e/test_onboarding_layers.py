@@ -79,7 +79,8 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
 
 
 def test_preview_plans_every_layer_and_up_exports_the_handover(foo: Onboarded) -> None:
-    assert foo.planned == {"create": 47}
+    # The six layers, the offboarding gate and its component, the (empty) retention component.
+    assert foo.planned == {"create": 50}
     assert foo.outputs["reserved_nodes"] == [f"gpu-0{i}" for i in range(1, 9)]
     assert "User           alice" in foo.outputs["ssh_config"]["alice"]
 
