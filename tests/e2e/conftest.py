@@ -14,10 +14,11 @@ from sandbox.project import project_copy
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """The project with a tenants/ of its own that a test may edit. tenant-foo is marked as a
-    rehearsal, so that `destroy` may delete its (empty) filesystems without an offboarding
-    snapshot; the gate itself is tested in tests/contract/test_weka_provider.py."""
-    return project_copy(tmp_path / "project", rehearsals=("tenant-foo",))
+    """The project with a tenants/ of its own that a test may edit. tenant-foo and tenant-bar
+    are marked as rehearsals, so that `destroy` takes them down at any stage, as the fixture
+    `stacks` does after each test; the gates themselves are tested in tests/e2e/test_offboarding*.py
+    and tests/contract/test_weka_*provider.py."""
+    return project_copy(tmp_path / "project", rehearsals=("tenant-foo", "tenant-bar"))
 
 
 @pytest.fixture
