@@ -371,6 +371,7 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
         == kept
         == {
             "pulumi-python:dynamic/retention:SlurmArchive",
+            "pulumi-python:dynamic/retention:DirectoryCopy",
             "pulumi-python:dynamic/authentik:TenantUser",
         }
     )
