@@ -165,7 +165,9 @@ class SlurmAccounting(pulumi.ComponentResource):
                 name=args.tenant,
                 tenant=args.tenant,
                 nodes=p.nodes,
-                allow_accounts=[account.name],
+                # Slurm matches a job's own account, not its parents: the runbook's
+                # AllowAccounts=<tenant> alone leaves every team's users outside their partition.
+                allow_accounts=[a.name for a in accounts.values()],
                 max_time=p.max_time,
                 default_time=p.default_time,
                 preempt_mode=p.preempt_mode,

@@ -92,6 +92,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
     tenant.pulumi("stack", "init")
     tenant.pulumi("up", "--yes", "--skip-preview")
     yield tenant
+    run("scancel", f"--account={SLUG},ml-team-foo")
     if tenant.state():
         # Whatever a test left is taken down as a rehearsal's would be: every gate open.
         tenant.edit(stage="active", rehearsal=True)

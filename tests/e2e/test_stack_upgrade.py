@@ -118,10 +118,14 @@ def _is_dropped_read(step: dict[str, Any]) -> bool:
 
 
 def _is_offboarding(step: dict[str, Any]) -> bool:
-    """What this release adds for offboarding: the stage recorded on tenant-level objects, the
-    gate with its component, and the (empty) component of what offboarding will keep."""
+    """What this release changes for offboarding: the stage recorded on tenant-level objects
+    (and the partition now allows the teams' sub-accounts, which Slurm needs for their users'
+    jobs), the gate with its component, and the (empty) component of what offboarding keeps."""
     if step["op"] == "update":
-        return set(step.get("diffReasons") or []) == {"lifecycle"}
+        return "lifecycle" in (reasons := set(step.get("diffReasons") or [])) and reasons <= {
+            "lifecycle",
+            "allow_accounts",
+        }
     added = (
         "gpu-tenants:offboarding:",
         "gpu-tenants:retention:",

@@ -628,7 +628,11 @@ def test_slurm_accounting_is_the_runbooks(foo: Deployment) -> None:
     assert (interactive["priority"], interactive["grp_tres_gpus"]) == (200, 8)
     assert (interactive["max_wall"], interactive["preempt_mode"]) == ("04:00:00", "off")
     partition = foo.one(SLURM_PARTITION, "tenant-foo-partition").inputs
-    assert (partition["nodes"], partition["allow_accounts"]) == ("gpu-[01-08]", ["tenant-foo"])
+    # Every account of the tenant: Slurm matches a job's own account, not its parents.
+    assert (partition["nodes"], partition["allow_accounts"]) == (
+        "gpu-[01-08]",
+        ["tenant-foo", "ml-team-foo"],
+    )
     assert (partition["max_time"], partition["oversubscribe"]) == ("1-00:00:00", "EXCLUSIVE")
     namespace = {r.urn for r in foo.recorder.children(foo.one(NAMESPACE, "tenant-foo"))}
     reservation = foo.one(K8S_RESERVATION, "tenant-foo-reservation")
