@@ -1,30 +1,19 @@
 """Offboarding step 3: one archive of a tenant's Slurm records (`jobs`, `steps`, `associations`
 or `logs`, see `providers.slurm.accounting_export`) in the retention store, at the fixed key
-`<tenant>/slurm/<kind>.<ext>` with the metadata `tenant`, `retention-until`, `kind` and `rows`.
-
-The key is fixed, so an `up` killed after the upload and run again writes the same object, not a
-second one. An archive is made only from a drained tenant (no job queued or running), so that
-the records are final. Reading it back heads the object: an archive deleted or changed behind
-the stack's back is drift. Delete refuses until `retention-until` has passed; the program
-declares archives protected, so no `destroy` reaches it before the retention purge.
+`<tenant>/slurm/<kind>.<ext>` with the metadata `tenant`, `retention-until`, `kind` and `rows`
+(`kept_object_provider` says how it is kept). An archive is made only from a drained tenant (no
+job queued or running), so that the records are final.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
-
-from providers.base import Field, Schema, SchemaProvider, gone
-from providers.errors import OffboardingError, RetentionStoreError
-from providers.retention.client import RetentionStore
-from providers.retention.objects import (
-    RETENTION_UNTIL,
-    refuse_while_retained,
-    retained_until,
-    retention_metadata,
-    tenant_key,
-)
+from providers.base import Field, Schema
+from providers.errors import OffboardingError
+from providers.retention.kept_object_provider import Content, KeptObjectProvider
+from providers.retention.objects import tenant_key
 from providers.slurm import values
 from providers.slurm.accounting_export import KINDS, export
 from providers.slurm.queue import SlurmQueue
@@ -55,13 +44,14 @@ ARCHIVE = Schema(
 )
 
 
-class SlurmArchiveProvider(SchemaProvider):
+class SlurmArchiveProvider(KeptObjectProvider):
     schema = ARCHIVE
-    error = RetentionStoreError
+    what = "Slurm archive"
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        doing = f"archiving the Slurm {props.get('kind')} of tenant {props.get('tenant')!r}"
-        p = self.load(props, doing)
+    def doing(self, props: Mapping[str, Any]) -> str:
+        return f"archiving the Slurm {props.get('kind')} of tenant {props.get('tenant')!r}"
+
+    def content(self, p: Mapping[str, Any], doing: str) -> Content:
         slurm = SlurmSettings.from_environment()
         transport = slurm.make_transport()
         left = SlurmQueue(transport).jobs(p["accounts"])
@@ -74,53 +64,9 @@ class SlurmArchiveProvider(SchemaProvider):
                 "move to archived; nothing was archived",
             )
         records = export(transport, p["kind"], p["accounts"], slurm.log_files, p["allow_empty"])
-        key = tenant_key(p["tenant"], "slurm", f"{p['kind']}.{records.extension}")
-        until = retained_until(p["retention_days"])
-        metadata = {
-            **retention_metadata(p["tenant"], until),
-            "kind": p["kind"],
-            "rows": str(records.rows),
-        }
-        with RetentionStore.from_environment() as store:
-            store.put(key, records.data, metadata)
-            outputs = self._outputs(store, key, p, doing)
-        return CreateResult(key, {**outputs, "rows": records.rows})
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        with RetentionStore.from_environment() as store:
-            if store.head(id_) is None:
-                return gone()
-            return ReadResult(id_, {**props, **self._outputs(store, id_, props, "reading")})
-
-    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """A new retention period: the same records, stored again with the new date."""
-        doing = f"changing the retention of archive {id_!r}"
-        p = self.load(news, doing)
-        until = retained_until(p["retention_days"])
-        with RetentionStore.from_environment() as store:
-            found = store.head(id_)
-            if found is None or found.metadata is None:
-                raise OffboardingError(doing, "the archive is gone from the retention store")
-            metadata = {**found.metadata, **retention_metadata(p["tenant"], until)}
-            store.put(id_, store.get(id_), metadata)
-            outputs = self._outputs(store, id_, p, doing)
-        return UpdateResult({**outputs, "rows": olds.get("rows")})
-
-    def delete(self, id_: str, props: dict[str, Any]) -> None:
-        refuse_while_retained(OffboardingError, f"archive {id_!r}", props.get("retention_until"))
-        with RetentionStore.from_environment() as store:
-            store.delete(id_)
-
-    @staticmethod
-    def _outputs(store: RetentionStore, key: str, p: dict[str, Any], doing: str) -> dict[str, Any]:
-        found = store.head(key)
-        if found is None:
-            raise OffboardingError(doing, f"{store.url(key)} is not in the store after the upload")
-        return {
-            **{field.key: p.get(field.key) for field in ARCHIVE.fields},
-            "key": key,
-            "url": store.url(key),
-            "etag": found.etag,
-            "size": found.size,
-            "retention_until": (found.metadata or {}).get(RETENTION_UNTIL),
-        }
+        return Content(
+            key=tenant_key(p["tenant"], "slurm", f"{p['kind']}.{records.extension}"),
+            data=records.data,
+            metadata={"kind": p["kind"], "rows": str(records.rows)},
+            outputs={"rows": records.rows},
+        )

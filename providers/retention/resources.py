@@ -41,7 +41,7 @@ class SlurmArchive(Resource, module="retention", name="SlurmArchive"):
             "accounts": list(accounts),
             "retention_days": retention_days,
             "allow_empty": allow_empty,
-            **dict.fromkeys(("key", "url", "etag", "rows", "size", "retention_until")),
+            **dict.fromkeys(("key", "url", "rows", "size", "retention_until")),
         }
         super().__init__(SlurmArchiveProvider(), resource_name, inputs, opts)
 

@@ -1,0 +1,97 @@
+"""What every object offboarding keeps in the retention store has in common, written once: put at
+a fixed key (an `up` killed after the upload writes the same object again, never a second) with
+the `tenant` and `retention-until` metadata, verified by reading its size back; read back by a
+head (an object deleted or changed behind the stack's back is drift); a new retention period
+stored as the same content with the new date; deleted only after `retention-until`, by the
+retention purge (the program declares these resources protected).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
+
+from providers.base import SchemaProvider, gone
+from providers.errors import OffboardingError, RetentionStoreError
+from providers.retention.client import RetentionStore
+from providers.retention.objects import (
+    RETENTION_UNTIL,
+    refuse_while_retained,
+    retained_until,
+    retention_metadata,
+)
+
+__all__ = ["Content", "KeptObjectProvider"]
+
+
+@dataclass(frozen=True)
+class Content:
+    key: str
+    data: bytes
+    metadata: Mapping[str, str] = field(default_factory=dict)  # beside tenant, retention-until
+    outputs: Mapping[str, Any] = field(default_factory=dict)  # what else the outputs record
+
+
+class KeptObjectProvider(SchemaProvider):
+    """A subclass's schema has `tenant` and `retention_days`; it says what to keep (`content`)."""
+
+    error = RetentionStoreError
+    what = "kept object"
+
+    def content(self, p: Mapping[str, Any], doing: str) -> Content:
+        raise NotImplementedError
+
+    def doing(self, props: Mapping[str, Any]) -> str:
+        return f"keeping the {self.what} of tenant {props.get('tenant')!r}"
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        doing = self.doing(props)
+        p = self.load(props, doing)
+        kept = self.content(p, doing)
+        until = retained_until(p["retention_days"])
+        metadata = {**retention_metadata(p["tenant"], until), **kept.metadata}
+        with RetentionStore.from_environment() as store:
+            store.put(kept.key, kept.data, metadata)
+            found = store.head(kept.key)
+            if found is None or found.size != len(kept.data):
+                raise OffboardingError(doing, f"{store.url(kept.key)} does not hold the upload")
+            url = store.url(kept.key)
+        outputs = {
+            **p,
+            **kept.outputs,
+            "key": kept.key,
+            "url": url,
+            "size": len(kept.data),
+            "retention_until": str(until),
+        }
+        return CreateResult(kept.key, outputs)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        with RetentionStore.from_environment() as store:
+            found = store.head(id_)
+        if found is None:
+            return gone()
+        until = (found.metadata or {}).get(RETENTION_UNTIL, props.get("retention_until"))
+        return ReadResult(id_, {**props, "size": found.size, "retention_until": until})
+
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        """A new retention period: the same content, stored again with the new date."""
+        doing = f"changing the retention of {id_!r}"
+        p = self.load(news, doing)
+        until = str(retained_until(p["retention_days"]))
+        with RetentionStore.from_environment() as store:
+            found = store.head(id_)
+            if found is None or found.metadata is None:
+                raise OffboardingError(doing, f"{store.url(id_)} is gone from the retention store")
+            store.put(id_, store.get(id_), {**found.metadata, RETENTION_UNTIL: until})
+        return UpdateResult({**olds, **p, "retention_until": until})
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        refuse_while_retained(
+            OffboardingError, f"the {self.what} {id_!r}", props.get("retention_until")
+        )
+        with RetentionStore.from_environment() as store:
+            store.delete(id_)
