@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from tenant_stack.components.tenant_namespace import RETAINED_ANNOTATION
+from tenant_stack.components.tenant_namespace import RETAINED_ANNOTATION, STAGE_ANNOTATION
 from tenant_stack.errors import ClusterError
 from tenant_stack.preflight import ClaimState, NodeState
 
@@ -27,6 +27,7 @@ class LiveCluster:
     nodes: list[NodeState]
     claims: list[ClaimState]  # of the tenant's namespace
     retained: list[str]  # what its namespace records offboarding has archived (RETAINED_ANNOTATION)
+    stage: str | None  # the offboarding stage its namespace records (STAGE_ANNOTATION)
 
 
 def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
@@ -43,7 +44,8 @@ def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
         ),
         {"metadata": {}},
     )
-    retained = (own["metadata"].get("annotations") or {}).get(RETAINED_ANNOTATION, "")
+    annotations = own["metadata"].get("annotations") or {}
+    retained = annotations.get(RETAINED_ANNOTATION, "")
     return LiveCluster(
         nodes=[NodeState.from_api(item) for item in items if item.get("kind") == "Node"],
         claims=[
@@ -52,6 +54,7 @@ def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
             if item.get("kind") == "PersistentVolumeClaim"
         ],
         retained=[kind for kind in retained.split(",") if kind],
+        stage=annotations.get(STAGE_ANNOTATION),
     )
 
 

@@ -7,6 +7,9 @@
   access mode differs in fields Kubernetes never changes in place: Pulumi would replace it, and a
   replaced claim loses its volume, the tenant's data. Such a claim is refused, named, with what to
   do, instead of becoming a drift repair.
+- Offboarding moves one stage forward per `up`, in the runbook's order (block, drain, archive,
+  snapshot, delete): the stage the last `up` recorded on the namespace may go one stage on, or
+  back to any earlier stage (a rollback), never further on and never back from destroy.
 
 It runs in the program, before any resource is declared, so `pulumi preview` in a pull request
 refuses and changes nothing. What it checks is read by `tenant_stack.live`.
@@ -21,6 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from tenant_stack.errors import ClusterError, Problem
+from tenant_stack.spec.models import STAGES, Stage
 
 TENANT_LABEL = "reserved.tenant"
 RESERVATION_ANNOTATION = "scheduling.example.io/reservation"
@@ -196,3 +200,21 @@ def _bytes(count: int) -> str:
         if count % 1024**power == 0:
             return f"{count // 1024**power}{unit}"
     return f"{count} bytes"
+
+
+def check_stage(recorded: str | None, wanted: Stage) -> list[Problem]:
+    """A refusal when `wanted` skips a stage after `recorded` (None: no stage recorded yet, a
+    tenant being onboarded) or leaves stage destroy."""
+    if recorded is None or recorded not in STAGES or recorded == wanted:
+        return []
+    now, then = STAGES.index(recorded), STAGES.index(wanted)
+    if recorded == "destroy":
+        reason = "the tenant is at stage destroy, from which there is no way back"
+    elif then > now + 1:
+        reason = (
+            f"the tenant is at stage {recorded}, and offboarding goes one stage per pull request "
+            f"in the runbook's order: the next is {STAGES[now + 1]}"
+        )
+    else:
+        return []
+    return [Problem("lifecycle.stage", f"{wanted!r} refused: {reason}")]

@@ -38,7 +38,7 @@ from tenant_stack.mapping import (
     wanted_claims,
 )
 from tenant_stack.platform import Platform
-from tenant_stack.preflight import check_claims, check_nodes
+from tenant_stack.preflight import check_claims, check_nodes, check_stage
 from tenant_stack.spec import TenantSpec
 
 PLATFORM_STACK = "prod"
@@ -51,9 +51,11 @@ def build_platform(platform: Platform) -> None:
 
 
 def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveCluster) -> None:
-    """Refuses, before anything is declared, nodes the live cluster cannot give this tenant and
-    claims `up` could only bring to the spec by replacing them."""
-    refusals = check_claims(spec.slug, wanted_claims(spec), live.claims)
+    """Refuses, before anything is declared, a stage that skips the runbook's order, nodes the
+    live cluster cannot give this tenant and claims `up` could only bring to the spec by
+    replacing them."""
+    refusals = check_stage(live.stage, spec.lifecycle.stage)
+    refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]
         findings = check_nodes(

@@ -20,6 +20,8 @@ TYPE = "gpu-tenants:namespace:TenantNamespace"
 # What offboarding has put in the retention store so far (`Retention`'s archive kinds), recorded
 # on the namespace so that every later `up`, a rollback's included, keeps declaring them.
 RETAINED_ANNOTATION = "gpu-tenants.example.io/retained"
+# The offboarding stage the last `up` applied, which the next one may move on by one only.
+STAGE_ANNOTATION = "gpu-tenants.example.io/lifecycle-stage"
 POD_SECURITY = ("enforce", "audit", "warn")
 
 
@@ -66,6 +68,7 @@ class TenantNamespaceArgs:
     # The platform's LDAP bind Secret's data, read from the auth namespace by the program.
     ldap_bind_data: pulumi.Input[dict[str, str]]
     retained: list[str]  # recorded as RETAINED_ANNOTATION once `after` has made them
+    stage: str  # recorded as STAGE_ANNOTATION
     # Created after this; deleted before it (destroy runs in reverse dependency order).
     after: list[pulumi.Resource]
 

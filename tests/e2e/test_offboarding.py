@@ -25,6 +25,7 @@ from providers.retention.client import RetentionStore
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from sandbox.slurm.users import ensure_user
+from tenant_stack.spec.models import STAGES, Stage
 from tests.backends import (
     CHECKPOINTING_JOB,
     authentik_user,
@@ -86,6 +87,15 @@ class Tenant:
         spec["lifecycle"].pop("sign_off", None)
         spec["lifecycle"].update(lifecycle)
         self.write(spec)
+
+    def walk_to(self, stage: Stage, **lifecycle: Any) -> None:
+        """One `up` per stage from the one the spec says to `stage`, as the pull requests would
+        go; `lifecycle` (a sign-off) is given at the last."""
+        now = STAGES.index(self.spec()["lifecycle"]["stage"])
+        for step in STAGES[now + 1 : STAGES.index(stage) + 1]:
+            last = {k: v for k, v in lifecycle.items() if k != "sign_off" or step == stage}
+            self.at_stage(step, **last)
+            self.up()
 
     def pulumi(self, *args: str) -> str:
         return run_pulumi(self.env, self.project, *args, "--stack", SLUG, timeout=900)
@@ -267,6 +277,8 @@ def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_
     pending = bar.submit("erin", "--begin=now+1hour")
     assert job_state(pending) == "PENDING"
 
+    bar.at_stage("frozen")  # one stage per pull request
+    bar.up()
     bar.at_stage("drained")
     started = time.monotonic()
     code, said = bar.try_pulumi("up", "--yes", "--skip-preview")
@@ -302,8 +314,7 @@ def test_rollback_from_drained_restores_the_tenant(bar: Tenant) -> None:
 def test_a_hard_drain_sends_term_so_the_job_checkpoints(bar: Tenant) -> None:
     job = bar.submit("dave", seconds=600)
     wait_for(f"job {job} to run", lambda: job_state(job) == "RUNNING", timeout=60)
-    bar.at_stage("drained", drain_mode="hard", drain_timeout="1m")
-    bar.up()
+    bar.walk_to("drained", drain_mode="hard", drain_timeout="1m")
     assert (bar.scratch / f"checkpoint-{job}").exists()
     assert job_state(job) == "GONE"
 
@@ -347,6 +358,17 @@ def test_rollback_from_archived_keeps_the_archives(bar: Tenant) -> None:
 # --- destroy --------------------------------------------------------------------------------------
 
 
+def test_a_stage_skipped_is_refused_before_anything_changes(bar: Tenant) -> None:
+    before = bar.resources()
+    bar.at_stage("archived")
+    code, said = bar.try_pulumi("up", "--yes", "--skip-preview")
+    assert code != 0
+    assert "lifecycle.stage: 'archived' refused: the tenant is at stage active" in said
+    assert "the next is frozen" in said
+    assert bar.resources() == before
+    assert partition_state(SLUG) == "UP"
+
+
 def test_destroy_without_sign_off_is_refused_by_the_spec(bar: Tenant) -> None:
     bar.at_stage("destroy")
     code, said = bar.try_pulumi("preview")
@@ -355,8 +377,7 @@ def test_destroy_without_sign_off_is_refused_by_the_spec(bar: Tenant) -> None:
 
 
 def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> None:
-    bar.at_stage("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
-    bar.up()
+    bar.walk_to("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
     code, _ = bar.try_pulumi("destroy", "--yes", "--skip-preview")
     assert code != 0, "a plain destroy must stop at the protected resources"
     bar.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")

@@ -1,7 +1,7 @@
 """Offboarding a tenant with filesystems of its own (org isolation), end to end on the tests'
 sandbox: tenant-foo (live, not a rehearsal) holds files in its home and scratch filesystems and
-has run a job on the slurmd node; one pull request moves it to stage snapshotted, and its `up`
-is killed while archiving; the next `up` converges with nothing done twice; a rollback from
+has run a job on the slurmd node; it moves one stage per pull request, and its `up` at stage
+archived is killed; the next `up` converges with nothing done twice; a rollback from
 snapshotted restores it; stage destroy and `destroy --exclude-protected` take it down; a new
 filesystem made from each uploaded snapshot holds the tenant's files."""
 
@@ -126,8 +126,11 @@ def run_a_job() -> None:
         wait_for(f"job {job} to end", lambda: sacct_job(job, "State") == ["COMPLETED"], timeout=60)
 
 
-def test_a_killed_up_at_stage_snapshotted_converges_with_nothing_done_twice(foo: Foo) -> None:
-    foo.edit(stage="snapshotted")
+def test_a_killed_up_at_stage_archived_converges_with_nothing_done_twice(foo: Foo) -> None:
+    for stage in ("frozen", "drained"):
+        foo.edit(stage=stage)
+        foo.pulumi("up", "--yes", "--skip-preview")
+    foo.edit(stage="archived")
     up = subprocess.Popen(
         ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", SLUG],
         cwd=foo.project,
@@ -156,6 +159,12 @@ def test_a_killed_up_at_stage_snapshotted_converges_with_nothing_done_twice(foo:
     assert keys == [
         f"{SLUG}/slurm/{k}" for k in ("associations.txt", "jobs.csv", "logs.log", "steps.csv")
     ]
+
+
+def test_snapshotted_uploads_each_filesystem_once(foo: Foo) -> None:
+    foo.edit(stage="snapshotted")
+    foo.pulumi("up", "--yes", "--skip-preview")
+    foo.pulumi("up", "--yes", "--skip-preview")  # run again: nothing taken or uploaded twice
     with org_admin_client(SLUG) as weka:
         for kind in ("home", "scratch"):
             snapshots = weka.list_snapshots(f"{SLUG}-{kind}")
@@ -178,6 +187,9 @@ def test_rollback_from_snapshotted_restores_the_tenant(foo: Foo) -> None:
 
 
 def test_destroy_keeps_the_uploads_and_each_restores_the_tenants_files(foo: Foo) -> None:
+    for stage in ("frozen", "drained", "archived", "snapshotted"):
+        foo.edit(stage=stage)
+        foo.pulumi("up", "--yes", "--skip-preview")
     foo.edit(stage="destroy", sign_off=SIGN_OFF)
     foo.pulumi("up", "--yes", "--skip-preview")
     foo.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")

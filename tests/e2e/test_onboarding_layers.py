@@ -170,7 +170,7 @@ def test_step_4_slurm_accounting_and_partition(foo: Onboarded) -> None:
     partition = run("scontrol", "show", "partition", "tenant-foo")
     for field in (
         "Nodes=gpu-[01-08]",
-        "AllowAccounts=tenant-foo",
+        "AllowAccounts=ml-team-foo,tenant-foo",  # every account of the tenant, sorted
         "MaxTime=1-00:00:00",
         "OverSubscribe=EXCLUSIVE",
     ):

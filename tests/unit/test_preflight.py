@@ -21,8 +21,10 @@ from tenant_stack.preflight import (
     WantedClaim,
     check_claims,
     check_nodes,
+    check_stage,
     quantity_bytes,
 )
+from tenant_stack.spec.models import Stage
 
 TENANT = "tenant-foo"
 SKU = "h100-8x"
@@ -403,3 +405,28 @@ def test_a_claim_made_again_with_another_class_is_refused() -> None:
     [problem] = check_claims("tenant-foo", [SCRATCH_CLAIM], [other])
     assert problem.location == "storage.pvcs.0"
     assert "has storage class 'local', not 'weka-tenant-foo'" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("recorded", "wanted"),
+    [
+        (None, "active"),  # onboarding: nothing recorded yet
+        ("active", "active"),
+        ("active", "frozen"),
+        ("frozen", "drained"),
+        ("snapshotted", "destroy"),
+        ("snapshotted", "active"),  # the runbook's rollback
+        ("archived", "drained"),
+    ],
+)
+def test_a_stage_may_move_on_by_one_or_back(recorded: str | None, wanted: Stage) -> None:
+    assert check_stage(recorded, wanted) == []
+
+
+def test_a_stage_may_not_be_skipped_nor_left_from_destroy() -> None:
+    [skipped] = check_stage("active", "archived")
+    assert skipped.location == "lifecycle.stage"
+    assert "at stage active" in skipped.message
+    assert "the next is frozen" in skipped.message
+    [back] = check_stage("destroy", "active")
+    assert "no way back" in back.message
