@@ -97,9 +97,10 @@ class TenantNamespace(pulumi.ComponentResource):
                     "tenant": tenant,
                     **{f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY},
                 },
-                annotations={RETAINED_ANNOTATION: ",".join(args.retained)}
-                if args.retained
-                else None,
+                annotations={
+                    STAGE_ANNOTATION: args.stage,
+                    **({RETAINED_ANNOTATION: ",".join(args.retained)} if args.retained else {}),
+                },
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )

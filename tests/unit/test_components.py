@@ -817,8 +817,10 @@ def test_archives_are_protected_and_depend_on_nothing(tmp_path: Path, mocks: Rec
         assert archive.dependencies == frozenset(), archive.name
         assert archive.parent == retention.urn
     namespace = archived.one(K8S_NAMESPACE, "tenant-foo-namespace")
-    recorded = namespace.inputs["metadata"]["annotations"]["gpu-tenants.example.io/retained"]
-    assert recorded == "jobs,steps,associations,logs"
+    annotations = namespace.inputs["metadata"]["annotations"]
+    assert annotations["gpu-tenants.example.io/retained"] == "jobs,steps,associations,logs"
+    # The stage the next `up` may move on from by one only.
+    assert annotations["gpu-tenants.example.io/lifecycle-stage"] == "archived"
     # The stage after archived is what the gate asks for next.
     assert archived.one(GATE, "tenant-foo-gate").inputs["lifecycle"]["next_stage"] == "snapshotted"
 
