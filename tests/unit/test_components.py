@@ -192,7 +192,8 @@ def test_namespace_has_the_tenant_and_restricted_pod_security_labels(foo: Deploy
     namespace = foo.one(K8S_NAMESPACE, "tenant-foo-namespace")
     assert namespace.inputs["metadata"] == {
         "name": "tenant-foo",
-        "annotations": OWNED,
+        # The offboarding stage it was brought to: the next `up` moves on by one stage only.
+        "annotations": {**OWNED, "gpu-tenants.example.io/lifecycle-stage": "active"},
         "labels": {
             "tenant": "tenant-foo",
             "pod-security.kubernetes.io/enforce": "restricted",
