@@ -89,9 +89,9 @@ class Tenant:
         self.write(spec)
 
     def walk_to(self, stage: Stage, **lifecycle: Any) -> None:
-        """One `up` per stage from the one the spec says to `stage`, as the pull requests would
-        go; `lifecycle` (a sign-off) is given at the last."""
-        now = STAGES.index(self.spec()["lifecycle"]["stage"])
+        """One `up` per stage from the one the last `up` applied to `stage`, as the pull
+        requests would go; `lifecycle` (a sign-off) is given at the last."""
+        now = STAGES.index(json.loads(self.pulumi("stack", "output", "lifecycle_stage", "--json")))
         for step in STAGES[now + 1 : STAGES.index(stage) + 1]:
             last = {k: v for k, v in lifecycle.items() if k != "sign_off" or step == stage}
             self.at_stage(step, **last)
