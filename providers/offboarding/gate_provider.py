@@ -28,8 +28,7 @@ GATE = Schema(
     fields=(
         Field("tenant", nonempty_text),
         Field("accounts", lambda v: sorted(values.names(v))),
-        # Absent in a state from before the check of running pods.
-        Field("namespace", nonempty_text, default="-"),
+        Field("namespace", nonempty_text),
         LIFECYCLE,
     ),
 )
@@ -57,14 +56,12 @@ class OffboardingGateProvider(SchemaProvider):
         self.refuse_before_offboarding(f"tenant {id_!r}", props, doing)
         if (props.get(LIFECYCLE.key) or {}).get("rehearsal"):
             return
-        running = [
-            p.name for p in Workloads(props.get("namespace") or id_).pods() if p.phase == "Running"
-        ]
+        running = [p.name for p in Workloads(props["namespace"]).pods() if p.phase == "Running"]
         if running:
             raise OffboardingError(
                 doing,
                 f"refused (runbook step 4d): {len(running)} pods still run in namespace "
-                f"{props.get('namespace') or id_}: {', '.join(running[:10])}",
+                f"{props['namespace']}: {', '.join(running[:10])}",
                 "stop them (stage drained stops the tenant's workloads; the login release stops "
                 "at stage snapshotted), then run `pulumi destroy --exclude-protected` again; "
                 "nothing was deleted",

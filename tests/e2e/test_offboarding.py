@@ -55,6 +55,8 @@ USERS = {"dave": 2201, "erin": 2202}
 # How long one `up` at stage drained waits for the queue (stack config), kept short here.
 DRAIN_WAIT = 15
 SIGN_OFF = {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4242"}
+# A tenant's own pod, as the namespace's restricted pod security admits it.
+RUNNING_POD = Path(__file__).resolve().parent / "tenant_job_pod.yaml"
 # What the tenant keeps on the shared filesystems: /home/tenant-bar/dave/... and
 # /scratch/tenant-bar/..., each filesystem's file as (path in it, content).
 DATA = {
@@ -378,6 +380,20 @@ def test_destroy_without_sign_off_is_refused_by_the_spec(bar: Tenant) -> None:
 
 def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> None:
     bar.walk_to("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
+    # Step 4d: nothing goes while a tenant pod runs. The sandbox has no kubelet: a pod object
+    # whose status says Running stands for one.
+    before = bar.resources()
+    run("kubectl", "-n", SLUG, "apply", "-f", str(RUNNING_POD))
+    run(
+        "kubectl", "-n", SLUG, "patch", "pod", "tenant-job", "--subresource=status",
+        "--type=merge", "--patch", '{"status": {"phase": "Running"}}',
+    )  # fmt: skip
+    code, said = bar.try_pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
+    assert code != 0
+    assert "refused (runbook step 4d): 1 pods still run in namespace tenant-bar: tenant-job" in said
+    assert bar.resources() == before
+    run("kubectl", "-n", SLUG, "delete", "pod", "tenant-job", "--force", "--grace-period=0")
+
     code, _ = bar.try_pulumi("destroy", "--yes", "--skip-preview")
     assert code != 0, "a plain destroy must stop at the protected resources"
     bar.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
