@@ -3,6 +3,8 @@ is deleted before stage destroy with a sign-off, and the refusal names the next 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from providers.errors import OffboardingError
@@ -11,7 +13,10 @@ from providers.offboarding.gate_provider import OffboardingGateProvider
 GATE = OffboardingGateProvider()
 
 
-def record(stage: str, next_stage: str | None, signed_off: bool = False, rehearsal: bool = False):  # type: ignore[no-untyped-def]
+def record(
+    stage: str, next_stage: str | None, signed_off: bool = False, rehearsal: bool = False
+) -> dict[str, Any]:
+    """The outputs of an object whose last `up` recorded this stage."""
     return {
         "lifecycle": {
             "stage": stage,
