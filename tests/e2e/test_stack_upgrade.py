@@ -122,10 +122,11 @@ def _is_offboarding(step: dict[str, Any]) -> bool:
     (and the partition now allows the teams' sub-accounts, which Slurm needs for their users'
     jobs), the gate with its component, and the (empty) component of what offboarding keeps."""
     if step["op"] == "update":
-        return "lifecycle" in (reasons := set(step.get("diffReasons") or [])) and reasons <= {
-            "lifecycle",
-            "allow_accounts",
-        }
+        # A dynamic provider's diff names no properties: compare the inputs themselves.
+        old = (step.get("oldState") or {}).get("inputs") or {}
+        new = (step.get("newState") or {}).get("inputs") or {}
+        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)} - {"__provider"}
+        return "lifecycle" in changed and changed <= {"lifecycle", "allow_accounts"}
     added = (
         "gpu-tenants:offboarding:",
         "gpu-tenants:retention:",
