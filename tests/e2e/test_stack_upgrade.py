@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from providers.authentik import props as authentik_props
+from providers.slurm import props as slurm_props
 from sandbox.layout import SandboxLayout
 from sandbox.project import ROOT, STACK_CONFIG_DIR
 from tests.backends import pulumi, run_pulumi
@@ -117,15 +119,25 @@ def _is_dropped_read(step: dict[str, Any]) -> bool:
     )
 
 
+# The tenant-level objects that record the offboarding stage, by type.
+GATED = {
+    "pulumi-python:dynamic/slurm:Qos": slurm_props.QOS,
+    "pulumi-python:dynamic/slurm:Account": slurm_props.ACCOUNT,
+    "pulumi-python:dynamic/slurm:Partition": slurm_props.PARTITION,
+    "pulumi-python:dynamic/authentik:TenantGroup": authentik_props.GROUP,
+}
+
+
 def _is_offboarding(step: dict[str, Any]) -> bool:
     """What this release changes for offboarding: the stage recorded on tenant-level objects
     (and the partition now allows the teams' sub-accounts, which Slurm needs for their users'
     jobs), the gate with its component, and the (empty) component of what offboarding keeps."""
-    if step["op"] == "update":
-        # A dynamic provider's diff names no properties: compare the inputs themselves.
-        old = (step.get("oldState") or {}).get("inputs") or {}
+    if step["op"] == "update" and _type(step) in GATED:
+        # A dynamic provider's diff names no properties to the engine: ask its schema, in the
+        # backend's stored form, as the provider's own diff does.
+        old = (step.get("oldState") or {}).get("outputs") or {}
         new = (step.get("newState") or {}).get("inputs") or {}
-        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)} - {"__provider"}
+        changed = set(GATED[_type(step)].differences(old, new)[0])
         return "lifecycle" in changed and changed <= {"lifecycle", "allow_accounts"}
     added = (
         "gpu-tenants:offboarding:",
