@@ -19,7 +19,7 @@ from tenant_stack.components.tenant_namespace import RETAINED_ANNOTATION, STAGE_
 from tenant_stack.errors import ClusterError
 from tenant_stack.preflight import ClaimState, NodeState
 
-__all__ = ["LiveCluster", "read_cluster", "read_live", "read_secret_data"]
+__all__ = ["LiveCluster", "kubectl_json", "read_cluster", "read_live", "read_secret_data"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class LiveCluster:
 def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
     """Every Node of the cluster, the claims of `namespace` (none when it does not exist yet) and
     the namespaces (for the tenant's own), in one request."""
-    items = _kubectl_json(
+    items = kubectl_json(
         [kubectl, "get", "nodes,persistentvolumeclaims,namespaces", f"--namespace={namespace}"]
     )["items"]
     own: dict[str, Any] = next(
@@ -61,7 +61,7 @@ def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
 def read_secret_data(namespace: str, name: str, kubectl: str = "kubectl") -> dict[str, str]:
     """The `data` (base64 values) of Secret `namespace`/`name`. The values never appear in an
     error: kubectl's message on failure names the Secret only."""
-    secret = _kubectl_json([kubectl, "get", "secret", name, f"--namespace={namespace}"])
+    secret = kubectl_json([kubectl, "get", "secret", name, f"--namespace={namespace}"])
     data: dict[str, str] = secret.get("data") or {}
     if not data:
         raise ClusterError(f"Secret {namespace}/{name} holds no data; the platform must fill it")
@@ -79,7 +79,9 @@ def read_live(
         return cluster.result(), secret.result()
 
 
-def _kubectl_json(argv: list[str]) -> Any:
+def kubectl_json(argv: list[str]) -> Any:
+    """`argv` (a kubectl get) with JSON output and a bounded wait; ClusterError with kubectl's
+    words when it fails."""
     argv = [*argv, "--output=json", "--request-timeout=30s"]
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)

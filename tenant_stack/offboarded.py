@@ -8,7 +8,6 @@ so the operator sees every gap at once.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -23,6 +22,8 @@ from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
+from tenant_stack.errors import ClusterError
+from tenant_stack.live import kubectl_json
 from tenant_stack.mapping import ARCHIVE_KINDS
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
@@ -36,17 +37,8 @@ class Check:
 
 
 def _items(*args: str) -> list[dict[str, Any]]:
-    """The items of `kubectl get <args> -o json`."""
-    done = subprocess.run(
-        ["kubectl", *args, "-o", "json", "--request-timeout=30s"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise BackendError(f"kubectl {' '.join(args)}", done.stderr.strip() or "failed")
-    items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+    """The items of `kubectl get <args>`."""
+    items: list[dict[str, Any]] = kubectl_json(["kubectl", *args])["items"]
     return items
 
 
@@ -171,7 +163,7 @@ def _run(
     for backend, step in steps:
         try:
             yield step(spec)
-        except (BackendError, OSError, subprocess.SubprocessError) as error:
+        except (BackendError, ClusterError, OSError) as error:
             yield Check(f"{backend} could be read", False, str(error))
 
 

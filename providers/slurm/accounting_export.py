@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from providers.command import Transport
 from providers.errors import SlurmError
-from providers.slurm.transport import SlurmCommandError
+from providers.slurm.transport import SlurmCommandError, must
 
 __all__ = ["KINDS", "Export", "export"]
 
@@ -40,10 +40,7 @@ class Export:
 
 
 def _must(transport: Transport, argv: Sequence[str], doing: str) -> str:
-    result = transport.run(argv)
-    if not result.ok:
-        raise SlurmCommandError(doing, result, _UNREACHABLE)
-    return result.stdout
+    return must(transport, argv, doing, _UNREACHABLE).stdout
 
 
 def _sacct(transport: Transport, accounts: Sequence[str], jobs_only: bool, doing: str) -> Export:

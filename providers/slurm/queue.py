@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from providers.command import CommandResult, Transport
-from providers.slurm.transport import SlurmCommandError
+from providers.slurm.transport import must
 
 __all__ = ["Job", "SlurmQueue"]
 
@@ -50,10 +50,7 @@ class SlurmQueue:
         self.transport = transport
 
     def _must(self, argv: Sequence[str], doing: str) -> CommandResult:
-        result = self.transport.run(argv)
-        if not result.ok:
-            raise SlurmCommandError(doing, result, _UNREACHABLE)
-        return result
+        return must(self.transport, argv, doing, _UNREACHABLE)
 
     def jobs(self, accounts: Sequence[str]) -> list[Job]:
         """Every job queued or running under `accounts`, in any partition."""

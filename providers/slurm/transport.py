@@ -6,10 +6,12 @@ the controller pod (`kubectl -n slurm-control exec deploy/slurmctld -- ...`).
 
 from __future__ import annotations
 
-from providers.command import CommandResult
+from collections.abc import Sequence
+
+from providers.command import CommandResult, Transport
 from providers.errors import SlurmError
 
-__all__ = ["BACKEND", "DEFAULT_TIMEOUT", "SlurmCommandError"]
+__all__ = ["BACKEND", "DEFAULT_TIMEOUT", "SlurmCommandError", "must"]
 
 # How Slurm commands are named in the benchmark's call log.
 BACKEND = "slurm"
@@ -30,3 +32,11 @@ class SlurmCommandError(SlurmError):
         self.stdout = result.stdout
         self.stderr = result.stderr
         super().__init__(doing, result.words, next_step)
+
+
+def must(transport: Transport, argv: Sequence[str], doing: str, next_step: str) -> CommandResult:
+    """Runs a Slurm command that has to succeed; SlurmCommandError with its words otherwise."""
+    result = transport.run(argv)
+    if not result.ok:
+        raise SlurmCommandError(doing, result, next_step)
+    return result
