@@ -8,8 +8,9 @@ import pulumi
 from providers.errors import BackendError
 from tenant_stack.errors import TenantError
 from tenant_stack.platform import load_platform
-from tenant_stack.program import PLATFORM_STACK, build_platform, build_tenant
+from tenant_stack.program import build_platform, build_tenant
 from tenant_stack.spec import load_spec
+from tenant_stack.stacks import PLATFORM_STACK
 
 # absolute(), not resolve(): a copy of the project made of symlinks reads its own tenants/.
 ROOT = Path(__file__).absolute().parent

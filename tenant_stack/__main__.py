@@ -3,9 +3,12 @@
     handover <slug>            onboarding step 8: the connection sheet for the tenant
     verify-offboarded <slug>   offboarding step 8: is anything of the tenant left live, and is
                                everything that must be retained in the retention store?
+    retention calendar|run     offboarding step 9: what every tenant stack retains until when,
+                               and the purge of what has expired (for a scheduler)
+    retention hold|release     a legal hold on a tenant: every retention timer paused
 
-Exit status: 0 done (every check passed); 1 a check failed (the output says which); 2 the command
-could not run (bad arguments, or the tenant's spec does not load).
+Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
+says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
 """
 
 from __future__ import annotations
@@ -13,13 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from providers.errors import BackendError
+from tenant_stack import retention_job
 from tenant_stack.errors import TenantError
 from tenant_stack.handover import connection_sheet
 from tenant_stack.offboarded import as_json, checklist, verify
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
+from tenant_stack.stacks import Stacks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,11 +59,98 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--tenants", type=Path, default=ROOT / "tenants", help="where the specs are"
         )
+    _retention_parser(commands)
     return parser
+
+
+def _retention_parser(commands: Any) -> None:
+    retention = commands.add_parser(
+        "retention",
+        help="runbook step 9: the retention calendar, the purge, legal holds",
+        description="What offboarding keeps is deleted through the engine once its retention "
+        "date has passed (Pulumi.prod.yaml `retention`), unless the tenant is under legal hold. "
+        "Every action is recorded in the tenant's ledger in the retention store.",
+    )
+    actions = retention.add_subparsers(dest="action", required=True)
+    calendar = actions.add_parser(
+        "calendar", help="list every retained resource of every tenant stack, soonest first"
+    )
+    purge = actions.add_parser(
+        "run",
+        help="delete what has expired (a scheduler runs this daily)",
+        description="For every tenant stack: skips it while under legal hold; else deletes "
+        "each expired resource with `pulumi destroy --target <urn> --ignore-protect`, the "
+        "users' Authentik tombstones last, once no accounting is left. Safe to rerun.",
+    )
+    purge.add_argument("--dry-run", action="store_true", help="say what would be deleted, only")
+    hold = actions.add_parser("hold", help="put a tenant under legal hold (no code change)")
+    hold.add_argument("--reason", required=True, help="the matter or ticket, for the ledger")
+    release = actions.add_parser("release", help="lift the legal hold `hold` set")
+    for command in (hold, release):
+        command.add_argument("slug", help="the tenant")
+        command.add_argument("--by", required=True, help="who sets or lifts it, for the ledger")
+    for command in (calendar, purge):
+        command.add_argument(
+            "--tenant", action="append", default=[], help="only this tenant (repeatable)"
+        )
+    for command in (calendar, purge, hold, release):
+        command.add_argument(
+            "--now", help="the date (YYYY-MM-DD) or time to act as of; default: now"
+        )
+        command.add_argument("--json", action="store_true", help="print JSON")
+        command.add_argument(
+            "--project",
+            type=Path,
+            default=ROOT,
+            help="the Pulumi project whose stacks are the tenants (its tenants/ holds the specs)",
+        )
+
+
+def _retention(args: argparse.Namespace) -> int:
+    now = retention_job.parse_now(args.now)
+    if args.action in ("hold", "release"):
+        if args.action == "hold":
+            entry = retention_job.hold(args.slug, args.by, args.reason, now)
+        else:
+            entry = retention_job.release(args.slug, args.by, now)
+        print(json.dumps(entry.as_json()) if args.json else f"{args.slug}: {args.action} recorded")
+        return 0
+    platform = load_platform(args.project / "Pulumi.prod.yaml")
+    dry_run = args.action == "calendar" or args.dry_run
+    stacks = Stacks(args.project)
+    reports = retention_job.run(
+        stacks, args.project / "tenants", platform, now, dry_run=dry_run, only=args.tenant
+    )
+    if args.json:
+        print(json.dumps({"now": now.isoformat(), "tenants": [r.as_json() for r in reports]}))
+    elif args.action == "calendar":
+        rows = retention_job.calendar_rows(reports)
+        print(_table(("TENANT", "ITEM", "CLASS", "UNTIL", "STATUS"), rows))
+        for report in reports:
+            if report.error or (report.hold and report.hold.held):
+                print("\n".join(report.lines(dry_run)))
+    else:
+        for report in reports:
+            print("\n".join(report.lines(dry_run)))
+    return 1 if any(report.error for report in reports) else 0
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    )
 
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "retention":
+        try:
+            return _retention(args)
+        except (TenantError, BackendError) as error:
+            print(error, file=sys.stderr)
+            return 2
     try:
         platform = load_platform(ROOT / "Pulumi.prod.yaml")
         spec = load_spec(args.tenants, args.slug, platform)

@@ -84,3 +84,7 @@ class PreflightError(TenantError):
 
 class ClusterError(TenantError):
     """Reading the live cluster failed; the message carries the tool's own words."""
+
+
+class StackError(TenantError):
+    """A `pulumi` command on a tenant's stack failed; the message quotes the engine's words."""

@@ -28,6 +28,7 @@ class LiveCluster:
     claims: list[ClaimState]  # of the tenant's namespace
     retained: list[str]  # what its namespace records offboarding has archived (RETAINED_ANNOTATION)
     stage: str | None  # the offboarding stage its namespace records (STAGE_ANNOTATION)
+    namespace_exists: bool = True
 
 
 def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
@@ -55,6 +56,7 @@ def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
         ],
         retained=[kind for kind in retained.split(",") if kind],
         stage=annotations.get(STAGE_ANNOTATION),
+        namespace_exists=bool(own["metadata"]),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import pulumi
@@ -177,9 +178,12 @@ def lifecycle_record(spec: TenantSpec) -> dict[str, object]:
 ARCHIVE_KINDS = ("jobs", "steps", "associations", "logs")
 
 
-def retention_args(spec: TenantSpec, platform: Platform, retained: list[str]) -> RetentionArgs:
+def retention_args(
+    spec: TenantSpec, platform: Platform, retained: list[str], purged: Collection[str] = ()
+) -> RetentionArgs:
     """The archives from stage archived on, the copies of a directory-isolated tenant's data
-    from stage snapshotted on, and afterwards whatever was kept before (a rollback keeps it)."""
+    from stage snapshotted on, and afterwards whatever was kept before (a rollback keeps it),
+    less what the retention purge has deleted (`purged`, in the words of RetentionArgs.kept)."""
     days = platform.retention
     kinds = ARCHIVE_KINDS if spec.lifecycle.reached("archived") else ()
     shared = (platform.weka.shared_home_filesystem, platform.weka.shared_scratch_filesystem)
@@ -195,18 +199,19 @@ def retention_args(spec: TenantSpec, platform: Platform, retained: list[str]) ->
         archives=[
             Archive(kind, days.logs_days if kind == "logs" else days.accounting_days)
             for kind in ARCHIVE_KINDS
-            if kind in kinds or kind in retained
+            if (kind in kinds or kind in retained) and kind not in purged
         ],
         allow_empty=spec.lifecycle.rehearsal,
-        copies=[Copy(fs, f"/{spec.slug}") for fs in copied],
+        copies=[Copy(fs, f"/{spec.slug}") for fs in copied if f"copy:{fs}" not in purged],
         uploads=[
             fs
             for fs in (f"{spec.slug}-home", f"{spec.slug}-scratch")
             if spec.storage.isolation == "org"
             and (spec.lifecycle.reached("snapshotted") or f"snapshot:{fs}" in retained)
+            and f"snapshot:{fs}" not in purged
         ],
         object_store=platform.weka.object_store,
-        copy_retention_days=spec.lifecycle.retention_days,
+        copy_retention_days=max(days.copies_days, spec.lifecycle.retention_days),
     )
 
 
@@ -225,8 +230,14 @@ def offboarding_args(
 
 
 def identity_args(
-    spec: TenantSpec, platform: Platform, after: list[pulumi.Resource]
+    spec: TenantSpec,
+    platform: Platform,
+    after: list[pulumi.Resource],
+    offboarded: bool = False,
+    purged: Collection[str] = (),
 ) -> IdentityGroupArgs:
+    """The tenant's groups and users; once `offboarded`, the users' tombstones alone, less those
+    the retention purge has deleted (`user:<username>` in `purged`)."""
     admins = set(spec.identity.admins)
     return IdentityGroupArgs(
         tenant=spec.slug,
@@ -244,9 +255,12 @@ def identity_args(
                 admin=user.username in admins,
             )
             for user in spec.users
+            if f"user:{user.username}" not in purged
         ],
         lifecycle=lifecycle_record(spec),
         revoked=spec.lifecycle.reached("destroy") and not spec.lifecycle.rehearsal,
+        tombstone_days=platform.retention.accounting_days,
+        offboarded=offboarded,
         after=after,
     )
 

@@ -395,10 +395,12 @@ class LoginChart(StrictModel):
 
 
 class Retention(StrictModel):
-    """How long offboarding's archives are kept in the retention store, by kind."""
+    """How long offboarding's archives are kept in the retention store, by kind. A tenant's
+    `lifecycle.retention_days` may lengthen its copies' horizon, never shorten it."""
 
     accounting_days: Annotated[int, Field(ge=1, le=36500)] = 7 * 365
     logs_days: Annotated[int, Field(ge=1, le=36500)] = 90
+    copies_days: Annotated[int, Field(ge=1, le=36500)] = 30
 
 
 class Platform(StrictModel):

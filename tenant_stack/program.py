@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pulumi
 
+from providers.retention.client import RetentionStore
+from providers.retention.ledger import Ledger
 from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
 from providers.weka.settings import ca_certificate
@@ -39,9 +41,8 @@ from tenant_stack.mapping import (
 )
 from tenant_stack.platform import Platform
 from tenant_stack.preflight import check_claims, check_nodes, check_stage
+from tenant_stack.retention_calendar import purged_items
 from tenant_stack.spec import TenantSpec
-
-PLATFORM_STACK = "prod"
 
 
 def build_platform(platform: Platform) -> None:
@@ -153,9 +154,25 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
     return SharedFilesystems(home=shared[0], scratch=shared[1])
 
 
+def declare_offboarded(spec: TenantSpec, platform: Platform) -> None:
+    """An offboarded tenant (its destroy done): what offboarding keeps, and nothing else, less
+    what the retention purge has deleted (its ledger says which), so that `up` and the drift
+    check find it as the purge left it."""
+    with RetentionStore.from_environment() as store:
+        purged = purged_items(Ledger(store).entries(spec.slug))
+    retention = Retention(spec.slug, retention_args(spec, platform, [], purged))
+    IdentityGroup(spec.slug, identity_args(spec, platform, [], offboarded=True, purged=purged))
+    pulumi.export("lifecycle_stage", spec.lifecycle.stage)
+    pulumi.export("archives", retention.archives)
+
+
 def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     names = platform.kubernetes
     live, ldap_bind_data = read_live(spec.slug, names.auth_namespace, names.ldap_bind_secret)
+    lifecycle = spec.lifecycle
+    if lifecycle.stage == "destroy" and not lifecycle.rehearsal and not live.namespace_exists:
+        declare_offboarded(spec, platform)
+        return
     preflight(spec, platform, spec_path, live)
     tenant = declare_tenant(
         spec,

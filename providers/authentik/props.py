@@ -144,6 +144,14 @@ def _active(value: Any) -> bool:
     return value
 
 
+def _retention_days(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{value!r} is not a number of days, 1 or more")
+    return value
+
+
 GROUP = Schema(
     kind="group",
     fields=(
@@ -171,6 +179,8 @@ USER = Schema(
         Field("groups", _group_names, []),
         # False at offboarding's stage destroy: the user stays, disabled, as a tombstone.
         Field("active", _active, True),
+        # With active false: how long the tombstone is kept (the tenant's accounting horizon).
+        Field("retention_days", _retention_days, None),
     ),
     identity=("username",),
     implied=lambda p: {"marked": True, "is_active": _active(p.get("active", True))},

@@ -41,6 +41,7 @@ from providers.authentik.props import (
 from providers.authentik.settings import Settings
 from providers.base import SchemaProvider, gone
 from providers.errors import AuthentikError
+from providers.retention.objects import refuse_while_retained, retained_until
 
 __all__ = ["TenantGroupProvider", "TenantUserProvider"]
 
@@ -298,10 +299,23 @@ def _apply_user(
     )
 
 
+def _tombstone(news: Mapping[str, Any], olds: Mapping[str, Any]) -> dict[str, Any]:
+    """A disabled user's retention: `retention_until` is stamped when it becomes a tombstone
+    (or its retention_days change), then kept."""
+    days = news.get("retention_days")
+    if days is None or news.get("active", True):
+        return {"retention_days": None, "retention_until": None}
+    until = olds.get("retention_until")
+    if not until or olds.get("retention_days") != days:
+        until = str(retained_until(int(days)))
+    return {"retention_days": days, "retention_until": until}
+
+
 class TenantUserProvider(SchemaProvider):
     """An Authentik user of one tenant with pinned uidNumber/gidNumber, SSH keys and the tenant's
     groups. Deleting it disables the user and takes it out of the tenant's groups; the record
-    stays as the audit trail's tombstone (the retention purge deletes it, not Pulumi)."""
+    stays as the audit trail's tombstone. Deleting a tombstone (a disabled user with a
+    `retention_until`) is the retention purge's, after that date: the user is deleted."""
 
     schema = USER
     error = AuthentikError
@@ -324,7 +338,7 @@ class TenantUserProvider(SchemaProvider):
                 _require_mark(existing.attributes, tenant, f"user {username!r}", doing)
                 user = _apply_user(client, existing, props, wanted, {})
             outputs = _user_outputs(client, user, tenant, props["groups"])
-            return CreateResult(str(user.pk), outputs)
+            return CreateResult(str(user.pk), {**outputs, **_tombstone(props, {})})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         with _client() as client:
@@ -332,7 +346,8 @@ class TenantUserProvider(SchemaProvider):
             if user is None:
                 return gone()
             outputs = _user_outputs(client, user, props["tenant"], props.get("groups") or ())
-            return ReadResult(id_, outputs)
+            kept = {k: props.get(k) for k in ("retention_days", "retention_until")}
+            return ReadResult(id_, {**outputs, **kept})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"updating Authentik user {news['username']!r} of tenant {news['tenant']!r}"
@@ -342,13 +357,22 @@ class TenantUserProvider(SchemaProvider):
                 raise _gone(doing, f"user {news['username']!r}", id_)
             wanted = _member_groups(client, list(news["groups"]), doing)
             user = _apply_user(client, user, news, wanted, olds)
-            return UpdateResult(_user_outputs(client, user, news["tenant"], news["groups"]))
+            outputs = _user_outputs(client, user, news["tenant"], news["groups"])
+            return UpdateResult({**outputs, **_tombstone(news, olds)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        """Offboarding step 5: disable (never delete) and remove from the tenant's groups."""
+        """Offboarding step 5: disable (never delete) and remove from the tenant's groups; for a
+        tombstone past its retention, the purge: delete it."""
+        until = props.get("retention_until")
+        if until and not props.get("active", True):
+            what = f"the tombstone of Authentik user {props.get('username')!r}"
+            refuse_while_retained(AuthentikError, what, until)
         with _client() as client:
             user = client.get_user(int(id_))
             if user is None:
+                return
+            if until and not props.get("active", True):
+                client.delete_user(user)
                 return
             groups = _user_groups(client, user)
             names = props.get("groups") or ()

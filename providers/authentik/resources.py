@@ -88,6 +88,7 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
         ssh_keys: pulumi.Input[Sequence[pulumi.Input[str]]],
         groups: pulumi.Input[Sequence[pulumi.Input[str]]],
         active: bool = True,
+        retention_days: int | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
@@ -102,4 +103,7 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
             "active": active,
             **dict.fromkeys(_USER_OUTPUTS),
         }
+        if retention_days is not None:
+            # Absent until offboarding, so that no live tenant's user shows a change for it.
+            props.update(retention_days=retention_days, retention_until=None)
         super().__init__(TenantUserProvider(), resource_name, props, opts)

@@ -39,6 +39,7 @@ MULTIPART_THRESHOLD = 64 * 2**20
 
 # The name `list` is a method of the store below; the annotations need the builtin.
 _ObjectList = list[ObjectInfo]
+_Keys = list[str]
 
 
 class RetentionStore:
@@ -112,6 +113,17 @@ class RetentionStore:
             raise RetentionStoreError(doing, says, RETRY)
         return stored.etag
 
+    def create(self, key: str, data: bytes, metadata: Mapping[str, str]) -> str:
+        """Stores `data` at `key` only if no object is there (a conditional PUT, If-None-Match:
+        *): what is written this way is never replaced. Returns the ETag; a taken key is a
+        RetentionStoreError (PreconditionFailed)."""
+        check_metadata(metadata)
+        with translated(f"creating {self.url(key)} at {self._settings.endpoint}"):
+            reply = self._s3.put_object(
+                Bucket=self.bucket, Key=key, Body=data, Metadata=dict(metadata), IfNoneMatch="*"
+            )
+        return _etag(reply)
+
     def head(self, key: str) -> ObjectInfo | None:
         """The object at `key` with its metadata, or None if there is none.
 
@@ -181,6 +193,15 @@ class RetentionStore:
         either way), so a rerun after a partial offboarding is safe."""
         with translated(f"deleting {self.url(key)} at {self._settings.endpoint}"):
             self._s3.delete_object(Bucket=self.bucket, Key=key)
+
+    def delete_prefix(self, prefix: str) -> _Keys:
+        """Removes every object whose key starts with `prefix` (not empty); returns their keys."""
+        if not prefix:
+            raise ValueError("an empty prefix would delete the whole bucket")
+        keys = [info.key for info in self.list(prefix)]
+        for key in keys:
+            self.delete(key)
+        return keys
 
     def close(self) -> None:
         self._s3.close()

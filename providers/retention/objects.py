@@ -12,6 +12,7 @@ ASCII values, within S3's 2 KB limit.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,10 +30,18 @@ __all__ = [
     "retention_metadata",
     "tenant_key",
     "tenant_prefix",
+    "today",
+    "uploaded_snapshot_prefix",
 ]
 
 TENANT = "tenant"
 RETENTION_UNTIL = "retention-until"
+# The day the retention purge runs as, when it is told one (`retention run --now DATE`): it sets
+# this for the engine it runs, so that the delete gates below judge expiry by the same day.
+TODAY_VARIABLE = "RETENTION_TODAY"
+# Where the Weka cluster's object-store bucket (the retention bucket: Pulumi.prod.yaml
+# weka.object_store) keeps what Snap-To-Object uploads, under each snapshot's locator.
+UPLOADS_PREFIX = "weka-s2o"
 # S3 counts the names and values of all user metadata against this limit.
 MAX_METADATA_BYTES = 2048
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -87,6 +96,24 @@ def check_metadata(metadata: Mapping[str, str]) -> None:
         raise ValueError(f"metadata of {size} bytes: S3 keeps at most {MAX_METADATA_BYTES}")
 
 
+def uploaded_snapshot_prefix(locator: str) -> str:
+    """The prefix of every object of the snapshot uploaded at `locator`."""
+    if not locator or ".." in locator.split("/") or locator.startswith("/"):
+        raise ValueError(f"{locator!r} is not a snapshot locator")
+    return f"{UPLOADS_PREFIX}/{locator}/"
+
+
+def today() -> date:
+    """Today in UTC, or the day RETENTION_TODAY names (an ISO date)."""
+    named = os.environ.get(TODAY_VARIABLE, "").strip()
+    if not named:
+        return datetime.now(UTC).date()
+    try:
+        return date.fromisoformat(named)
+    except ValueError:
+        raise ValueError(f"{TODAY_VARIABLE} is {named!r}, not a date (YYYY-MM-DD)") from None
+
+
 def retained_until(days: int) -> date:
     """The last day an object kept from today for `days` days must still exist."""
     return datetime.now(UTC).date() + timedelta(days=days)
@@ -95,7 +122,7 @@ def retained_until(days: int) -> date:
 def refuse_while_retained(error: type[BackendError], what: str, until: str | None) -> None:
     """Raises `error` while `what`'s retention (an ISO date, or None: none recorded) runs: only
     the retention purge, after that date, deletes what offboarding keeps."""
-    if until and date.fromisoformat(until) >= datetime.now(UTC).date():
+    if until and date.fromisoformat(until) >= today():
         raise error(
             f"deleting {what}",
             f"refused: it is retained until {until}",

@@ -38,6 +38,8 @@ _NEXT_STEP = {
     "EntityTooLarge": "split the archive: a single upload holds at most 5 GB",
     "BadDigest": "upload it again: the data changed on its way to the store",
     "InvalidDigest": "upload it again: the data changed on its way to the store",
+    "PreconditionFailed": "an object is already at that key, and what is created there is "
+    "never replaced: write under a new key",
     "SlowDown": RETRY,
     "ServiceUnavailable": RETRY,
     "InternalError": RETRY,

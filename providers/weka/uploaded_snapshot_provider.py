@@ -8,7 +8,8 @@ reading its locator from the bucket.
 The tenant's organization admin logs in with the password derived from the organization's name
 (`org_admin_password`), so this resource takes plain values only and depends on nothing that
 destroy deletes. Reading it back reads the locator from the bucket: an upload gone from the
-bucket is drift. Delete refuses until `retention_until`; the program declares it protected.
+bucket is drift. Delete refuses until `retention_until`; the program declares it protected. The
+bucket is the retention store's (RETENTION_S3_*), where the purge deletes the upload's objects.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Schema, gone
 from providers.errors import WekaError
-from providers.retention.objects import refuse_while_retained, retained_until
+from providers.retention.client import RetentionStore
+from providers.retention.objects import (
+    refuse_while_retained,
+    retained_until,
+    uploaded_snapshot_prefix,
+)
 from providers.weka.client import Credentials, WekaClient
 from providers.weka.organization_provider import org_admin_password
 from providers.weka.props import NAME, WekaProvider, at_least, matching, typed
@@ -92,9 +98,21 @@ class UploadedSnapshotProvider(WekaProvider):
         return UpdateResult({**olds, **self.schema.recorded(news), "retention_until": str(until)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
+        """The retention purge, after `retention_until`: the filesystem is gone by then, and
+        Weka lists no snapshot of a deleted filesystem, so the upload's objects are deleted from
+        the bucket by its locator."""
         refuse_while_retained(
             WekaError, f"the uploaded snapshot {id_!r}", props.get("retention_until")
         )
+        prefix = uploaded_snapshot_prefix(props["locator"])
+        with RetentionStore.from_environment() as store:
+            store.delete_prefix(prefix)
+            if store.list(prefix):
+                raise WekaError(
+                    f"deleting the uploaded snapshot {id_!r}",
+                    f"{store.url(prefix)} still holds objects after they were deleted",
+                    "run the retention purge again",
+                )
 
     @staticmethod
     def _wait_uploaded(weka: WekaClient, uid: str, doing: str) -> None:

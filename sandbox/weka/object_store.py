@@ -25,10 +25,10 @@ from typing import Any
 
 from providers.errors import RetentionStoreError
 from providers.retention.client import RetentionStore
+from providers.retention.objects import uploaded_snapshot_prefix
 from providers.retention.settings import Settings
 from sandbox.weka.errors import ApiError
 
-PREFIX = "weka-s2o"
 DATA = "data.tar"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "weka-emulator-snapshot/1"
@@ -71,7 +71,7 @@ class ObjectStore:
         return bucket_uid(self.name)
 
     def key(self, locator: str, part: str) -> str:
-        return f"{PREFIX}/{locator}/{part}"
+        return uploaded_snapshot_prefix(locator) + part
 
     def put(self, locator: str, data: Path, manifest: Mapping[str, Any]) -> None:
         """Stores a snapshot's tar file and its manifest, the manifest last."""

@@ -5,7 +5,8 @@ email, SSH keys and pinned uidNumber/gidNumber (strings, as Authentik 2024.10 ho
 Offboarding step 5 (stage destroy, `revoked`): every user is disabled and taken out of the
 groups, and stays in the stack as a protected tombstone that depends on nothing (no group name
 as input), so `pulumi destroy --exclude-protected` deletes the groups and keeps the users for the
-retention purge to hard-delete."""
+retention purge to delete once the tenant's accounting horizon has passed (accounting names users
+by uid). Once the destroy is done (`offboarded`), the tombstones are all this declares."""
 
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ class IdentityGroupArgs:
     users: list[IdentityUser]
     lifecycle: Mapping[str, object]  # recorded on the groups (providers.base.LIFECYCLE)
     revoked: bool  # stage destroy of a live tenant: users become disabled tombstones
+    tombstone_days: int  # how long a tombstone is kept (the tenant's accounting horizon)
+    # The destroy is done: the groups are gone, and the tombstones are all there is to declare.
+    offboarded: bool
     # Created after these, deleted before them: offboarding revokes identity before Slurm.
     after: list[pulumi.Resource]
 
@@ -52,6 +56,15 @@ class IdentityGroup(pulumi.ComponentResource):
         self, name: str, args: IdentityGroupArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE, name, None, opts)
+        tombstone = pulumi.ResourceOptions(parent=self, protect=True)
+        if args.offboarded:
+            for user in args.users:
+                _user(name, args, user, [], tombstone)
+            self.group = pulumi.Output.from_input(args.tenant)
+            self.gid = pulumi.Output.from_input(args.gid)
+            self.uids = pulumi.Output.from_input({u.username: u.uid for u in args.users})
+            self.register_outputs({"group": self.group, "gid": self.gid, "uids": self.uids})
+            return
         group = TenantGroup(
             f"{name}-group",
             tenant=args.tenant,
@@ -75,29 +88,41 @@ class IdentityGroup(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
             )
         users = []
-        tombstone = pulumi.ResourceOptions(parent=self, protect=True)
         for user in args.users:
             groups: list[pulumi.Input[str]] = [group.name]
             if admins is not None and user.admin:
                 groups.append(admins.name)
-            users.append(
-                TenantUser(
-                    f"{name}-user-{user.username}",
-                    tenant=args.tenant,
-                    username=user.username,
-                    full_name=user.full_name,
-                    email=user.email,
-                    uid=user.uid,
-                    gid=args.gid,
-                    ssh_keys=user.ssh_keys,
-                    groups=[] if args.revoked else groups,
-                    active=not args.revoked,
-                    opts=tombstone if args.revoked else pulumi.ResourceOptions(parent=self),
-                )
-            )
+            if args.revoked:
+                users.append(_user(name, args, user, [], tombstone))
+            else:
+                users.append(_user(name, args, user, groups, pulumi.ResourceOptions(parent=self)))
         self.group = group.name
         self.gid = group.gid
         self.uids = pulumi.Output.all(*[u.uid for u in users]).apply(
             lambda uids: {u.username: uid for u, uid in zip(args.users, uids, strict=True)}
         )
         self.register_outputs({"group": self.group, "gid": self.gid, "uids": self.uids})
+
+
+def _user(
+    name: str,
+    args: IdentityGroupArgs,
+    user: IdentityUser,
+    groups: list[pulumi.Input[str]],
+    opts: pulumi.ResourceOptions,
+) -> TenantUser:
+    """A user of the tenant, or with `args.revoked` its disabled tombstone, in no group."""
+    return TenantUser(
+        f"{name}-user-{user.username}",
+        tenant=args.tenant,
+        username=user.username,
+        full_name=user.full_name,
+        email=user.email,
+        uid=user.uid,
+        gid=args.gid,
+        ssh_keys=user.ssh_keys,
+        groups=groups,
+        active=not args.revoked,
+        retention_days=args.tombstone_days if args.revoked else None,
+        opts=opts,
+    )

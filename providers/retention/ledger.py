@@ -1,0 +1,88 @@
+"""The retention ledger: what was done to a tenant's retained data, and by whom, kept in the
+retention store beside it, one JSON object per entry at `_ledger/<tenant>/<recorded>-<nonce>.json`.
+
+An entry is created with a conditional PUT (`RetentionStore.create`), so no entry is ever
+replaced, and nothing here deletes one: a rerun after a crash appends, it never rewrites. The
+key begins with the time it was written, so a listing reads the ledger in order. Each entry also
+says when its action took effect (`at`): the retention job may be told what day it is (`--now`),
+and legal holds are measured in that time.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from providers.errors import RetentionStoreError
+from providers.retention.client import RetentionStore
+from providers.retention.objects import TENANT, tenant_prefix
+
+__all__ = ["LEDGER_PREFIX", "Entry", "Ledger"]
+
+LEDGER_PREFIX = "_ledger"
+_ACTION = "ledger-action"
+
+
+@dataclass(frozen=True)
+class Entry:
+    tenant: str
+    action: str  # such as hold, release, purging, purged
+    at: datetime  # when the action took effect (UTC)
+    details: Mapping[str, str] = field(default_factory=dict)
+    recorded: datetime | None = None  # when it was written, by the writer's clock
+    key: str = ""
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "action": self.action,
+            "at": self.at.isoformat(),
+            "recorded": self.recorded.isoformat() if self.recorded else None,
+            "details": dict(self.details),
+        }
+
+
+class Ledger:
+    """The ledger in `store`'s bucket."""
+
+    def __init__(self, store: RetentionStore) -> None:
+        self._store = store
+
+    def append(
+        self, tenant: str, action: str, at: datetime, details: Mapping[str, str] | None = None
+    ) -> Entry:
+        recorded = datetime.now(UTC)
+        key = (
+            f"{LEDGER_PREFIX}/{tenant_prefix(tenant)}"
+            f"{recorded.strftime('%Y%m%dT%H%M%S.%fZ')}-{uuid.uuid4().hex[:8]}-{action}.json"
+        )
+        entry = Entry(tenant, action, at.astimezone(UTC), dict(details or {}), recorded, key)
+        body = json.dumps(entry.as_json(), sort_keys=True).encode()
+        self._store.create(key, body, {TENANT: tenant, _ACTION: action})
+        return entry
+
+    def entries(self, tenant: str) -> list[Entry]:
+        """Every entry of `tenant`, in the order they were written."""
+        prefix = f"{LEDGER_PREFIX}/{tenant_prefix(tenant)}"
+        return [self._read(info.key) for info in self._store.list(prefix)]
+
+    def _read(self, key: str) -> Entry:
+        try:
+            data = json.loads(self._store.get(key))
+            return Entry(
+                tenant=str(data["tenant"]),
+                action=str(data["action"]),
+                at=datetime.fromisoformat(data["at"]),
+                details={str(k): str(v) for k, v in (data.get("details") or {}).items()},
+                recorded=datetime.fromisoformat(data["recorded"]) if data.get("recorded") else None,
+                key=key,
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            raise RetentionStoreError(
+                f"reading the ledger entry {self._store.url(key)}",
+                f"it is not a ledger entry: {error}",
+                "the ledger is written by this program only; find out who wrote this object",
+            ) from None

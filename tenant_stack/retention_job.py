@@ -1,0 +1,220 @@
+"""The retention job (offboarding runbook step 9), meant for a scheduler: for every tenant stack,
+what it retains and until when (`calendar`), and the deletion of what has expired (`run`),
+through the engine: each expired resource is deleted by a `pulumi destroy --target` of its
+stack, its provider deleting it from the backend and the engine from the state. Legal holds are
+set and lifted here too (`hold`, `release`), for when legal calls at night; a tenant's spec may
+also hold it (`lifecycle.legal_hold`), and the job records that in the ledger when it sees it.
+
+Every action is written to the tenant's ledger in the retention store before and after it is
+done (`purging`, then `purged`): a run killed midway is finished by the next, and the program
+reads the ledger so that an `up` never declares a purged resource again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from providers.errors import BackendError
+from providers.retention.client import RetentionStore
+from providers.retention.ledger import Entry, Ledger
+from providers.retention.objects import TODAY_VARIABLE
+from tenant_stack.errors import TenantError
+from tenant_stack.platform import Platform
+from tenant_stack.retention_calendar import (
+    HOLD,
+    PURGED,
+    PURGING,
+    RELEASE,
+    HoldState,
+    Retained,
+    due,
+    hold_state,
+    open_hold_sources,
+    retained_in,
+)
+from tenant_stack.spec import load_spec
+from tenant_stack.stacks import Stacks
+
+__all__ = ["Report", "hold", "release", "run"]
+
+SPEC_SOURCE = "spec"
+COMMAND_SOURCE = "command"
+
+
+@dataclass
+class Report:
+    """One tenant's part of a run (or of the calendar, with nothing deleted)."""
+
+    tenant: str
+    hold: HoldState | None = None
+    retained: list[Retained] = field(default_factory=list)
+    due: list[Retained] = field(default_factory=list)
+    purged: list[Retained] = field(default_factory=list)
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        hold = self.hold or HoldState(None, "", 0)
+        return {
+            "tenant": self.tenant,
+            "held": hold.held,
+            "held_since": hold.held_since.isoformat() if hold.held_since else None,
+            "held_by": hold.held_by or None,
+            "held_days": hold.held_days,
+            "retained": [_item(r, hold) for r in self.retained],
+            "due": [r.item for r in self.due],
+            "purged": [r.item for r in self.purged],
+            "error": self.error or None,
+        }
+
+    def lines(self, dry_run: bool) -> list[str]:
+        hold = self.hold or HoldState(None, "", 0)
+        if self.error:
+            return [f"{self.tenant}: error: {self.error}"]
+        if hold.held:
+            since = hold.held_since.date() if hold.held_since else "?"
+            return [
+                f"{self.tenant}: skipped: under legal hold since {since} ({hold.held_by}); "
+                "every retention timer is paused"
+            ]
+        done = self.due if dry_run else self.purged
+        verb = "would purge" if dry_run else "purged"
+        found = [f"{self.tenant}: {verb} {r.item} (kept until {hold.until(r)})" for r in done]
+        return found or [f"{self.tenant}: nothing expired"]
+
+
+def _item(retained: Retained, hold: HoldState) -> dict[str, Any]:
+    return {
+        "item": retained.item,
+        "class": retained.kind,
+        "urn": retained.urn,
+        "kept_until": retained.until.isoformat(),
+        "until": hold.until(retained).isoformat(),
+    }
+
+
+def calendar_rows(reports: Sequence[Report]) -> list[tuple[str, str, str, str, str]]:
+    """(tenant, item, class, until, status) for every retained resource, soonest first."""
+    rows = []
+    for report in reports:
+        hold = report.hold or HoldState(None, "", 0)
+        for retained in report.retained:
+            status = "held" if hold.held else ("due" if retained in report.due else "kept")
+            rows.append(
+                (report.tenant, retained.item, retained.kind, str(hold.until(retained)), status)
+            )
+    return sorted(rows, key=lambda row: (row[3], row[0], row[1]))
+
+
+def run(
+    stacks: Stacks,
+    tenants: Path,
+    platform: Platform,
+    now: datetime,
+    *,
+    dry_run: bool,
+    only: Sequence[str] = (),
+) -> list[Report]:
+    """Every tenant stack (or those in `only`): its retained resources, its hold, and unless
+    `dry_run` the deletion of what is due. A tenant that fails is reported; the others go on."""
+    reports = []
+    with RetentionStore.from_environment() as store:
+        ledger = Ledger(store)
+        for tenant in only or stacks.tenants():
+            report = Report(tenant)
+            try:
+                _tenant(report, stacks, ledger, tenants, platform, now, dry_run)
+            except (TenantError, BackendError) as error:
+                report.error = str(error)
+            reports.append(report)
+    return reports
+
+
+def _tenant(
+    report: Report,
+    stacks: Stacks,
+    ledger: Ledger,
+    tenants: Path,
+    platform: Platform,
+    now: datetime,
+    dry_run: bool,
+) -> None:
+    tenant = report.tenant
+    # The spec's hold is read before anything is deleted: a tenant whose spec does not load is
+    # not purged, since whether legal holds it cannot be told.
+    spec_hold = load_spec(tenants, tenant, platform).lifecycle.legal_hold
+    entries = ledger.entries(tenant)
+    seen = _spec_hold_change(tenant, spec_hold, entries, now)
+    if seen is not None and not dry_run:
+        seen = ledger.append(tenant, seen.action, now, seen.details)
+    if seen is not None:
+        entries = [*entries, seen]
+    report.hold = hold_state(entries, now)
+    report.retained = retained_in(tenant, stacks.resources(tenant))
+    report.due = due(report.retained, report.hold, now.date())
+    if dry_run:
+        return
+    for retained in report.due:
+        details = {
+            "item": retained.item,
+            "urn": retained.urn,
+            "kept_until": str(report.hold.until(retained)),
+        }
+        ledger.append(tenant, PURGING, now, details)
+        stacks.destroy_one(tenant, retained.urn, {TODAY_VARIABLE: now.date().isoformat()})
+        if any(r["urn"] == retained.urn for r in stacks.resources(tenant)):
+            raise TenantError(
+                f"{retained.item} is still in the state of stack {tenant} after its destroy; "
+                "run the job again (the ledger records the purge as begun)"
+            )
+        ledger.append(tenant, PURGED, now, details)
+        report.purged.append(retained)
+
+
+def _spec_hold_change(
+    tenant: str, spec_hold: bool, entries: Sequence[Entry], now: datetime
+) -> Entry | None:
+    """The ledger entry that records a change of the spec's legal_hold, if it changed."""
+    held = SPEC_SOURCE in open_hold_sources(entries)
+    if spec_hold == held:
+        return None
+    details = {"source": SPEC_SOURCE, "by": f"tenants/{tenant}.yaml lifecycle.legal_hold"}
+    return Entry(tenant, HOLD if spec_hold else RELEASE, now, details)
+
+
+def hold(tenant: str, by: str, reason: str, now: datetime) -> Entry:
+    """Puts `tenant` under legal hold from `now`, until `release`."""
+    with RetentionStore.from_environment() as store:
+        ledger = Ledger(store)
+        if COMMAND_SOURCE in open_hold_sources(ledger.entries(tenant)):
+            raise TenantError(f"{tenant} is already under a legal hold set by this command")
+        details = {"source": COMMAND_SOURCE, "by": by, "reason": reason}
+        return ledger.append(tenant, HOLD, now, details)
+
+
+def release(tenant: str, by: str, now: datetime) -> Entry:
+    """Lifts the hold `hold` set on `tenant`; its timers resume, moved on by the time held."""
+    with RetentionStore.from_environment() as store:
+        ledger = Ledger(store)
+        if COMMAND_SOURCE not in open_hold_sources(ledger.entries(tenant)):
+            raise TenantError(
+                f"{tenant} has no legal hold set by this command to release (a hold in its spec "
+                "is lifted by setting lifecycle.legal_hold: false)"
+            )
+        return ledger.append(tenant, RELEASE, now, {"source": COMMAND_SOURCE, "by": by})
+
+
+def parse_now(value: str | None) -> datetime:
+    """`--now`: an ISO date (midnight UTC) or date and time; default: this moment."""
+    if not value:
+        return datetime.now(UTC)
+    try:
+        if len(value) == 10:
+            return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC)
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise TenantError(f"--now {value!r}: give a date (2027-01-31) or a date and time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
