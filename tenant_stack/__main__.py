@@ -6,6 +6,7 @@
     retention calendar|run     offboarding step 9: what every tenant stack retains until when,
                                and the purge of what has expired (for a scheduler)
     retention hold|release     a legal hold on a tenant: every retention timer paused
+    retention erase <slug> <user>  a user's right to erasure, from what offboarding kept
 
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
@@ -86,14 +87,27 @@ def _retention_parser(commands: Any) -> None:
     hold = actions.add_parser("hold", help="put a tenant under legal hold (no code change)")
     hold.add_argument("--reason", required=True, help="the matter or ticket, for the ledger")
     release = actions.add_parser("release", help="lift the legal hold `hold` set")
-    for command in (hold, release):
+    erase = actions.add_parser(
+        "erase",
+        help="a user's right to erasure: their files out of every retained copy",
+        description="For an offboarded tenant: records the request in the ledger, then runs "
+        "`pulumi up` of the tenant's stack, in which each retained copy is redone without the "
+        "user's files (an uploaded snapshot through a filesystem made from it) and their "
+        "Authentik record keeps username and uid, name and email redacted; checks the result "
+        "and marks the tenant's objects in the retention store gdpr-redacted. Safe to rerun.",
+    )
+    for command in (hold, release, erase):
         command.add_argument("slug", help="the tenant")
+    erase.add_argument("user", help="the username, as in the tenant's spec")
+    erase.add_argument("--approved-by", required=True, help="who approved the request")
+    erase.add_argument("--request", required=True, help="the request's ticket or reference")
+    for command in (hold, release):
         command.add_argument("--by", required=True, help="who sets or lifts it, for the ledger")
     for command in (calendar, purge):
         command.add_argument(
             "--tenant", action="append", default=[], help="only this tenant (repeatable)"
         )
-    for command in (calendar, purge, hold, release):
+    for command in (calendar, purge, hold, release, erase):
         command.add_argument(
             "--now", help="the date (YYYY-MM-DD) or time to act as of; default: now"
         )
@@ -116,8 +130,24 @@ def _retention(args: argparse.Namespace) -> int:
         print(json.dumps(entry.as_json()) if args.json else f"{args.slug}: {args.action} recorded")
         return 0
     platform = load_platform(args.project / "Pulumi.prod.yaml")
-    dry_run = args.action == "calendar" or args.dry_run
     stacks = Stacks(args.project)
+    if args.action == "erase":
+        done = retention_job.erase(
+            stacks,
+            args.project / "tenants",
+            platform,
+            args.slug,
+            args.user,
+            approved_by=args.approved_by,
+            request=args.request,
+            now=now,
+        )
+        if args.json:
+            print(json.dumps(done.as_json()))
+        else:
+            print(f"{args.slug}: {args.user} erased from {', '.join(done.copies) or 'no copy'}")
+        return 0
+    dry_run = args.action == "calendar" or args.dry_run
     reports = retention_job.run(
         stacks, args.project / "tenants", platform, now, dry_run=dry_run, only=args.tenant
     )

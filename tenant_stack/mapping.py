@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -36,6 +36,7 @@ from tenant_stack.platform import Platform
 from tenant_stack.preflight import WantedClaim
 from tenant_stack.spec import Duration, TenantSpec
 from tenant_stack.spec import Qos as SpecQos
+from tenant_stack.spec.models import Stage
 
 # How long one `up` at stage drained waits for the tenant's queue before it reports progress
 # and asks to be run again (stack config gpu-tenants:drain_wait_seconds).
@@ -173,25 +174,38 @@ def lifecycle_record(spec: TenantSpec) -> dict[str, object]:
     }
 
 
+# An erased user's name in Authentik, which requires one (its email may be empty).
+ERASED_NAME = "erased user"
 # What each archive of the tenant's Slurm records is kept for: accounting for the financial
 # audit, logs for operations (Pulumi.prod.yaml retention).
 ARCHIVE_KINDS = ("jobs", "steps", "associations", "logs")
 
 
 def retention_args(
-    spec: TenantSpec, platform: Platform, retained: list[str], purged: Collection[str] = ()
+    spec: TenantSpec,
+    platform: Platform,
+    retained: list[str],
+    purged: Collection[str] = (),
+    *,
+    offboarded: bool = False,
+    erased: Mapping[str, int] | None = None,
 ) -> RetentionArgs:
     """The archives from stage archived on, the copies of a directory-isolated tenant's data
     from stage snapshotted on, and afterwards whatever was kept before (a rollback keeps it),
-    less what the retention purge has deleted (`purged`, in the words of RetentionArgs.kept)."""
+    less what the retention purge has deleted (`purged`, in the words of RetentionArgs.kept).
+    For a tenant `offboarded` (and one restored from that), all that offboarding kept."""
     days = platform.retention
-    kinds = ARCHIVE_KINDS if spec.lifecycle.reached("archived") else ()
+
+    def reached(stage: Stage) -> bool:
+        return offboarded or spec.lifecycle.reached(stage)
+
+    kinds = ARCHIVE_KINDS if reached("archived") else ()
     shared = (platform.weka.shared_home_filesystem, platform.weka.shared_scratch_filesystem)
     copied = [
         fs
         for fs in shared
         if spec.storage.isolation == "directory"
-        and (spec.lifecycle.reached("snapshotted") or f"copy:{fs}" in retained)
+        and (reached("snapshotted") or f"copy:{fs}" in retained)
     ]
     return RetentionArgs(
         tenant=spec.slug,
@@ -207,11 +221,16 @@ def retention_args(
             fs
             for fs in (f"{spec.slug}-home", f"{spec.slug}-scratch")
             if spec.storage.isolation == "org"
-            and (spec.lifecycle.reached("snapshotted") or f"snapshot:{fs}" in retained)
+            and (reached("snapshotted") or f"snapshot:{fs}" in retained)
             and f"snapshot:{fs}" not in purged
         ],
         object_store=platform.weka.object_store,
         copy_retention_days=max(days.copies_days, spec.lifecycle.retention_days),
+        erased=dict(erased or {}),
+        capacities={
+            f"{spec.slug}-home": spec.storage.home_capacity,
+            f"{spec.slug}-scratch": spec.storage.scratch.hard,
+        },
     )
 
 
@@ -235,9 +254,11 @@ def identity_args(
     after: list[pulumi.Resource],
     offboarded: bool = False,
     purged: Collection[str] = (),
+    erased: Collection[str] = (),
 ) -> IdentityGroupArgs:
     """The tenant's groups and users; once `offboarded`, the users' tombstones alone, less those
-    the retention purge has deleted (`user:<username>` in `purged`)."""
+    the retention purge has deleted (`user:<username>` in `purged`). An `erased` user keeps its
+    username and uid, its name and email redacted."""
     admins = set(spec.identity.admins)
     return IdentityGroupArgs(
         tenant=spec.slug,
@@ -248,8 +269,8 @@ def identity_args(
         users=[
             IdentityUser(
                 username=user.username,
-                full_name=user.name,
-                email=user.email,
+                full_name=ERASED_NAME if user.username in erased else user.name,
+                email="" if user.username in erased else user.email,
                 uid=user.uid,
                 ssh_keys=list(user.ssh_keys),
                 admin=user.username in admins,

@@ -218,3 +218,15 @@ def check_stage(recorded: str | None, wanted: Stage) -> list[Problem]:
     else:
         return []
     return [Problem("lifecycle.stage", f"{wanted!r} refused: {reason}")]
+
+
+def check_legal_hold(stage: Stage, legal_hold: bool) -> list[Problem]:
+    """A refusal of stage destroy for a live tenant under legal hold: nothing of it may be
+    deleted. (Once offboarded, a hold pauses the retention purge instead.)"""
+    if stage != "destroy" or not legal_hold:
+        return []
+    reason = (
+        "the tenant is under legal hold (lifecycle.legal_hold), which forbids deleting anything "
+        "of it; stay at snapshotted until legal releases the hold"
+    )
+    return [Problem("lifecycle.stage", f"'destroy' refused: {reason}")]

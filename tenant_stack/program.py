@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,8 +41,8 @@ from tenant_stack.mapping import (
     wanted_claims,
 )
 from tenant_stack.platform import Platform
-from tenant_stack.preflight import check_claims, check_nodes, check_stage
-from tenant_stack.retention_calendar import purged_items
+from tenant_stack.preflight import check_claims, check_legal_hold, check_nodes, check_stage
+from tenant_stack.retention_calendar import erased_users, purged_items
 from tenant_stack.spec import TenantSpec
 
 
@@ -56,6 +57,7 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     live cluster cannot give this tenant and claims `up` could only bring to the spec by
     replacing them."""
     refusals = check_stage(live.stage, spec.lifecycle.stage)
+    refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]
@@ -88,9 +90,11 @@ def declare_tenant(
     shared: SharedFilesystems | None = None,
     ca_certificate: str | None = None,
     retained: list[str] | None = None,
+    purged: Collection[str] = (),
 ) -> Tenant:
     """Every component of one tenant, each depending on the layers before it. Directory
-    isolation needs the platform's shared filesystems (`shared_filesystems`)."""
+    isolation needs the platform's shared filesystems (`shared_filesystems`). A restore declares
+    all that offboarding kept, less what the retention purge deleted (`purged`)."""
     # Destroy deletes in reverse dependency order, and the offboarding runbook fixes that order:
     # storage, identity, Slurm, namespace, reservation. So identity comes after the namespace
     # (and Slurm) here; Slurm names users but needs no uid/gid, and the login pod and storage,
@@ -99,7 +103,9 @@ def declare_tenant(
         CapacityReservation(spec.slug, reservation_args(spec)) if spec.reservation.nodes else None
     )
     # What offboarding keeps depends on nothing else, so destroy cannot be made to keep more.
-    retention_spec = retention_args(spec, platform, retained or [])
+    retention_spec = retention_args(
+        spec, platform, retained or [], purged, offboarded=spec.lifecycle.restore
+    )
     retention = Retention(spec.slug, retention_spec)
     kept = retention_spec.kept
     namespace = TenantNamespace(
@@ -154,14 +160,27 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
     return SharedFilesystems(home=shared[0], scratch=shared[1])
 
 
+def purged_by_retention(tenant: str) -> set[str]:
+    """What the retention purge has deleted of `tenant`, as its ledger records."""
+    with RetentionStore.from_environment() as store:
+        return purged_items(Ledger(store).entries(tenant))
+
+
 def declare_offboarded(spec: TenantSpec, platform: Platform) -> None:
     """An offboarded tenant (its destroy done): what offboarding keeps, and nothing else, less
-    what the retention purge has deleted (its ledger says which), so that `up` and the drift
-    check find it as the purge left it."""
+    what the retention purge has deleted, and without the files and the personal data of the
+    users whose erasure was requested (its ledger says which), so that `up` and the drift check
+    find it as the purge and the erasures left it."""
     with RetentionStore.from_environment() as store:
-        purged = purged_items(Ledger(store).entries(spec.slug))
-    retention = Retention(spec.slug, retention_args(spec, platform, [], purged))
-    IdentityGroup(spec.slug, identity_args(spec, platform, [], offboarded=True, purged=purged))
+        entries = Ledger(store).entries(spec.slug)
+    purged, erased = purged_items(entries), erased_users(entries)
+    retention = Retention(
+        spec.slug, retention_args(spec, platform, [], purged, offboarded=True, erased=erased)
+    )
+    IdentityGroup(
+        spec.slug,
+        identity_args(spec, platform, [], offboarded=True, purged=purged, erased=list(erased)),
+    )
     pulumi.export("lifecycle_stage", spec.lifecycle.stage)
     pulumi.export("archives", retention.archives)
 
@@ -174,6 +193,12 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
         declare_offboarded(spec, platform)
         return
     preflight(spec, platform, spec_path, live)
+    if lifecycle.restore:
+        pulumi.log.warn(
+            f"restoring {spec.slug} from what offboarding kept: each filesystem is made from "
+            "the snapshot uploaded at stage snapshotted, and whatever was written after that "
+            "snapshot is lost; tell the tenant"
+        )
     tenant = declare_tenant(
         spec,
         platform,
@@ -181,6 +206,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
         shared_filesystems(spec, platform),
         ca_certificate(),
         live.retained,
+        purged_by_retention(spec.slug) if lifecycle.restore else (),
     )
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)

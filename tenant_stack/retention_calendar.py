@@ -23,6 +23,7 @@ from typing import Any
 from providers.retention.ledger import Entry
 
 __all__ = [
+    "ERASURE",
     "HOLD",
     "PURGED",
     "PURGING",
@@ -30,6 +31,7 @@ __all__ = [
     "HoldState",
     "Retained",
     "due",
+    "erased_users",
     "hold_state",
     "open_hold_sources",
     "purged_items",
@@ -38,6 +40,7 @@ __all__ = [
 
 HOLD, RELEASE = "hold", "release"
 PURGING, PURGED = "purging", "purged"
+ERASURE = "erasure-requested"
 _DYNAMIC = "pulumi-python:dynamic/"
 
 
@@ -135,6 +138,13 @@ def purged_items(entries: Iterable[Entry]) -> set[str]:
     return {
         e.details["item"] for e in entries if e.action in (PURGING, PURGED) and "item" in e.details
     }
+
+
+def erased_users(entries: Iterable[Entry]) -> dict[str, int]:
+    """The users whose erasure was requested (and approved): username -> uid. Their files are
+    removed from every retained copy, and their Authentik record redacted."""
+    requested = (e for e in entries if e.action == ERASURE)
+    return {e.details["user"]: int(e.details["uid"]) for e in requested}
 
 
 def due(retained: Sequence[Retained], hold: HoldState, today: date) -> list[Retained]:

@@ -20,11 +20,14 @@ from typing import Any
 
 from providers.errors import BackendError
 from providers.retention.client import RetentionStore
+from providers.retention.erasure import users_files
 from providers.retention.ledger import Entry, Ledger
-from providers.retention.objects import TODAY_VARIABLE
+from providers.retention.objects import TODAY_VARIABLE, tenant_prefix, uploaded_snapshot_prefix
 from tenant_stack.errors import TenantError
+from tenant_stack.mapping import ERASED_NAME
 from tenant_stack.platform import Platform
 from tenant_stack.retention_calendar import (
+    ERASURE,
     HOLD,
     PURGED,
     PURGING,
@@ -32,6 +35,7 @@ from tenant_stack.retention_calendar import (
     HoldState,
     Retained,
     due,
+    erased_users,
     hold_state,
     open_hold_sources,
     retained_in,
@@ -39,10 +43,14 @@ from tenant_stack.retention_calendar import (
 from tenant_stack.spec import load_spec
 from tenant_stack.stacks import Stacks
 
-__all__ = ["Report", "hold", "release", "run"]
+__all__ = ["Erasure", "Report", "erase", "hold", "release", "run"]
 
 SPEC_SOURCE = "spec"
 COMMAND_SOURCE = "command"
+ERASED, REDACTED = "erased", "gdpr-redacted"
+# The mark on every object of a tenant one of whose users was erased (its value: the date).
+GDPR_REDACTED = "gdpr-redacted"
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 
 
 @dataclass
@@ -218,3 +226,104 @@ def parse_now(value: str | None) -> datetime:
     except ValueError:
         raise TenantError(f"--now {value!r}: give a date (2027-01-31) or a date and time") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass
+class Erasure:
+    """What `erase` did for one user: the retained copies now without their files."""
+
+    tenant: str
+    user: str
+    uid: int
+    copies: list[str] = field(default_factory=list)
+    marked: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "user": self.user,
+            "uid": self.uid,
+            "copies": self.copies,
+            "marked": self.marked,
+        }
+
+
+def erase(
+    stacks: Stacks,
+    tenants: Path,
+    platform: Platform,
+    tenant: str,
+    user: str,
+    *,
+    approved_by: str,
+    request: str,
+    now: datetime,
+) -> Erasure:
+    """A user's right to erasure, for an offboarded tenant: the request recorded in the ledger,
+    then an `up` of the tenant's stack, in which every retained copy is redone without the
+    user's files and their Authentik record redacted (the program reads the request from the
+    ledger), checked; then every object of the tenant in the retention store marked."""
+    spec = load_spec(tenants, tenant, platform)
+    found = next((u for u in spec.users if u.username == user), None)
+    if found is None:
+        known = ", ".join(u.username for u in spec.users)
+        raise TenantError(f"{user!r} is not a user of {tenant} (tenants/{tenant}.yaml: {known})")
+    if any(r["type"] == NAMESPACE_TYPE for r in stacks.resources(tenant)):
+        raise TenantError(
+            f"{tenant} is not offboarded (its stack still holds its namespace): erase a live "
+            f"tenant's user by removing them from tenants/{tenant}.yaml, which deletes their home "
+            "directory; this command erases them from what offboarding kept"
+        )
+    done = Erasure(tenant, user, found.uid)
+    with RetentionStore.from_environment() as store:
+        ledger = Ledger(store)
+        if user not in erased_users(ledger.entries(tenant)):
+            details = {"user": user, "uid": str(found.uid), "request": request, "by": approved_by}
+            ledger.append(tenant, ERASURE, now, details)
+        stacks.up(tenant)
+        resources = stacks.resources(tenant)
+        done.copies = _check_erased(store, tenant, resources, user, found.uid)
+        done.marked = _mark_redacted(store, tenant, resources, now)
+        for item in done.copies:
+            ledger.append(tenant, ERASED, now, {"user": user, "item": item})
+        ledger.append(tenant, REDACTED, now, {"user": user, "objects": str(len(done.marked))})
+    return done
+
+
+def _check_erased(
+    store: RetentionStore, tenant: str, resources: list[dict[str, Any]], user: str, uid: int
+) -> list[str]:
+    """The retained copies the `up` redid without `user`; an error for one it did not."""
+    copies = []
+    for resource in resources:
+        outputs = resource.get("outputs") or {}
+        kind = str(resource.get("type")).rsplit(":", 1)[-1]
+        redacted = outputs.get("name") == ERASED_NAME and not outputs.get("email")
+        if kind == "TenantUser" and outputs.get("username") == user and not redacted:
+            raise TenantError(f"the Authentik record of {user} is not redacted after the up")
+        if kind not in ("DirectoryCopy", "UploadedSnapshot"):
+            continue
+        item = str(outputs.get("key") or outputs.get("locator"))
+        if user not in (outputs.get("erased") or {}):
+            raise TenantError(f"{item} still keeps {user}'s files after the up")
+        if kind == "DirectoryCopy":
+            left = users_files(store.get(item), {user: uid})
+            if left:
+                raise TenantError(f"{item} still holds {user}'s files: {', '.join(left[:5])}")
+        copies.append(item)
+    return copies
+
+
+def _mark_redacted(
+    store: RetentionStore, tenant: str, resources: list[dict[str, Any]], now: datetime
+) -> list[str]:
+    """Every object of the tenant in the store (its prefix, and its uploaded snapshots) marked
+    `gdpr-redacted` with the date."""
+    keys = [info.key for info in store.list(tenant_prefix(tenant))]
+    for resource in resources:
+        locator = (resource.get("outputs") or {}).get("locator")
+        if str(resource.get("type")).endswith(":UploadedSnapshot") and locator:
+            keys += [info.key for info in store.list(uploaded_snapshot_prefix(str(locator)))]
+    for key in keys:
+        store.mark(key, {GDPR_REDACTED: now.date().isoformat()})
+    return keys

@@ -57,6 +57,10 @@ class Stacks:
             env=env,
         )
 
+    def up(self, stack: str) -> str:
+        """`pulumi up` of `stack`: the engine's output."""
+        return self._pulumi("up", "--stack", stack, "--yes", "--skip-preview")
+
     def _pulumi(self, *args: str, env: Mapping[str, str] | None = None) -> str:
         argv = ["pulumi", *args, "--non-interactive"]
         try:

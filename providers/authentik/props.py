@@ -75,6 +75,9 @@ def _full_name(value: Any) -> str:
 
 
 def _email(value: Any) -> str:
+    # Empty is Authentik's own "no address" (its email field may be blank): an erased user's.
+    if value == "":
+        return ""
     if not isinstance(value, str) or not _EMAIL.match(value):
         raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
     return value
@@ -147,9 +150,12 @@ def _active(value: Any) -> bool:
 def _retention_days(value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    # Numbers reach a dynamic provider as floats.
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ValueError(f"{value!r} is not a whole number of days")
+    if value < 1:
         raise ValueError(f"{value!r} is not a number of days, 1 or more")
-    return value
+    return int(value)
 
 
 GROUP = Schema(

@@ -308,7 +308,7 @@ def _tombstone(news: Mapping[str, Any], olds: Mapping[str, Any]) -> dict[str, An
     until = olds.get("retention_until")
     if not until or olds.get("retention_days") != days:
         until = str(retained_until(int(days)))
-    return {"retention_days": days, "retention_until": until}
+    return {"retention_days": int(days), "retention_until": until}
 
 
 class TenantUserProvider(SchemaProvider):

@@ -194,6 +194,24 @@ class RetentionStore:
         with translated(f"deleting {self.url(key)} at {self._settings.endpoint}"):
             self._s3.delete_object(Bucket=self.bucket, Key=key)
 
+    def mark(self, key: str, metadata: Mapping[str, str]) -> None:
+        """Adds `metadata` to the object at `key`, its content unchanged (a copy onto itself
+        with the metadata replaced, as S3 changes metadata)."""
+        found = self.head(key)
+        doing = f"marking {self.url(key)} at {self._settings.endpoint}"
+        if found is None:
+            raise RetentionStoreError(doing, "there is no object at that key")
+        merged = {**(found.metadata or {}), **metadata}
+        check_metadata(merged)
+        with translated(doing):
+            self._s3.copy_object(
+                Bucket=self.bucket,
+                Key=key,
+                CopySource={"Bucket": self.bucket, "Key": key},
+                Metadata=merged,
+                MetadataDirective="REPLACE",
+            )
+
     def delete_prefix(self, prefix: str) -> _Keys:
         """Removes every object whose key starts with `prefix` (not empty); returns their keys."""
         if not prefix:

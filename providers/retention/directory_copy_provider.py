@@ -4,7 +4,8 @@ directory only, archived on the mount host (a gzipped tar, numeric owners kept) 
 retention store at `<tenant>/storage/<filesystem>.tar.gz` with `tenant`, `retention-until`,
 `filesystem` and `path` metadata (`kept_object_provider` says how it is kept). The directory's
 delete gate trusts the key only while the object is still in the store
-(`providers.retention.client.holds`).
+(`providers.retention.client.holds`). A user's erasure (`erased`) rewrites the archive without
+their files (`erasure`), under the same key and retention date.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from providers.base import Field, Schema
+from providers.retention.erasure import erased_users, without_users
 from providers.retention.kept_object_provider import Content, KeptObjectProvider
 from providers.retention.objects import tenant_key
 from providers.slurm import values
@@ -37,6 +39,8 @@ COPY = Schema(
         Field("path", _path, replaces=True),
         Field("org", matching(NAME, "a Weka organization name"), ROOT_ORG, replaces=True),
         Field("retention_days", values.count),
+        # Users whose right to erasure was exercised (username -> uid): not in the copy.
+        Field("erased", erased_users, None),
     ),
 )
 
@@ -49,8 +53,16 @@ class DirectoryCopyProvider(KeptObjectProvider):
         return f"keeping a copy of {props.get('filesystem')}{props.get('path')}"
 
     def content(self, p: Mapping[str, Any], doing: str) -> Content:
+        archive = mount_client().archive(p["org"], p["filesystem"], p["path"], doing)
         return Content(
             key=tenant_key(p["tenant"], "storage", f"{p['filesystem']}.tar.gz"),
-            data=mount_client().archive(p["org"], p["filesystem"], p["path"], doing),
+            data=self.rewritten(archive, p, doing),
             metadata={"filesystem": p["filesystem"], "path": p["path"]},
         )
+
+    def rewritten(self, data: bytes, p: Mapping[str, Any], doing: str) -> bytes:
+        """The archive without the erased users' files."""
+        if not p["erased"]:
+            return data
+        kept, _ = without_users(data, p["erased"])
+        return kept

@@ -77,17 +77,29 @@ class KeptObjectProvider(SchemaProvider):
         until = (found.metadata or {}).get(RETENTION_UNTIL, props.get("retention_until"))
         return ReadResult(id_, {**props, "size": found.size, "retention_until": until})
 
+    def rewritten(self, data: bytes, p: Mapping[str, Any], doing: str) -> bytes:
+        """The content to keep from now on, from what is stored: the same, unless a subclass
+        has more to change (an erasure)."""
+        return data
+
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """A new retention period: the same content, stored again with the new date."""
-        doing = f"changing the retention of {id_!r}"
+        """The content stored again, `rewritten`, with the new retention period if it changed;
+        otherwise the date it was kept until stays."""
+        doing = f"updating {self.what} {id_!r}"
         p = self.load(news, doing)
-        until = str(retained_until(p["retention_days"]))
+        until = olds.get("retention_until")
+        if not until or int(olds.get("retention_days") or 0) != p["retention_days"]:
+            until = str(retained_until(p["retention_days"]))
         with RetentionStore.from_environment() as store:
             found = store.head(id_)
             if found is None or found.metadata is None:
                 raise OffboardingError(doing, f"{store.url(id_)} is gone from the retention store")
-            store.put(id_, store.get(id_), {**found.metadata, RETENTION_UNTIL: until})
-        return UpdateResult({**olds, **p, "retention_until": until})
+            data = self.rewritten(store.get(id_), p, doing)
+            store.put(id_, data, {**found.metadata, RETENTION_UNTIL: until})
+            stored = store.head(id_)
+            if stored is None or stored.size != len(data):
+                raise OffboardingError(doing, f"{store.url(id_)} does not hold the upload")
+        return UpdateResult({**olds, **p, "retention_until": until, "size": len(data)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         refuse_while_retained(

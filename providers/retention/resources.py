@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
 from pulumi.dynamic import Resource
@@ -63,6 +63,7 @@ class DirectoryCopy(Resource, module="retention", name="DirectoryCopy"):
         filesystem: str,
         path: str,
         retention_days: int,
+        erased: Mapping[str, int] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         inputs = {
@@ -72,4 +73,7 @@ class DirectoryCopy(Resource, module="retention", name="DirectoryCopy"):
             "retention_days": retention_days,
             **dict.fromkeys(("key", "url", "size", "retention_until")),
         }
+        if erased:
+            # Absent until a user's erasure, so that no other copy shows a change for it.
+            inputs["erased"] = dict(erased)
         super().__init__(DirectoryCopyProvider(), resource_name, inputs, opts)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, ReadResult, UpdateResult
+from pulumi.dynamic import CheckResult, CreateResult, ReadResult, UpdateResult
 
-from providers.base import Field, Schema, gone, is_unknown
+from providers.base import Field, Schema, gone
 from providers.errors import WekaError
 from providers.weka.client import ROOT_ORG, FileSystem, WekaClient
 from providers.weka.props import (
@@ -40,7 +40,11 @@ class FilesystemProvider(WekaProvider):
     refuses unless `retained_locator` is the locator of this filesystem's snapshot uploaded to
     bucket `object_store` (recorded by the offboarding stage's `up`, read back from the bucket
     then and again at delete: the snapshot itself dies with the filesystem), or unless
-    `allow_delete_without_snapshot` is true (a rehearsal that holds no data)."""
+    `allow_delete_without_snapshot` is true (a rehearsal that holds no data).
+
+    Created with a `retained_locator` (a tenant restored after its filesystems were deleted, or a
+    filesystem deleted behind the stack's back after its snapshot was kept), it is made from that
+    upload (`weka fs download`): the data as it was when the snapshot was taken."""
 
     schema = Schema(
         kind="filesystem",
@@ -68,10 +72,6 @@ class FilesystemProvider(WekaProvider):
         total, ssd = inputs.get("total_capacity"), inputs.get("ssd_capacity")
         if ssd == 0 and isinstance(total, int):
             inputs["ssd_capacity"] = total
-        locator = inputs.get("retained_locator")
-        if not olds and isinstance(locator, str) and locator and not is_unknown(locator):
-            reason = "a filesystem being created has no uploaded snapshot yet: leave it empty"
-            failures.append(CheckFailure("retained_locator", reason))
         return CheckResult(inputs, failures)
 
     def delete_before_replace(self, replaces: list[str]) -> bool:
@@ -83,7 +83,16 @@ class FilesystemProvider(WekaProvider):
         inputs = self.schema.recorded(props)
         with org_client(inputs) as weka:
             existing = weka.find_filesystem(inputs["name"])
-            if existing is None:
+            if existing is None and inputs["retained_locator"]:
+                fs = weka.create_filesystem_from_locator(
+                    inputs["name"],
+                    inputs["group_name"],
+                    inputs["total_capacity"],
+                    inputs["ssd_capacity"],
+                    obs_name=inputs["object_store"],
+                    locator=inputs["retained_locator"],
+                )
+            elif existing is None:
                 fs = weka.create_filesystem(
                     inputs["name"],
                     inputs["group_name"],

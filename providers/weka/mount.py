@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import os
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from providers.command import CommandResult, Transport, TransportSettings
@@ -139,6 +140,22 @@ class MountClient:
         script = 'set -o pipefail; tar --numeric-owner -C "$1" -czf - . | base64 -w0'
         result = self._must(["bash", "-c", script, "bash", target], doing)
         return base64.b64decode(result.stdout)
+
+    def erase_users(
+        self, org: str, filesystem: str, path: str, users: Mapping[str, int], doing: str
+    ) -> None:
+        """Removes each user's files under `path` (`providers.retention.erasure` says which):
+        the directory named after them, and whatever else their uid owns (a directory of theirs
+        that still holds another user's files stays, for those files)."""
+        script = (
+            'set -e; top="$1"; shift; while [ "$#" -gt 0 ]; do '
+            'rm -rf --one-file-system -- "$top/$1"; '
+            'find "$top" -xdev -depth -uid "$2" \\( ! -type d -o -empty \\) -delete; '
+            "shift 2; done"
+        )
+        pairs = [str(item) for user, uid in users.items() for item in (user, uid)]
+        target = self.mount_path(org, filesystem, path)
+        self._must(["bash", "-c", script, "bash", target, *pairs], doing)
 
     def _require_mount(self, org: str, filesystem: str, doing: str) -> None:
         mount = self.mount_path(org, filesystem)

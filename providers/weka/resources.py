@@ -7,6 +7,9 @@ them encrypted and `pulumi stack output` shows them only with `--show-secrets`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pulumi
 from pulumi.dynamic import Resource
 
@@ -261,7 +264,8 @@ class WekaOrgUser(Resource, module="weka", name="OrgUser"):
 class WekaUploadedSnapshot(Resource, module="weka", name="UploadedSnapshot"):
     """Offboarding's copy of filesystem `filesystem` of organization `org` that outlives it: its
     snapshot `offboarding`, uploaded to object store bucket `object_store` and verified by
-    `locator`, kept until `retention_until`. Protected, with plain values only."""
+    `locator`, kept until `retention_until`. Protected, with plain values only. A user's
+    erasure (`erased`) replaces the upload with one without their files."""
 
     locator: pulumi.Output[str]
     snapshot_uid: pulumi.Output[str]
@@ -275,13 +279,19 @@ class WekaUploadedSnapshot(Resource, module="weka", name="UploadedSnapshot"):
         filesystem: str,
         object_store: str,
         retention_days: int,
+        erased: Mapping[str, int] | None = None,
+        capacity: int = 0,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        inputs = {
+        inputs: dict[str, Any] = {
             "org": org,
             "filesystem": filesystem,
             "object_store": object_store,
             "retention_days": retention_days,
             **dict.fromkeys(("locator", "snapshot_uid", "retention_until")),
         }
+        if erased:
+            # Absent until a user's erasure, so that no other upload shows a change for it. The
+            # upload is redone without their files in a filesystem of `capacity` bytes.
+            inputs.update(erased=dict(erased), capacity=capacity)
         super().__init__(UploadedSnapshotProvider(), resource_name, inputs, opts)

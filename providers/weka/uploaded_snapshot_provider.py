@@ -15,6 +15,7 @@ bucket is the retention store's (RETENTION_S3_*), where the purge deletes the up
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
@@ -22,12 +23,15 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import Field, Schema, gone
 from providers.errors import WekaError
 from providers.retention.client import RetentionStore
+from providers.retention.erasure import erased_users
+from providers.retention.ledger import Ledger
 from providers.retention.objects import (
     refuse_while_retained,
     retained_until,
     uploaded_snapshot_prefix,
 )
-from providers.weka.client import Credentials, WekaClient
+from providers.weka.client import ROOT_ORG, Credentials, WekaClient
+from providers.weka.mount import mount_client
 from providers.weka.organization_provider import org_admin_password
 from providers.weka.props import NAME, WekaProvider, at_least, matching, typed
 from providers.weka.settings import Settings
@@ -35,6 +39,8 @@ from providers.weka.settings import Settings
 __all__ = ["SNAPSHOT_NAME", "UploadedSnapshotProvider", "org_admin_client"]
 
 SNAPSHOT_NAME = "offboarding"
+# The ledger's record of an erasure's steps (`_upload_without`).
+_MADE, _UPLOADED = "erasure-filesystem", "erasure-uploaded"
 # A real cluster uploads in the background; the stage's `up` waits this long for SYNCHRONIZED.
 _UPLOAD_WAIT_SECONDS = 600.0
 
@@ -54,6 +60,10 @@ class UploadedSnapshotProvider(WekaProvider):
             Field("filesystem", matching(NAME, "a Weka filesystem name"), replaces=True),
             Field("object_store", typed(str), replaces=True),
             Field("retention_days", at_least(1, "must be 1 or more days")),
+            # Users whose right to erasure was exercised (username -> uid), and the capacity of
+            # the filesystem their files are removed in (the original's).
+            Field("erased", erased_users, None),
+            Field("capacity", at_least(0, "must be a number of bytes"), 0),
         ),
     )
 
@@ -93,9 +103,16 @@ class UploadedSnapshotProvider(WekaProvider):
         return ReadResult(id_, props)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        # Only retention_days can change in place: the date is kept in the stack, not the bucket.
-        until = retained_until(int(news["retention_days"]))
-        return UpdateResult({**olds, **self.schema.recorded(news), "retention_until": str(until)})
+        """A new retention period (the date is kept in the stack, not the bucket), or a user's
+        erasure: the upload replaced by one without their files."""
+        p = self.schema.recorded(news)
+        until = olds.get("retention_until")
+        if not until or int(olds.get("retention_days") or 0) != int(p["retention_days"]):
+            until = str(retained_until(int(p["retention_days"])))
+        locator = str(olds["locator"])
+        if erased_users(p["erased"]) != erased_users(olds.get("erased")):
+            locator = _upload_without(p, locator)
+        return UpdateResult({**olds, **p, "locator": locator, "retention_until": until})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """The retention purge, after `retention_until`: the filesystem is gone by then, and
@@ -139,3 +156,73 @@ class UploadedSnapshotProvider(WekaProvider):
                 f"the bucket holds snapshot {info.snapshot_name!r} of {info.fs_name!r} at "
                 f"{locator}, not this one",
             )
+
+
+def _upload_without(p: dict[str, Any], old: str) -> str:
+    """The locator of a new upload of filesystem `p["filesystem"]` without the erased users'
+    files, the upload at `old` deleted. A snapshot cannot be changed in place, so it is done as
+    an operator would: a filesystem made from the upload (in Root, under the original's name, the
+    tenant's being gone), the users' files removed, a new snapshot of the same name taken,
+    uploaded and verified, the old upload's objects deleted, the filesystem deleted.
+
+    Each step is written to the tenant's ledger first, so that a rerun after a crash neither
+    trusts a half-made filesystem nor uploads twice."""
+    tenant, name = p["org"], p["filesystem"]
+    users = erased_users(p["erased"])
+    doing = f"erasing {', '.join(users)} from the uploaded snapshot of {name!r} ({tenant})"
+    step = {"filesystem": name, "from": old, "users": ",".join(sorted(users))}
+    with (
+        RetentionStore.from_environment() as store,
+        WekaClient.from_settings(Settings.from_environment()) as weka,
+    ):
+        ledger = Ledger(store)
+        entries = ledger.entries(tenant)
+        uploaded = [
+            e.details["locator"]
+            for e in entries
+            if e.action == _UPLOADED and {k: e.details.get(k) for k in step} == step
+        ]
+        if uploaded:
+            new = uploaded[-1]
+        else:
+            leftover = weka.find_filesystem(name)
+            if leftover is not None:
+                if not any(e.action == _MADE and e.details == step for e in entries):
+                    raise WekaError(
+                        doing,
+                        f"a filesystem named {name!r} exists in Root, and no erasure made it",
+                        "an erasure redoes the upload of an offboarded tenant, whose filesystem "
+                        "is gone: find out whose this one is",
+                    )
+                weka.delete_filesystem(leftover.uid, name)
+            ledger.append(tenant, _MADE, datetime.now(UTC), step)
+            new = _snapshot_without(weka, p, users, old, doing)
+            ledger.append(tenant, _UPLOADED, datetime.now(UTC), {**step, "locator": new})
+        if new != old:
+            store.delete_prefix(uploaded_snapshot_prefix(old))
+        scratch = weka.find_filesystem(name)
+        if scratch is not None:
+            weka.delete_filesystem(scratch.uid, name)
+    return new
+
+
+def _snapshot_without(
+    weka: WekaClient, p: dict[str, Any], users: dict[str, int], old: str, doing: str
+) -> str:
+    """Makes filesystem `p["filesystem"]` from the upload at `old`, removes the users' files,
+    and uploads its new snapshot: the new locator, verified."""
+    name, bucket, capacity = p["filesystem"], p["object_store"], int(p["capacity"])
+    fs = weka.create_filesystem_from_locator(
+        name, "default", capacity, capacity, obs_name=bucket, locator=old
+    )
+    mount_client().erase_users(ROOT_ORG, name, "/", users, doing)
+    # The filesystem holds the snapshot it was made from, the erased files in it.
+    made_from = weka.find_snapshot(name, SNAPSHOT_NAME)
+    if made_from is not None:
+        weka.delete_snapshot(made_from.uid, SNAPSHOT_NAME)
+    weka.attach_object_store(fs.uid, bucket)
+    snap = weka.create_snapshot(fs.uid, SNAPSHOT_NAME)
+    new = weka.upload_snapshot(snap.uid).locator
+    UploadedSnapshotProvider._wait_uploaded(weka, snap.uid, doing)
+    UploadedSnapshotProvider._verify(weka, p, new, doing)
+    return new

@@ -10,7 +10,8 @@ included."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 
@@ -43,6 +44,10 @@ class RetentionArgs:
     uploads: list[str]
     object_store: str
     copy_retention_days: int
+    # Users whose right to erasure was exercised (username -> uid), none of whose files a copy
+    # keeps, and the capacity of each own filesystem, for the upload's redo without them.
+    erased: Mapping[str, int] = field(default_factory=dict)
+    capacities: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def kept(self) -> list[str]:
@@ -85,6 +90,7 @@ class Retention(pulumi.ComponentResource):
                 filesystem=copy.filesystem,
                 path=copy.path,
                 retention_days=args.copy_retention_days,
+                erased=args.erased,
                 opts=kept,
             ).key
             for copy in args.copies
@@ -96,6 +102,8 @@ class Retention(pulumi.ComponentResource):
                 filesystem=fs,
                 object_store=args.object_store,
                 retention_days=args.copy_retention_days,
+                erased=args.erased,
+                capacity=args.capacities.get(fs, 0),
                 opts=kept,
             ).locator
             for fs in args.uploads

@@ -26,8 +26,9 @@ Rules decided here, beyond the runbooks' words:
 - `network.pkey` (an InfiniBand partition key) is required with `pkey` isolation, refused without.
 - Lifecycle: stage `destroy` requires a sign-off, and a sign-off is accepted only at stage `destroy`
   (remove it when rolling back, so an old sign-off cannot authorise a later destroy). A legal hold
-  forbids stage `destroy`: under hold the operator deletes nothing, the live data included, and the
-  scheduled purge of snapshots and identities skips the tenant. A graceful drain waits at most 14
+  forbids moving a live tenant to stage `destroy` (the program's preflight refuses it: only the
+  live cluster tells a live tenant from an offboarded one), and makes the retention purge skip an
+  offboarded tenant, its timers paused. A graceful drain waits at most 14
   days for the queue to empty; a hard drain's TERM-to-KILL grace is 60 s (the runbook's minimum)
   to 1 h.
 

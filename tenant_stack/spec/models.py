@@ -206,6 +206,9 @@ class Lifecycle(StrictModel):
     # A rehearsal, or the rollback of an onboarding that never held data: `pulumi destroy` may
     # delete it at any stage, with no archive, snapshot or sign-off.
     rehearsal: bool = False
+    # The rollback past step 4 (the filesystems deleted): the tenant is brought back from what
+    # offboarding kept, each filesystem made from its uploaded snapshot.
+    restore: bool = False
 
     def reached(self, stage: Stage) -> bool:
         return STAGES.index(self.stage) >= STAGES.index(stage)

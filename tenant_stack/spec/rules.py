@@ -329,11 +329,18 @@ def _lifecycle(spec: TenantSpec) -> Iterator[Problem]:
             f"a sign-off authorises stage destroy only; at stage {lifecycle.stage} remove it, "
             "so an old sign-off cannot authorise a later destroy",
         )
-    if lifecycle.stage == "destroy" and lifecycle.legal_hold:
+    if lifecycle.restore and lifecycle.stage == "destroy":
         yield Problem(
-            "lifecycle.stage",
-            "the tenant is under legal hold, which forbids stage destroy; stay at "
-            "snapshotted until legal releases the hold",
+            "lifecycle.restore",
+            "a restore brings an offboarded tenant back: set lifecycle.stage to the stage it "
+            "returns to (active, say)",
+        )
+    if lifecycle.restore and spec.storage.isolation != "org":
+        yield Problem(
+            "lifecycle.restore",
+            "a restore makes the tenant's own filesystems from their uploaded snapshots; a "
+            "directory-isolated tenant's copies are archives in the retention store, which the "
+            "program does not unpack: extract them into the new directories by hand",
         )
     timeout = lifecycle.drain_timeout.seconds or 0
     low, high = (60, 3600) if lifecycle.drain_mode == "hard" else (60, 14 * 86400)

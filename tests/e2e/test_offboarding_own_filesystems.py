@@ -11,9 +11,11 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +23,16 @@ import pytest
 import yaml
 
 from providers.retention.client import RetentionStore
+from providers.retention.ledger import LEDGER_PREFIX, Ledger
+from providers.retention.objects import uploaded_snapshot_prefix
 from providers.weka.uploaded_snapshot_provider import SNAPSHOT_NAME, org_admin_client
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from sandbox.slurm.users import ensure_user
 from tests.backends import (
     CHECKPOINTING_JOB,
+    authentik,
+    authentik_user,
     file_backend,
     mounted,
     plugins_of_killed_engine,
@@ -43,6 +49,8 @@ from tests.backends import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
+ROOT = Path(__file__).resolve().parents[2]
+
 SLUG = "tenant-foo"
 GROUP, GID = "tenant-foo", 4099
 SIGN_OFF = {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4243"}
@@ -50,6 +58,12 @@ FILES = {
     "home": ("alice/notes.txt", b"alice's notes\n"),
     "scratch": ("tenant-foo/w.bin", b"\0" * 4096),
 }
+ALICE, BOB = 2147, 2148
+OWNED = [
+    ("home", "bob/plan.txt", BOB, b"bob's plan\n"),
+    ("scratch", "tenant-foo/alice-run.log", ALICE, b"alice's run\n"),
+    ("scratch", "tenant-foo/bob-run.log", BOB, b"bob's run\n"),
+]
 
 
 @dataclass
@@ -78,7 +92,10 @@ class Foo:
 
 @pytest.fixture(scope="module")
 def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Foo]:
-    ensure_user("alice", 2147, GID, GROUP)
+    ensure_user("alice", ALICE, GID, GROUP)
+    with RetentionStore.from_environment() as store:
+        # The ledger of the sandbox's earlier runs: this run's purges and holds start afresh.
+        store.delete_prefix(f"{LEDGER_PREFIX}/{SLUG}/")
     work = tmp_path_factory.mktemp("offboarding-own")
     tenant = Foo(project_copy(work / "project"), file_backend(work / "backend"))
     spec = yaml.safe_load(tenant.spec_file.read_text())
@@ -93,7 +110,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
     tenant.pulumi("up", "--yes", "--skip-preview")
     yield tenant
     run("scancel", f"--account={SLUG},ml-team-foo")
-    if tenant.state():
+    if any(r["custom"] and not r["type"].startswith("pulumi:providers:") for r in tenant.state()):
         # Whatever a test left is taken down as a rehearsal's would be: every gate open.
         tenant.edit(stage="active", rehearsal=True)
         for command in (("up",), ("destroy", "--exclude-protected")):
@@ -105,6 +122,11 @@ def test_the_tenant_holds_data_and_has_run_a_job(foo: Foo) -> None:
         target = mounted(SLUG, f"{SLUG}-{kind}", path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+    # What a right to erasure must take out (alice's) and leave as it is (bob's).
+    for kind, path, uid, data in OWNED:
+        target = mounted(SLUG, f"{SLUG}-{kind}", path)
+        target.write_bytes(data)
+        os.chown(target, uid, GID)
     run_a_job()
 
 
@@ -194,6 +216,8 @@ def test_destroy_keeps_the_uploads_and_each_restores_the_tenants_files(foo: Foo)
     foo.pulumi("up", "--yes", "--skip-preview")
     foo.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
     assert weka_org(SLUG) is None
+    # Offboarded: the program declares what is kept and nothing else.
+    foo.pulumi("preview", "--expect-no-changes")
     uploads = {
         r["outputs"]["filesystem"]: r["outputs"]["locator"]
         for r in foo.state()
@@ -220,3 +244,247 @@ def test_destroy_keeps_the_uploads_and_each_restores_the_tenants_files(foo: Foo)
             finally:
                 uid = restored.json()["data"]["uid"]
                 admin.delete(f"/fileSystems/{uid}")
+
+
+def test_a_restore_after_the_destroy_makes_each_filesystem_from_its_snapshot(foo: Foo) -> None:
+    foo.edit(stage="active", restore=True)
+    up = foo.pulumi("up", "--yes", "--skip-preview")
+    assert "whatever was written after that snapshot is lost" in up
+    for kind, (path, data) in FILES.items():
+        assert mounted(SLUG, f"{SLUG}-{kind}", path).read_bytes() == data
+    foo.pulumi("preview", "--expect-no-changes")
+    # Offboarded again, for the retention purge below.
+    for stage in ("frozen", "drained", "archived", "snapshotted"):
+        foo.edit(stage=stage, restore=False)
+        foo.pulumi("up", "--yes", "--skip-preview")
+    foo.edit(stage="destroy", sign_off=SIGN_OFF, restore=False)
+    foo.pulumi("up", "--yes", "--skip-preview")
+    foo.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
+    assert weka_org(SLUG) is None
+
+
+def retention(foo: Foo, *args: str, now: date) -> dict[str, Any]:
+    """`python -m tenant_stack retention <args> --now <now> --json` on foo's project: its JSON."""
+    argv = [sys.executable, "-m", "tenant_stack", "retention", *args, "--now", str(now)]
+    result = subprocess.run(
+        [*argv, "--project", str(foo.project), "--json"],
+        cwd=ROOT,
+        env={**os.environ, **foo.env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, f"{' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
+
+
+def purge(foo: Foo, now: date) -> dict[str, Any]:
+    """One `retention run` as of `now`: foo's part of its report."""
+    (report,) = retention(foo, "run", now=now)["tenants"]
+    assert report["tenant"] == SLUG
+    assert report["error"] is None, report
+    return dict(report)
+
+
+def retained(foo: Foo) -> dict[str, str]:
+    """The items foo's state still retains, with the dates they are kept until."""
+    (report,) = retention(foo, "calendar", now=TODAY)["tenants"]
+    return {item["item"]: item["kept_until"] for item in report["retained"]}
+
+
+TODAY = datetime.now(UTC).date()
+ACCOUNTING = ["associations", "jobs", "steps"]
+USERS = ["user:alice", "user:bob", "user:carol"]
+
+
+def test_the_calendar_lists_what_offboarding_keeps_with_each_horizon(foo: Foo) -> None:
+    kept = retained(foo)
+    days = {item: (date.fromisoformat(until) - TODAY).days for item, until in kept.items()}
+    assert days == {
+        **dict.fromkeys(ACCOUNTING, 2555),
+        "logs": 90,
+        # Pulumi.prod.yaml keeps copies 30 days; tenant-foo asks for 30 too, so 30.
+        f"snapshot:{SLUG}-home": 30,
+        f"snapshot:{SLUG}-scratch": 30,
+        **dict.fromkeys(USERS, 2555),
+    }
+
+
+def uploads(foo: Foo) -> dict[str, str]:
+    """filesystem -> the locator of its retained upload, as foo's state records it."""
+    return {
+        r["outputs"]["filesystem"]: r["outputs"]["locator"]
+        for r in foo.state()
+        if r["type"] == "pulumi-python:dynamic/weka:UploadedSnapshot"
+    }
+
+
+def restored_files(filesystem: str, locator: str) -> dict[str, tuple[int, bytes]]:
+    """Every file of the snapshot uploaded at `locator` (path -> owner uid, content), read from
+    a filesystem made from it in Root, deleted again."""
+    name = f"check-{filesystem}-{time.time_ns() % 10**8}"
+    body = {
+        "name": name,
+        "group_name": "default",
+        "total_capacity": 10**12,
+        "ssd_capacity": 10**12,
+        "object_storage": "retention",
+        "locator": locator,
+    }
+    with weka() as admin:
+        restored = admin.post("/fileSystems/download", json=body)
+        assert restored.status_code < 300, restored.text
+        try:
+            top = mounted("Root", name)
+            return {
+                str(path.relative_to(top)): (path.stat().st_uid, path.read_bytes())
+                for path in top.rglob("*")
+                if path.is_file()
+            }
+        finally:
+            admin.delete(f"/fileSystems/{restored.json()['data']['uid']}")
+
+
+def test_erasing_a_user_leaves_none_of_their_files_in_any_retained_snapshot(foo: Foo) -> None:
+    before = uploads(foo)
+    erase = ["erase", SLUG, "alice", "--approved-by", "Dana DPO", "--request", "GDPR-12"]
+    # Killed once the first filesystem was made from an upload, then run again to its end.
+    argv = [sys.executable, "-m", "tenant_stack", "retention", *erase, "--now", str(TODAY)]
+    job = subprocess.Popen(
+        [*argv, "--project", str(foo.project)],
+        cwd=ROOT,
+        env={**os.environ, **foo.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    with RetentionStore.from_environment() as store:
+        wait_for(
+            "a filesystem made from an upload",
+            lambda: "erasure-filesystem" in [e.action for e in Ledger(store).entries(SLUG)],
+            timeout=300,
+        )
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    for pid in plugins_of_killed_engine(foo.project):
+        os.kill(pid, signal.SIGKILL)
+    foo.pulumi("cancel", "--yes")
+    done = retention(foo, *erase, now=TODAY)
+    after = uploads(foo)
+    assert sorted(done["copies"]) == sorted(after.values())
+    assert set(after.values()).isdisjoint(before.values())
+
+    files = {fs: restored_files(fs, locator) for fs, locator in after.items()}
+    home, scratch = files[f"{SLUG}-home"], files[f"{SLUG}-scratch"]
+    assert not [p for p in (*home, *scratch) if p.startswith("alice")]
+    assert ALICE not in {uid for uid, _ in (*home.values(), *scratch.values())}
+    assert home["bob/plan.txt"] == (BOB, b"bob's plan\n")
+    assert scratch["tenant-foo/bob-run.log"] == (BOB, b"bob's run\n")
+    assert scratch["tenant-foo/w.bin"][1] == FILES["scratch"][1]
+    with RetentionStore.from_environment() as store:
+        for locator in before.values():
+            assert store.list(uploaded_snapshot_prefix(locator)) == []
+        jobs = store.head(f"{SLUG}/slurm/jobs.csv")
+        assert jobs is not None
+        assert jobs.metadata is not None
+        assert jobs.metadata["gdpr-redacted"] == str(TODAY)
+        actions = [e.action for e in Ledger(store).entries(SLUG)]
+    assert actions.count("erasure-requested") == 1
+    assert actions.count("erasure-uploaded") == 2
+    assert actions.count("erased") == 2
+    user = authentik_user("alice")
+    assert (user["username"], user["name"], user["email"]) == ("alice", "erased user", "")
+    assert user["attributes"]["uidNumber"] == str(ALICE)
+    # Done: a rerun changes nothing, and neither does the program.
+    assert retention(foo, *erase, now=TODAY)["copies"] == done["copies"]
+    foo.pulumi("preview", "--expect-no-changes")
+
+
+def test_the_purge_deletes_expired_snapshots_through_the_engine_and_reruns_do_nothing(
+    foo: Foo,
+) -> None:
+    kept = uploads(foo)
+    assert purge(foo, TODAY + timedelta(days=30))["purged"] == []  # the last day they are kept
+    day = TODAY + timedelta(days=31)
+    report = purge(foo, day)
+    assert sorted(report["purged"]) == [f"snapshot:{SLUG}-home", f"snapshot:{SLUG}-scratch"]
+    assert "snapshot:" not in " ".join(retained(foo))
+    with RetentionStore.from_environment() as store:
+        for locator in kept.values():
+            assert store.list(uploaded_snapshot_prefix(locator)) == []
+        purges = [e.action for e in Ledger(store).entries(SLUG) if e.action.startswith("purg")]
+        assert purges == ["purging", "purged"] * 2
+    assert purge(foo, day)["purged"] == []
+    # The program reads the ledger: it does not declare the purged snapshots again.
+    foo.pulumi("preview", "--expect-no-changes")
+
+
+def test_a_legal_hold_skips_the_tenant_and_extends_its_timers_by_the_time_held(foo: Foo) -> None:
+    # The spec's hold (a pull request), for 6 days.
+    foo.edit(stage="destroy", sign_off=SIGN_OFF, legal_hold=True)
+    held = purge(foo, TODAY + timedelta(days=40))
+    assert held["held"]
+    assert held["purged"] == []
+    assert held["held_by"] == f"tenants/{SLUG}.yaml lifecycle.legal_hold"
+    foo.edit(stage="destroy", sign_off=SIGN_OFF, legal_hold=False)
+    assert purge(foo, TODAY + timedelta(days=46))["held_days"] == 6
+    # A hold set on the stack without a code change, for 4 more days.
+    hold = ["hold", SLUG, "--by", "Lee Counsel", "--reason", "LIT-77"]
+    retention(foo, *hold, now=TODAY + timedelta(days=60))
+    report = purge(foo, TODAY + timedelta(days=200))
+    assert report["held"]
+    assert report["held_by"] == "Lee Counsel"
+    assert report["purged"] == []
+    retention(foo, "release", SLUG, "--by", "Lee Counsel", now=TODAY + timedelta(days=64))
+    # The logs were kept 90 days: with 10 days held, until day 100.
+    assert purge(foo, TODAY + timedelta(days=100))["purged"] == []
+    report = purge(foo, TODAY + timedelta(days=101))
+    assert report["held_days"] == 10
+    assert report["purged"] == ["logs"]
+    with RetentionStore.from_environment() as store:
+        assert store.head(f"{SLUG}/slurm/logs.log") is None
+        actions = [(e.action, e.details.get("source")) for e in Ledger(store).entries(SLUG)]
+    assert [a for a in actions if a[0] in ("hold", "release")] == [
+        ("hold", "spec"),
+        ("release", "spec"),
+        ("hold", "command"),
+        ("release", "command"),
+    ]
+
+
+def test_a_purge_killed_midway_converges_on_rerun_tombstones_last(foo: Foo) -> None:
+    day = TODAY + timedelta(days=2555 + 10 + 1)
+    argv = [sys.executable, "-m", "tenant_stack", "retention", "run", "--now", str(day)]
+    job = subprocess.Popen(
+        [*argv, "--project", str(foo.project)],
+        cwd=ROOT,
+        env={**os.environ, **foo.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    with RetentionStore.from_environment() as store:
+        wait_for(
+            "the second accounting purge to begin",
+            lambda: [e.action for e in Ledger(store).entries(SLUG)].count("purging") >= 5,
+            timeout=300,
+        )
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    for pid in plugins_of_killed_engine(foo.project):
+        os.kill(pid, signal.SIGKILL)
+    foo.pulumi("cancel", "--yes")
+    report = purge(foo, day)
+    # The killed run had begun the purge of jobs: the rerun finishes it if it had not ended.
+    assert {"steps", *USERS} <= set(report["purged"]) <= {"jobs", "steps", *USERS}
+    assert report["purged"][-3:] == USERS  # the tombstones after the accounting
+    assert retained(foo) == {}
+    with RetentionStore.from_environment() as store:
+        assert store.list(f"{SLUG}/") == []
+    with authentik() as api:
+        for user in ("alice", "bob", "carol"):
+            assert api.get("/core/users/", params={"username": user}).json()["results"] == []
+    assert purge(foo, day)["purged"] == []
+    foo.pulumi("preview", "--expect-no-changes")

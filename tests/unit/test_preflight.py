@@ -20,6 +20,7 @@ from tenant_stack.preflight import (
     NodeState,
     WantedClaim,
     check_claims,
+    check_legal_hold,
     check_nodes,
     check_stage,
     quantity_bytes,
@@ -430,3 +431,11 @@ def test_a_stage_may_not_be_skipped_nor_left_from_destroy() -> None:
     assert "the next is frozen" in skipped.message
     [back] = check_stage("destroy", "active")
     assert "no way back" in back.message
+
+
+def test_a_live_tenant_under_legal_hold_may_not_move_to_destroy() -> None:
+    [held] = check_legal_hold("destroy", legal_hold=True)
+    assert held.location == "lifecycle.stage"
+    assert "legal hold" in held.message
+    assert check_legal_hold("snapshotted", legal_hold=True) == []
+    assert check_legal_hold("destroy", legal_hold=False) == []

@@ -440,16 +440,6 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
         "authorises stage destroy only",
     ),
     (
-        "legal-hold",
-        {
-            "lifecycle.stage": "destroy",
-            "lifecycle.legal_hold": True,
-            "lifecycle.sign_off": {"by": "Ops Lead", "date": "2027-01-05", "ticket": "OPS-1234"},
-        },
-        "lifecycle.stage",
-        "legal hold",
-    ),
-    (
         "hard-drain",
         {"lifecycle.drain_mode": "hard"},
         "lifecycle.drain_timeout",
