@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +41,7 @@ from tenant_stack.mapping import (
 )
 from tenant_stack.platform import Platform
 from tenant_stack.preflight import check_claims, check_legal_hold, check_nodes, check_stage
-from tenant_stack.retention_calendar import erased_users, purged_items
+from tenant_stack.retention_calendar import Record
 from tenant_stack.spec import TenantSpec
 
 
@@ -90,11 +89,13 @@ def declare_tenant(
     shared: SharedFilesystems | None = None,
     ca_certificate: str | None = None,
     retained: list[str] | None = None,
-    purged: Collection[str] = (),
+    record: Record | None = None,
 ) -> Tenant:
     """Every component of one tenant, each depending on the layers before it. Directory
     isolation needs the platform's shared filesystems (`shared_filesystems`). A restore declares
-    all that offboarding kept, less what the retention purge deleted (`purged`)."""
+    all that offboarding kept, less what the retention purge deleted, as erasures left it (the
+    ledger's `record`)."""
+    record = record or Record()
     # Destroy deletes in reverse dependency order, and the offboarding runbook fixes that order:
     # storage, identity, Slurm, namespace, reservation. So identity comes after the namespace
     # (and Slurm) here; Slurm names users but needs no uid/gid, and the login pod and storage,
@@ -104,7 +105,12 @@ def declare_tenant(
     )
     # What offboarding keeps depends on nothing else, so destroy cannot be made to keep more.
     retention_spec = retention_args(
-        spec, platform, retained or [], purged, offboarded=spec.lifecycle.restore
+        spec,
+        platform,
+        retained or [],
+        record.purged,
+        offboarded=spec.lifecycle.restore,
+        erased=record.erased,
     )
     retention = Retention(spec.slug, retention_spec)
     kept = retention_spec.kept
@@ -120,7 +126,9 @@ def declare_tenant(
             drain_wait_seconds=drain_wait,
         ),
     )
-    identity = IdentityGroup(spec.slug, identity_args(spec, platform, after=[slurm]))
+    identity = IdentityGroup(
+        spec.slug, identity_args(spec, platform, after=[slurm], erased=list(record.erased))
+    )
     login = LoginPod(spec.slug, login_args(spec, platform, namespace, identity))
     storage = WekaStorage(
         spec.slug,
@@ -160,10 +168,10 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
     return SharedFilesystems(home=shared[0], scratch=shared[1])
 
 
-def purged_by_retention(tenant: str) -> set[str]:
-    """What the retention purge has deleted of `tenant`, as its ledger records."""
+def retention_record(tenant: str) -> Record:
+    """What the retention purge and erasures did to `tenant`, as its ledger records."""
     with RetentionStore.from_environment() as store:
-        return purged_items(Ledger(store).entries(tenant))
+        return Record.of(Ledger(store).entries(tenant))
 
 
 def declare_offboarded(spec: TenantSpec, platform: Platform) -> None:
@@ -171,15 +179,16 @@ def declare_offboarded(spec: TenantSpec, platform: Platform) -> None:
     what the retention purge has deleted, and without the files and the personal data of the
     users whose erasure was requested (its ledger says which), so that `up` and the drift check
     find it as the purge and the erasures left it."""
-    with RetentionStore.from_environment() as store:
-        entries = Ledger(store).entries(spec.slug)
-    purged, erased = purged_items(entries), erased_users(entries)
+    record = retention_record(spec.slug)
     retention = Retention(
-        spec.slug, retention_args(spec, platform, [], purged, offboarded=True, erased=erased)
+        spec.slug,
+        retention_args(spec, platform, [], record.purged, offboarded=True, erased=record.erased),
     )
     IdentityGroup(
         spec.slug,
-        identity_args(spec, platform, [], offboarded=True, purged=purged, erased=list(erased)),
+        identity_args(
+            spec, platform, [], offboarded=True, purged=record.purged, erased=list(record.erased)
+        ),
     )
     pulumi.export("lifecycle_stage", spec.lifecycle.stage)
     pulumi.export("archives", retention.archives)
@@ -206,7 +215,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
         shared_filesystems(spec, platform),
         ca_certificate(),
         live.retained,
-        purged_by_retention(spec.slug) if lifecycle.restore else (),
+        retention_record(spec.slug) if lifecycle.restore else None,
     )
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)

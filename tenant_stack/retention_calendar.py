@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "PURGING",
     "RELEASE",
     "HoldState",
+    "Record",
     "Retained",
     "due",
     "erased_users",
@@ -145,6 +146,19 @@ def erased_users(entries: Iterable[Entry]) -> dict[str, int]:
     removed from every retained copy, and their Authentik record redacted."""
     requested = (e for e in entries if e.action == ERASURE)
     return {e.details["user"]: int(e.details["uid"]) for e in requested}
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the program must know of a tenant's ledger: what the purge deleted (or began to),
+    and whose files the erasures took out."""
+
+    purged: frozenset[str] = frozenset()
+    erased: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, entries: Sequence[Entry]) -> Record:
+        return cls(frozenset(purged_items(entries)), erased_users(entries))
 
 
 def due(retained: Sequence[Retained], hold: HoldState, today: date) -> list[Retained]:

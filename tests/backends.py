@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,8 @@ from typing import Any
 import httpx
 
 from sandbox.kubernetes.client import tls_context
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def kubectl_json(*args: str) -> Any:
@@ -116,6 +119,22 @@ def pulumi(
     return subprocess.run(
         ["pulumi", *args, "--non-interactive"],
         cwd=project,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def retention_command(
+    env: dict[str, str], project: Path, *args: str, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """`python -m tenant_stack retention <args> --project <project>`, as an operator runs it
+    from the checkout, with `env` added; whatever its exit status."""
+    return subprocess.run(
+        [sys.executable, "-m", "tenant_stack", "retention", *args, "--project", str(project)],
+        cwd=ROOT,
         env={**os.environ, **env},
         capture_output=True,
         text=True,

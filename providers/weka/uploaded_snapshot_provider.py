@@ -110,7 +110,8 @@ class UploadedSnapshotProvider(WekaProvider):
         if not until or int(olds.get("retention_days") or 0) != int(p["retention_days"]):
             until = str(retained_until(int(p["retention_days"])))
         locator = str(olds["locator"])
-        if erased_users(p["erased"]) != erased_users(olds.get("erased")):
+        # An erasure is never undone: only a user not erased yet makes the upload be redone.
+        if set(erased_users(p["erased"])) - set(erased_users(olds.get("erased"))):
             locator = _upload_without(p, locator)
         return UpdateResult({**olds, **p, "locator": locator, "retention_until": until})
 

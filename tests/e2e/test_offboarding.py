@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from providers.retention.client import RetentionStore
+from providers.retention.ledger import LEDGER_PREFIX
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from sandbox.slurm.users import ensure_user
@@ -33,6 +34,7 @@ from tests.backends import (
     labelled,
     mounted,
     pulumi,
+    retention_command,
     run,
     run_pulumi,
     sacct_job,
@@ -63,6 +65,8 @@ DATA = {
     "cluster-home": (f"{SLUG}/dave/notes.txt", b"dave's notes\n"),
     "cluster-scratch": (f"{SLUG}/dataset.bin", b"\1" * 8192),
 }
+# erin's file, which erasing dave must leave as it is.
+ERINS = (f"{SLUG}/erin/todo.txt", b"erin's list\n")
 
 
 @dataclass
@@ -147,6 +151,9 @@ class Tenant:
 def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Tenant]:
     for user, uid in USERS.items():
         ensure_user(user, uid, GID, GROUP)
+    with RetentionStore.from_environment() as store:
+        # The ledger of the sandbox's earlier runs: this run's erasure starts afresh.
+        store.delete_prefix(f"{LEDGER_PREFIX}/{SLUG}/")
     work = tmp_path_factory.mktemp("offboarding")
     with scratch_directory(GID) as scratch:
         tenant = Tenant(project_copy(work / "project"), file_backend(work / "backend"), scratch)
@@ -215,6 +222,9 @@ def test_the_tenants_data_sits_in_its_directories_on_the_shared_filesystems(bar:
         target = mounted("Root", filesystem, path)
         target.write_bytes(data)
         os.chown(target, USERS["dave"], GID)
+    target = mounted("Root", "cluster-home", ERINS[0])
+    target.write_bytes(ERINS[1])
+    os.chown(target, USERS["erin"], GID)
 
 
 def test_the_tenants_jobs_run_on_the_slurmd_node(bar: Tenant) -> None:
@@ -431,6 +441,38 @@ def test_each_retained_copy_gives_back_the_tenants_files(bar: Tenant) -> None:
                 member = kept.getmember("./" + path.removeprefix(f"{SLUG}/"))
                 assert (member.uid, member.gid) == (USERS["dave"], GID)
                 assert kept.extractfile(member).read() == data  # type: ignore[union-attr]
+
+
+def test_erasing_a_user_rewrites_each_directory_copy_without_their_files(bar: Tenant) -> None:
+    keys = [f"{SLUG}/storage/{filesystem}.tar.gz" for filesystem in DATA]
+    with RetentionStore.from_environment() as store:
+        heads = {key: store.head(key) for key in keys}
+    dates = {
+        key: (h.metadata or {}).get("retention-until") if h else None for key, h in heads.items()
+    }
+    argv = ["erase", SLUG, "dave", "--approved-by", "Dana DPO", "--request", "GDPR-7", "--json"]
+    done = retention_command(bar.env, bar.project, *argv)
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["copies"]) == sorted(keys)
+    with RetentionStore.from_environment() as store:
+        for key in keys:
+            copy = store.get(key)
+            with tarfile.open(fileobj=io.BytesIO(copy)) as kept:
+                members = kept.getmembers()
+                assert [m.name for m in members if m.uid == USERS["dave"]] == []
+                assert [m.name for m in members if m.name.startswith("./dave")] == []
+                if key.endswith("cluster-home.tar.gz"):
+                    erins = kept.getmember("./" + ERINS[0].removeprefix(f"{SLUG}/"))
+                    assert kept.extractfile(erins).read() == ERINS[1]  # type: ignore[union-attr]
+            head = store.head(key)
+            assert head is not None
+            assert head.metadata is not None
+            assert head.metadata["retention-until"] == dates[key]
+            assert "gdpr-redacted" in head.metadata
+    user = authentik_user("dave")
+    assert (user["name"], user["email"]) == ("erased user", "")
+    assert user["attributes"]["uidNumber"] == str(USERS["dave"])
+    bar.pulumi("preview", "--expect-no-changes")
 
 
 def verify_offboarded(bar: Tenant) -> tuple[int, dict[str, Any]]:

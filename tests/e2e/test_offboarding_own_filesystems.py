@@ -31,12 +31,14 @@ from sandbox.project import project_copy
 from sandbox.slurm.users import ensure_user
 from tests.backends import (
     CHECKPOINTING_JOB,
+    ROOT,
     authentik,
     authentik_user,
     file_backend,
     mounted,
     plugins_of_killed_engine,
     pulumi,
+    retention_command,
     run,
     run_pulumi,
     sacct_job,
@@ -49,7 +51,6 @@ from tests.backends import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
-ROOT = Path(__file__).resolve().parents[2]
 
 SLUG = "tenant-foo"
 GROUP, GID = "tenant-foo", 4099
@@ -265,16 +266,7 @@ def test_a_restore_after_the_destroy_makes_each_filesystem_from_its_snapshot(foo
 
 def retention(foo: Foo, *args: str, now: date) -> dict[str, Any]:
     """`python -m tenant_stack retention <args> --now <now> --json` on foo's project: its JSON."""
-    argv = [sys.executable, "-m", "tenant_stack", "retention", *args, "--now", str(now)]
-    result = subprocess.run(
-        [*argv, "--project", str(foo.project), "--json"],
-        cwd=ROOT,
-        env={**os.environ, **foo.env},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    result = retention_command(foo.env, foo.project, *args, "--now", str(now), "--json")
     assert result.returncode == 0, f"{' '.join(args)}:\n{result.stdout}\n{result.stderr}"
     answer: dict[str, Any] = json.loads(result.stdout)
     return answer
