@@ -271,6 +271,7 @@ def identity_args(
                 username=user.username,
                 full_name=ERASED_NAME if user.username in erased else user.name,
                 email="" if user.username in erased else user.email,
+                erased=user.username in erased,
                 uid=user.uid,
                 ssh_keys=list(user.ssh_keys),
                 admin=user.username in admins,

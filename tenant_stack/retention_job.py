@@ -270,9 +270,10 @@ def erase(
         raise TenantError(f"{user!r} is not a user of {tenant} (tenants/{tenant}.yaml: {known})")
     if any(r["type"] == NAMESPACE_TYPE for r in stacks.resources(tenant)):
         raise TenantError(
-            f"{tenant} is not offboarded (its stack still holds its namespace): erase a live "
-            f"tenant's user by removing them from tenants/{tenant}.yaml, which deletes their home "
-            "directory; this command erases them from what offboarding kept"
+            f"{tenant} is not offboarded (its stack still holds its namespace): this command "
+            "erases a user from what offboarding kept; a live tenant's filesystems hold the "
+            "user's files too, and erasing them there is not built yet (remove the files by "
+            "hand, then run this once the tenant is offboarded)"
         )
     done = Erasure(tenant, user, found.uid)
     with RetentionStore.from_environment() as store:

@@ -344,6 +344,40 @@ class AuthentikClient:
             missing_ok=True,
         )
 
+    # what Authentik keeps of a user's logins: audit events and sessions
+
+    def redact_events(self, user: User) -> int:
+        """Every audit event of `user` keeps its action and time, and loses the user's email,
+        the client's address and what the event's context says of where it came from. Returns
+        how many events were changed."""
+        doing = f"redacting the audit events of Authentik user {user.username!r}"
+        changed = 0
+        for event in self._list("/events/events/", {"username": user.username}, doing=doing):
+            context = {k: v for k, v in (event.get("context") or {}).items() if k not in _LOCATING}
+            acting = {**(event.get("user") or {}), "email": ""}
+            if (acting, context, event.get("client_ip")) == (
+                event.get("user"),
+                event.get("context"),
+                None,
+            ):
+                continue
+            body = {"user": acting, "context": context, "client_ip": None}
+            self._request("PATCH", f"/events/events/{event['pk']}/", doing=doing, body=body)
+            changed += 1
+        return changed
+
+    def end_sessions(self, user: User) -> int:
+        """Deletes every authenticated session of `user` (each holds its last IP and user
+        agent). Returns how many there were."""
+        doing = f"ending the sessions of Authentik user {user.username!r}"
+        found = self._list(
+            "/core/authenticated_sessions/", {"user__username": user.username}, doing=doing
+        )
+        for session in found:
+            path = f"/core/authenticated_sessions/{session['uuid']}/"
+            self._request("DELETE", path, doing=doing, missing_ok=True)
+        return len(found)
+
     # plumbing
 
     def _group(self, data: Any) -> Group:
@@ -435,6 +469,11 @@ class AuthentikClient:
         url = self._http.base_url
         port = f":{url.port}" if url.port else ""
         return f"{url.scheme}://{url.host}{port}"
+
+
+# What an event's context holds of where a request came from (GeoIP and ASN lookups, the
+# request with its user agent): redacted with the client's address.
+_LOCATING = ("geo", "asn", "http_request")
 
 
 def _body(response: httpx.Response) -> Any:

@@ -187,6 +187,9 @@ USER = Schema(
         Field("active", _active, True),
         # With active false: how long the tombstone is kept (the tenant's accounting horizon).
         Field("retention_days", _retention_days, None),
+        # A right to erasure: name and email redacted (the inputs), and so are the addresses
+        # its audit events and sessions kept of its logins.
+        Field("erased", _active, False),
     ),
     identity=("username",),
     implied=lambda p: {"marked": True, "is_active": _active(p.get("active", True))},

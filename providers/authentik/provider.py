@@ -311,6 +311,17 @@ def _tombstone(news: Mapping[str, Any], olds: Mapping[str, Any]) -> dict[str, An
     return {"retention_days": int(days), "retention_until": until}
 
 
+def _forget_logins(
+    client: AuthentikClient, user: User, inputs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """For an erased user: their audit events redacted and their sessions ended."""
+    if not inputs.get("erased"):
+        return {"erased": False}
+    client.redact_events(user)
+    client.end_sessions(user)
+    return {"erased": True}
+
+
 class TenantUserProvider(SchemaProvider):
     """An Authentik user of one tenant with pinned uidNumber/gidNumber, SSH keys and the tenant's
     groups. Deleting it disables the user and takes it out of the tenant's groups; the record
@@ -338,7 +349,8 @@ class TenantUserProvider(SchemaProvider):
                 _require_mark(existing.attributes, tenant, f"user {username!r}", doing)
                 user = _apply_user(client, existing, props, wanted, {})
             outputs = _user_outputs(client, user, tenant, props["groups"])
-            return CreateResult(str(user.pk), {**outputs, **_tombstone(props, {})})
+            erased = _forget_logins(client, user, props)
+            return CreateResult(str(user.pk), {**outputs, **_tombstone(props, {}), **erased})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         with _client() as client:
@@ -346,7 +358,7 @@ class TenantUserProvider(SchemaProvider):
             if user is None:
                 return gone()
             outputs = _user_outputs(client, user, props["tenant"], props.get("groups") or ())
-            kept = {k: props.get(k) for k in ("retention_days", "retention_until")}
+            kept = {k: props.get(k) for k in ("retention_days", "retention_until", "erased")}
             return ReadResult(id_, {**outputs, **kept})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -358,7 +370,8 @@ class TenantUserProvider(SchemaProvider):
             wanted = _member_groups(client, list(news["groups"]), doing)
             user = _apply_user(client, user, news, wanted, olds)
             outputs = _user_outputs(client, user, news["tenant"], news["groups"])
-            return UpdateResult({**outputs, **_tombstone(news, olds)})
+            erased = _forget_logins(client, user, news)
+            return UpdateResult({**outputs, **_tombstone(news, olds), **erased})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """Offboarding step 5: disable (never delete) and remove from the tenant's groups; for a

@@ -89,6 +89,7 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
         groups: pulumi.Input[Sequence[pulumi.Input[str]]],
         active: bool = True,
         retention_days: int | None = None,
+        erased: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
@@ -103,6 +104,9 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
             "active": active,
             **dict.fromkeys(_USER_OUTPUTS),
         }
+        if erased:
+            # Absent unless erased, so that no other user shows a change for it.
+            props["erased"] = True
         if retention_days is not None:
             # Absent until offboarding, so that no live tenant's user shows a change for it.
             props.update(retention_days=retention_days, retention_until=None)

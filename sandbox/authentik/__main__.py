@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from sandbox.authentik import audit
 from sandbox.authentik.api import Api
 from sandbox.authentik.bootstrap import ensure_defaults, read_or_create_key
 from sandbox.authentik.endpoints import ROUTES
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     store = Store.open(args.state_dir)
     ensure_defaults(store, read_or_create_key(args.bootstrap_token_file))
-    api = Api(store, LdapSettings(base_dn=args.ldap_base_dn), ROUTES)
+    api = Api(store, LdapSettings(base_dn=args.ldap_base_dn), [*ROUTES, *audit.ROUTES])
     server = make_server(args.host, args.port, api)
     signal.signal(signal.SIGTERM, _stop)
     host, port = server.server_address[:2]

@@ -63,6 +63,33 @@ class Token:
     managed: str | None = None
 
 
+@dataclass
+class Event:
+    """An audit event. `user` is a copy of who acted (pk, username, email), not a foreign key:
+    deleting the user leaves the event as it was, as in Authentik."""
+
+    pk: str
+    action: str
+    user: dict[str, Any]
+    client_ip: str | None
+    created: datetime
+    expires: datetime
+    app: str = "authentik.events.signals"
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Session:
+    """An authenticated session of a user (a foreign key with on_delete=CASCADE)."""
+
+    uuid: str
+    user: int
+    last_ip: str
+    last_user_agent: str
+    last_used: datetime
+    expires: datetime
+
+
 def _dt_out(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -86,6 +113,8 @@ class Store:
         self.tokens: dict[str, Token] = {}
         # (user pk, group uuid) in insertion order, like the rows of Django's M2M table.
         self.memberships: list[tuple[int, str]] = []
+        self.events: dict[str, Event] = {}
+        self.sessions: dict[str, Session] = {}
 
     # persistence
 
@@ -113,6 +142,16 @@ class Store:
             token = Token(**{**raw, "expires": _dt_in(raw["expires"])})
             self.tokens[token.uuid] = token
         self.memberships = [(pk, group) for pk, group in data["memberships"]]
+        # Absent from the states written before the emulator kept events and sessions.
+        for raw in data.get("events", []):
+            event = Event(
+                **{**raw, "created": _dt_in(raw["created"]), "expires": _dt_in(raw["expires"])}
+            )
+            self.events[event.pk] = event
+        for raw in data.get("sessions", []):
+            times = {k: _dt_in(raw[k]) for k in ("last_used", "expires")}
+            session = Session(**{**raw, **times})
+            self.sessions[session.uuid] = session
 
     def _dump(self) -> dict[str, Any]:
         return {
@@ -126,6 +165,14 @@ class Store:
             "groups": [dict(vars(g)) for g in self.groups.values()],
             "tokens": [{**vars(t), "expires": _dt_out(t.expires)} for t in self.tokens.values()],
             "memberships": [list(m) for m in self.memberships],
+            "events": [
+                {**vars(e), "created": _dt_out(e.created), "expires": _dt_out(e.expires)}
+                for e in self.events.values()
+            ],
+            "sessions": [
+                {**vars(s), "last_used": _dt_out(s.last_used), "expires": _dt_out(s.expires)}
+                for s in self.sessions.values()
+            ],
         }
 
     def save(self) -> None:
@@ -154,8 +201,9 @@ class Store:
     def delete_user(self, pk: int) -> None:
         del self.users[pk]
         self.memberships = [m for m in self.memberships if m[0] != pk]
-        # Token.user is a foreign key with on_delete=CASCADE.
+        # Token.user and AuthenticatedSession.user are foreign keys with on_delete=CASCADE.
         self.tokens = {k: t for k, t in self.tokens.items() if t.user != pk}
+        self.sessions = {k: s for k, s in self.sessions.items() if s.user != pk}
 
     # groups
 
@@ -224,6 +272,33 @@ class Store:
 
     def is_superuser(self, user: User) -> bool:
         return any(g.is_superuser for g in self.all_groups(user))
+
+    # what a login leaves: an event and a session
+
+    def record_login(self, user: User, client_ip: str, user_agent: str) -> tuple[Event, Session]:
+        now = self.now()
+        user.last_login = now
+        event = Event(
+            pk=str(uuid.uuid4()),
+            action="login",
+            user={"pk": user.pk, "email": user.email, "username": user.username},
+            client_ip=client_ip,
+            created=now,
+            # Authentik keeps events a year by default (the brand's event retention).
+            expires=now + timedelta(days=365),
+            context={"auth_method": "password", "http_request": {"user_agent": user_agent}},
+        )
+        session = Session(
+            uuid=str(uuid.uuid4()),
+            user=user.pk,
+            last_ip=client_ip,
+            last_user_agent=user_agent,
+            last_used=now,
+            expires=now + timedelta(days=1),
+        )
+        self.events[event.pk] = event
+        self.sessions[session.uuid] = session
+        return event, session
 
     # tokens
 

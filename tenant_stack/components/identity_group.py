@@ -28,6 +28,7 @@ class IdentityUser:
     uid: int
     ssh_keys: list[str]
     admin: bool
+    erased: bool = False  # a right to erasure: name and email redacted, logins forgotten
 
 
 @dataclass(frozen=True)
@@ -124,5 +125,6 @@ def _user(
         groups=groups,
         active=not args.revoked,
         retention_days=args.tombstone_days if args.revoked else None,
+        erased=user.erased,
         opts=opts,
     )

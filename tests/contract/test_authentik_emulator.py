@@ -16,10 +16,16 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 import pytest
+from authentik_client.models.authenticated_session import AuthenticatedSession
 from authentik_client.models.config import Config
+from authentik_client.models.event import Event
 from authentik_client.models.generic_error import GenericError
 from authentik_client.models.group import Group
 from authentik_client.models.group_member import GroupMember
+from authentik_client.models.paginated_authenticated_session_list import (
+    PaginatedAuthenticatedSessionList,
+)
+from authentik_client.models.paginated_event_list import PaginatedEventList
 from authentik_client.models.paginated_group_list import PaginatedGroupList
 from authentik_client.models.paginated_token_list import PaginatedTokenList
 from authentik_client.models.paginated_user_list import PaginatedUserList
@@ -695,3 +701,61 @@ def test_clock_rejects_bad_input(emulator: Emulator) -> None:
 def test_header_without_a_key_counts_as_no_credentials(emulator: Emulator, key: str) -> None:
     reply = httpx.get(f"{emulator.url}/api/v3/core/users/", headers={"Authorization": key})
     assert error_detail(reply, 403) == "Authentication credentials were not provided."
+
+
+# what a login leaves: audit events and sessions
+
+
+def login(emulator: Emulator, username: str, client_ip: str) -> dict[str, Any]:
+    body = {"username": username, "client_ip": client_ip, "user_agent": "curl/8.5.0"}
+    reply = httpx.post(f"{emulator.url}/_emulator/logins", json=body, timeout=10)
+    assert reply.status_code == 201, reply.text
+    made: dict[str, Any] = reply.json()
+    return made
+
+
+def test_a_login_leaves_an_event_and_a_session_an_admin_may_redact_and_end(
+    emulator: Emulator, admin: httpx.Client
+) -> None:
+    user = create_user(admin, email="who@tenant.example")
+    other = create_user(admin)
+    login(emulator, user["username"], "203.0.113.7")
+    login(emulator, other["username"], "203.0.113.8")
+
+    page = admin.get("/events/events/", params={"username": user["username"]}).json()
+    [event] = parsed(PaginatedEventList, page).results
+    assert event.action == "login"
+    assert event.client_ip == "203.0.113.7"
+    assert event.user == {
+        "pk": user["pk"],
+        "email": "who@tenant.example",
+        "username": user["username"],
+    }
+    for raw in page["results"]:
+        parsed(Event, raw)
+    page = admin.get(
+        "/core/authenticated_sessions/", params={"user__username": user["username"]}
+    ).json()
+    for raw in page["results"]:
+        parsed(AuthenticatedSession, raw)
+    [session] = parsed(PaginatedAuthenticatedSessionList, page).results
+    assert (session.user, session.last_ip) == (user["pk"], "203.0.113.7")
+
+    redacted = {"user": {**(event.user or {}), "email": ""}, "client_ip": None, "context": {}}
+    reply = admin.patch(f"/events/events/{event.pk}/", json=redacted)
+    assert reply.status_code == 200, reply.text
+    assert (reply.json()["client_ip"], reply.json()["user"]["email"]) == (None, "")
+    bad = admin.patch(f"/events/events/{event.pk}/", json={"client_ip": "somewhere"})
+    assert field_errors(bad) == {"client_ip": ["Enter a valid IPv4 or IPv6 address."]}
+    assert admin.delete(f"/core/authenticated_sessions/{session.uuid}/").status_code == 204
+    assert admin.delete(f"/core/authenticated_sessions/{session.uuid}/").status_code == 404
+
+    # The other user's are as they were; deleting a user ends its sessions, keeps its events.
+    theirs = admin.get("/events/events/", params={"username": other["username"]}).json()
+    assert [e["client_ip"] for e in theirs["results"]] == ["203.0.113.8"]
+    assert admin.delete(f"/core/users/{other['pk']}/").status_code == 204
+    left = admin.get(
+        "/core/authenticated_sessions/", params={"user__username": other["username"]}
+    ).json()
+    assert left["results"] == []
+    assert admin.get("/events/events/", params={"username": other["username"]}).json()["results"]

@@ -26,6 +26,7 @@ from providers.authentik.props import MARK_ATTRIBUTE
 from providers.authentik.provider import TenantGroupProvider, TenantUserProvider
 from providers.authentik.settings import Settings
 from providers.errors import AuthentikError
+from tests.backends import authentik as authentik_api
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -508,3 +509,39 @@ def test_providers_pickle_without_token_or_endpoint() -> None:
         ):
             assert not [s for s in secrets if s in serialized]
         assert vars(provider) == {}
+
+
+def test_an_erased_user_keeps_username_and_uid_and_loses_what_its_logins_left(
+    client: AuthentikClient, made: Made, sandbox_url: str
+) -> None:
+    tenant, _, _ = tenant_with_group(made)
+    created = USERS.create(user_inputs(made, tenant, [tenant]))
+    assert created.outs is not None
+    username = created.outs["username"]
+    others = USERS.create(user_inputs(made, tenant, [tenant], uid=2501))
+    assert others.outs is not None
+    for who, ip in ((username, "203.0.113.7"), (others.outs["username"], "203.0.113.8")):
+        body = {"username": who, "client_ip": ip, "user_agent": "OpenSSH_9.6"}
+        assert httpx.post(f"{sandbox_url}/_emulator/logins", json=body).status_code == 201
+
+    erased = {**created.outs, "name": "erased user", "email": "", "erased": True}
+    updated = USERS.update(created.id, created.outs, checked(USERS, erased))
+    assert updated.outs is not None
+    assert updated.outs["erased"] is True
+
+    user = live_user(client, created.id)
+    assert (user.username, user.name, user.email) == (username, "erased user", "")
+    assert user.attributes["uidNumber"] == "2500"
+    with authentik_api() as api:
+        events = api.get("/events/events/", params={"username": username}).json()["results"]
+        assert [(e["client_ip"], e["user"]["email"]) for e in events] == [(None, "")]
+        assert "http_request" not in events[0]["context"]
+        sessions = api.get(
+            "/core/authenticated_sessions/", params={"user__username": username}
+        ).json()
+        assert sessions["results"] == []
+        theirs = api.get("/events/events/", params={"username": others.outs["username"]}).json()
+        assert [e["client_ip"] for e in theirs["results"]] == ["203.0.113.8"]
+    # Done once: a rerun finds nothing left to redact.
+    assert client.redact_events(user) == 0
+    assert client.end_sessions(user) == 0

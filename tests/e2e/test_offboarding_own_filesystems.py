@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -128,6 +129,11 @@ def test_the_tenant_holds_data_and_has_run_a_job(foo: Foo) -> None:
         target = mounted(SLUG, f"{SLUG}-{kind}", path)
         target.write_bytes(data)
         os.chown(target, uid, GID)
+    # Their logins, which Authentik remembers (an audit event and a session each).
+    for user, ip in (("alice", "203.0.113.7"), ("bob", "203.0.113.8")):
+        body = {"username": user, "client_ip": ip, "user_agent": "OpenSSH_9.6"}
+        login = httpx.post(f"{os.environ['AUTHENTIK_URL']}/_emulator/logins", json=body)
+        assert login.status_code == 201, login.text
     run_a_job()
 
 
@@ -389,6 +395,12 @@ def test_erasing_a_user_leaves_none_of_their_files_in_any_retained_snapshot(foo:
     user = authentik_user("alice")
     assert (user["username"], user["name"], user["email"]) == ("alice", "erased user", "")
     assert user["attributes"]["uidNumber"] == str(ALICE)
+    with authentik() as api:
+        for who, ip in (("alice", None), ("bob", "203.0.113.8")):
+            events = api.get("/events/events/", params={"username": who}).json()["results"]
+            assert {e["client_ip"] for e in events if e["action"] == "login"} == {ip}
+        sessions = api.get("/core/authenticated_sessions/", params={"user__username": "alice"})
+        assert sessions.json()["results"] == []
     # Done: a rerun changes nothing, and neither does the program.
     assert retention(foo, *erase, now=TODAY)["copies"] == done["copies"]
     foo.pulumi("preview", "--expect-no-changes")
