@@ -26,6 +26,7 @@ from sandbox.kubernetes.services import KubernetesSandbox
 from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
 from sandbox.retention_store import (
+    LEDGER_BUCKET,
     client_environment,
     retention_store_service,
     seed_bucket,
@@ -145,8 +146,11 @@ class SandboxLayout:
         return seed_parent_group(self.root / "authentik", self.ports.authentik)
 
     def seed_retention_store(self) -> bool:
-        """Creates the bucket offboarding archives into, if missing. Returns whether it had to."""
-        return seed_bucket(self.retention_store, self.ports.retention_store)
+        """Creates the bucket offboarding archives into, and the ledger's (with Object Lock), if
+        missing. Returns whether it had to create one."""
+        store, port = self.retention_store, self.ports.retention_store
+        made = seed_bucket(store, port)
+        return seed_bucket(store, port, LEDGER_BUCKET, object_lock=True) or made
 
     def seed_weka(self) -> list[str]:
         """Creates the platform's shared filesystems in Root, where directory-isolated tenants

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pulumi
 
-from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
 from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
@@ -170,8 +169,8 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
 
 def retention_record(tenant: str) -> Record:
     """What the retention purge and erasures did to `tenant`, as its ledger records."""
-    with RetentionStore.from_environment() as store:
-        return Record.of(Ledger(store).entries(tenant))
+    with Ledger.open() as ledger:
+        return Record.of(ledger.entries(tenant))
 
 
 def declare_offboarded(spec: TenantSpec, platform: Platform) -> None:

@@ -129,8 +129,7 @@ def run(
     """Every tenant stack (or those in `only`): its retained resources, its hold, and unless
     `dry_run` the deletion of what is due. A tenant that fails is reported; the others go on."""
     reports = []
-    with RetentionStore.from_environment() as store:
-        ledger = Ledger(store)
+    with Ledger.open() as ledger:
         for tenant in only or stacks.tenants():
             report = Report(tenant)
             try:
@@ -195,8 +194,7 @@ def _spec_hold_change(
 
 def hold(tenant: str, by: str, reason: str, now: datetime) -> Entry:
     """Puts `tenant` under legal hold from `now`, until `release`."""
-    with RetentionStore.from_environment() as store:
-        ledger = Ledger(store)
+    with Ledger.open() as ledger:
         if COMMAND_SOURCE in open_hold_sources(ledger.entries(tenant)):
             raise TenantError(f"{tenant} is already under a legal hold set by this command")
         details = {"source": COMMAND_SOURCE, "by": by, "reason": reason}
@@ -205,8 +203,7 @@ def hold(tenant: str, by: str, reason: str, now: datetime) -> Entry:
 
 def release(tenant: str, by: str, now: datetime) -> Entry:
     """Lifts the hold `hold` set on `tenant`; its timers resume, moved on by the time held."""
-    with RetentionStore.from_environment() as store:
-        ledger = Ledger(store)
+    with Ledger.open() as ledger:
         if COMMAND_SOURCE not in open_hold_sources(ledger.entries(tenant)):
             raise TenantError(
                 f"{tenant} has no legal hold set by this command to release (a hold in its spec "
@@ -276,8 +273,7 @@ def erase(
             "hand, then run this once the tenant is offboarded)"
         )
     done = Erasure(tenant, user, found.uid)
-    with RetentionStore.from_environment() as store:
-        ledger = Ledger(store)
+    with RetentionStore.from_environment() as store, Ledger.open() as ledger:
         if user not in erased_users(ledger.entries(tenant)):
             details = {"user": user, "uid": str(found.uid), "request": request, "by": approved_by}
             ledger.append(tenant, ERASURE, now, details)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 import httpx
 
 from sandbox.kubernetes.client import tls_context
+from sandbox.layout import SandboxLayout
+from sandbox.retention_store import seed_bucket
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,6 +128,15 @@ def pulumi(
         timeout=timeout,
         check=False,
     )
+
+
+def fresh_ledger(layout: SandboxLayout) -> dict[str, str]:
+    """The environment that selects a ledger bucket of the caller's own, with Object Lock like
+    the sandbox's: no one can delete a ledger entry, so the sandbox's ledger holds every earlier
+    run's purges, holds and erasures of the same tenants."""
+    name = f"ledger-{uuid.uuid4().hex[:12]}"
+    seed_bucket(layout.retention_store, layout.ports.retention_store, name, object_lock=True)
+    return {"RETENTION_S3_LEDGER_BUCKET": name}
 
 
 def retention_command(

@@ -113,16 +113,45 @@ class RetentionStore:
             raise RetentionStoreError(doing, says, RETRY)
         return stored.etag
 
-    def create(self, key: str, data: bytes, metadata: Mapping[str, str]) -> str:
+    def create(
+        self,
+        key: str,
+        data: bytes,
+        metadata: Mapping[str, str],
+        locked_until: datetime | None = None,
+    ) -> str:
         """Stores `data` at `key` only if no object is there (a conditional PUT, If-None-Match:
-        *): what is written this way is never replaced. Returns the ETag; a taken key is a
-        RetentionStoreError (PreconditionFailed)."""
+        *): what is written this way is never replaced. With `locked_until` (a bucket made with
+        Object Lock), no one can delete it before then either (COMPLIANCE mode). Returns the
+        ETag; a taken key is a RetentionStoreError (PreconditionFailed)."""
         check_metadata(metadata)
+        lock: dict[str, Any] = {}
+        if locked_until is not None:
+            lock = {"ObjectLockMode": "COMPLIANCE", "ObjectLockRetainUntilDate": locked_until}
         with translated(f"creating {self.url(key)} at {self._settings.endpoint}"):
             reply = self._s3.put_object(
-                Bucket=self.bucket, Key=key, Body=data, Metadata=dict(metadata), IfNoneMatch="*"
+                Bucket=self.bucket,
+                Key=key,
+                Body=data,
+                Metadata=dict(metadata),
+                IfNoneMatch="*",
+                **lock,
             )
         return _etag(reply)
+
+    def object_lock_enabled(self) -> bool:
+        """Whether the bucket was made with S3 Object Lock."""
+        from botocore.exceptions import ClientError
+
+        doing = f"reading the Object Lock configuration of {self.url()}"
+        with translated(doing):
+            try:
+                reply = self._s3.get_object_lock_configuration(Bucket=self.bucket)
+            except ClientError as error:
+                if "ObjectLockConfigurationNotFound" in str(error.response.get("Error", {})):
+                    return False
+                raise
+        return bool((reply.get("ObjectLockConfiguration") or {}).get("ObjectLockEnabled"))
 
     def head(self, key: str) -> ObjectInfo | None:
         """The object at `key` with its metadata, or None if there is none.

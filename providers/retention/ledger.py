@@ -1,8 +1,10 @@
 """The retention ledger: what was done to a tenant's retained data, and by whom, kept in the
-retention store beside it, one JSON object per entry at `_ledger/<tenant>/<recorded>-<nonce>.json`.
+retention store, one JSON object per entry at `_ledger/<tenant>/<recorded>-<nonce>.json`.
 
 An entry is created with a conditional PUT (`RetentionStore.create`), so no entry is ever
-replaced, and nothing here deletes one: a rerun after a crash appends, it never rewrites. The
+replaced, and nothing here deletes one: a rerun after a crash appends, it never rewrites. In a
+bucket made with S3 Object Lock (RETENTION_S3_LEDGER_BUCKET) each entry is also locked in
+COMPLIANCE mode for LOCK_DAYS: not even the store's administrator can delete it before then. The
 key begins with the time it was written, so a listing reads the ledger in order. Each entry also
 says when its action took effect (`at`): the retention job may be told what day it is (`--now`),
 and legal holds are measured in that time.
@@ -12,17 +14,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from providers.errors import RetentionStoreError
 from providers.retention.client import RetentionStore
 from providers.retention.objects import TENANT, tenant_prefix
+from providers.retention.settings import Settings
 
-__all__ = ["LEDGER_PREFIX", "Entry", "Ledger"]
+__all__ = ["LEDGER_PREFIX", "LOCK_DAYS", "Entry", "Ledger"]
 
 LEDGER_PREFIX = "_ledger"
+# How long Object Lock keeps an entry from deletion: longer than anything the ledger speaks of
+# is kept (accounting, 7 years), so the record of a purge outlives what was purged.
+LOCK_DAYS = 10 * 365
 _ACTION = "ledger-action"
 
 
@@ -50,6 +57,15 @@ class Ledger:
 
     def __init__(self, store: RetentionStore) -> None:
         self._store = store
+        self._locked: bool | None = None  # whether the bucket has Object Lock, once asked
+
+    @classmethod
+    @contextmanager
+    def open(cls, env: Mapping[str, str] | None = None) -> Iterator[Ledger]:
+        """The ledger the environment names: RETENTION_S3_LEDGER_BUCKET, else the retention
+        store's own bucket (`settings`)."""
+        with RetentionStore(Settings.from_environment(env).of_ledger()) as store:
+            yield cls(store)
 
     def append(
         self, tenant: str, action: str, at: datetime, details: Mapping[str, str] | None = None
@@ -61,7 +77,10 @@ class Ledger:
         )
         entry = Entry(tenant, action, at.astimezone(UTC), dict(details or {}), recorded, key)
         body = json.dumps(entry.as_json(), sort_keys=True).encode()
-        self._store.create(key, body, {TENANT: tenant, _ACTION: action})
+        if self._locked is None:
+            self._locked = self._store.object_lock_enabled()
+        until = recorded + timedelta(days=LOCK_DAYS) if self._locked else None
+        self._store.create(key, body, {TENANT: tenant, _ACTION: action}, locked_until=until)
         return entry
 
     def entries(self, tenant: str) -> list[Entry]:

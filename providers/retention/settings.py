@@ -11,6 +11,9 @@ call time (`providers.environment` says why):
                                    certificate, when it is not a public CA's
     RETENTION_S3_REGION            optional: the region requests are signed for (default
                                    us-east-1, which S3-compatible stores take when they have none)
+    RETENTION_S3_LEDGER_BUCKET     optional: the bucket of the retention ledger (`ledger`), made
+                                   with S3 Object Lock so that no entry can be deleted or
+                                   replaced; default: the ledger is kept in RETENTION_S3_BUCKET
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from providers import environment
@@ -42,6 +45,7 @@ class Settings:
     secret_key: str = field(repr=False)
     ca_file: Path | None = None
     region: str = DEFAULT_REGION
+    ledger_bucket: str | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -66,12 +70,18 @@ class Settings:
                 f"RETENTION_S3_ENDPOINT is {endpoint!r}, not an http(s) URL",
                 "set it to the store's base URL, such as https://s3.example.internal",
             )
-        if not _BUCKET.fullmatch(bucket) or ".." in bucket:
-            raise RetentionStoreError(
-                _DOING,
-                f"RETENTION_S3_BUCKET is {bucket!r}, not an S3 bucket name",
-                "set it to the bucket's name: 3 to 63 lowercase letters, digits, dots and hyphens",
-            )
+        ledger_bucket = env.get("RETENTION_S3_LEDGER_BUCKET", "").strip() or None
+        for name, value in (
+            ("RETENTION_S3_BUCKET", bucket),
+            ("RETENTION_S3_LEDGER_BUCKET", ledger_bucket),
+        ):
+            if value is not None and (not _BUCKET.fullmatch(value) or ".." in value):
+                raise RetentionStoreError(
+                    _DOING,
+                    f"{name} is {value!r}, not an S3 bucket name",
+                    "set it to the bucket's name: 3 to 63 lowercase letters, digits, dots and "
+                    "hyphens",
+                )
         return cls(
             endpoint=endpoint,
             bucket=bucket,
@@ -79,4 +89,9 @@ class Settings:
             secret_key=secret_key,
             ca_file=ca_file,
             region=env.get("RETENTION_S3_REGION", "").strip() or DEFAULT_REGION,
+            ledger_bucket=ledger_bucket,
         )
+
+    def of_ledger(self) -> Settings:
+        """The same store, its bucket the ledger's."""
+        return replace(self, bucket=self.ledger_bucket or self.bucket)

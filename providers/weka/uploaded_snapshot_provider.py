@@ -174,9 +174,9 @@ def _upload_without(p: dict[str, Any], old: str) -> str:
     step = {"filesystem": name, "from": old, "users": ",".join(sorted(users))}
     with (
         RetentionStore.from_environment() as store,
+        Ledger.open() as ledger,
         WekaClient.from_settings(Settings.from_environment()) as weka,
     ):
-        ledger = Ledger(store)
         entries = ledger.entries(tenant)
         uploaded = [
             e.details["locator"]

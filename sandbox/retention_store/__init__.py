@@ -8,6 +8,7 @@ once, as 0600 files, and handed to the gateway through its environment (`__main_
 
 from sandbox.retention_store.service import (
     BUCKET,
+    LEDGER_BUCKET,
     access_key_file,
     client_environment,
     retention_store_endpoint,
@@ -18,6 +19,7 @@ from sandbox.retention_store.service import (
 
 __all__ = [
     "BUCKET",
+    "LEDGER_BUCKET",
     "access_key_file",
     "client_environment",
     "retention_store_endpoint",

@@ -16,6 +16,8 @@ from sandbox.service import Service, source_revision
 from sandbox.supervisor import SandboxError
 
 BUCKET = "retention"
+# The retention ledger's bucket, made with S3 Object Lock: no entry can be deleted or replaced.
+LEDGER_BUCKET = "retention-ledger"
 # What S3-compatible stores take for a region when they have none; versitygw's default too.
 REGION = "us-east-1"
 # versitygw serves this without a signature once asked to (--health); the readiness probe's.
@@ -41,6 +43,7 @@ def client_environment(state_dir: Path, port: int) -> dict[str, str]:
     return {
         "RETENTION_S3_ENDPOINT": retention_store_endpoint(port),
         "RETENTION_S3_BUCKET": BUCKET,
+        "RETENTION_S3_LEDGER_BUCKET": LEDGER_BUCKET,
         "RETENTION_S3_ACCESS_KEY_FILE": str(access_key_file(state_dir)),
         "RETENTION_S3_SECRET_KEY_FILE": str(secret_key_file(state_dir)),
     }
@@ -114,9 +117,11 @@ def retention_store_service(state_dir: Path, port: int) -> Service:
     )
 
 
-def seed_bucket(state_dir: Path, port: int, bucket: str = BUCKET) -> bool:
-    """Creates `bucket` if it is missing, as the platform team would before offboarding first
-    writes to it. Returns whether it had to."""
+def seed_bucket(
+    state_dir: Path, port: int, bucket: str = BUCKET, *, object_lock: bool = False
+) -> bool:
+    """Creates `bucket` (with S3 Object Lock if asked) if it is missing, as the platform team
+    would before offboarding first writes to it. Returns whether it had to."""
     # Imported here: boto3 takes about 0.2 s, and `make -s env` imports this module.
     import boto3
     from botocore.config import Config
@@ -131,7 +136,7 @@ def seed_bucket(state_dir: Path, port: int, bucket: str = BUCKET) -> bool:
         config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
     )
     try:
-        s3.create_bucket(Bucket=bucket)
+        s3.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=object_lock)
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "BucketAlreadyOwnedByYou":
             return False

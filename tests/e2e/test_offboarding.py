@@ -22,7 +22,6 @@ import pytest
 import yaml
 
 from providers.retention.client import RetentionStore
-from providers.retention.ledger import LEDGER_PREFIX
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from sandbox.slurm.users import ensure_user
@@ -31,6 +30,7 @@ from tests.backends import (
     CHECKPOINTING_JOB,
     authentik_user,
     file_backend,
+    fresh_ledger,
     labelled,
     mounted,
     pulumi,
@@ -151,9 +151,11 @@ class Tenant:
 def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Tenant]:
     for user, uid in USERS.items():
         ensure_user(user, uid, GID, GROUP)
-    with RetentionStore.from_environment() as store:
-        # The ledger of the sandbox's earlier runs: this run's erasure starts afresh.
-        store.delete_prefix(f"{LEDGER_PREFIX}/{SLUG}/")
+    # A ledger of this module's own: the sandbox's keeps earlier runs' entries (Object Lock).
+    ledger = fresh_ledger(sandbox)
+    patch = pytest.MonkeyPatch()
+    for variable, value in ledger.items():
+        patch.setenv(variable, value)
     work = tmp_path_factory.mktemp("offboarding")
     with scratch_directory(GID) as scratch:
         tenant = Tenant(project_copy(work / "project"), file_backend(work / "backend"), scratch)
@@ -177,6 +179,7 @@ def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
             tenant.write(spec)
             tenant.try_pulumi("up", "--yes", "--skip-preview")
             tenant.try_pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
+    patch.undo()
 
 
 def association_limits(account: str) -> tuple[str, str]:

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from providers.retention.client import RetentionStore
-from providers.retention.ledger import LEDGER_PREFIX, Ledger
+from providers.retention.ledger import Entry, Ledger
 from providers.retention.objects import uploaded_snapshot_prefix
 from providers.weka.uploaded_snapshot_provider import SNAPSHOT_NAME, org_admin_client
 from sandbox.layout import SandboxLayout
@@ -36,6 +36,7 @@ from tests.backends import (
     authentik,
     authentik_user,
     file_backend,
+    fresh_ledger,
     mounted,
     plugins_of_killed_engine,
     pulumi,
@@ -95,9 +96,11 @@ class Foo:
 @pytest.fixture(scope="module")
 def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Foo]:
     ensure_user("alice", ALICE, GID, GROUP)
-    with RetentionStore.from_environment() as store:
-        # The ledger of the sandbox's earlier runs: this run's purges and holds start afresh.
-        store.delete_prefix(f"{LEDGER_PREFIX}/{SLUG}/")
+    # A ledger of this module's own: the sandbox's keeps earlier runs' entries (Object Lock).
+    ledger = fresh_ledger(sandbox)
+    patch = pytest.MonkeyPatch()
+    for variable, value in ledger.items():
+        patch.setenv(variable, value)
     work = tmp_path_factory.mktemp("offboarding-own")
     tenant = Foo(project_copy(work / "project"), file_backend(work / "backend"))
     spec = yaml.safe_load(tenant.spec_file.read_text())
@@ -117,6 +120,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
         tenant.edit(stage="active", rehearsal=True)
         for command in (("up",), ("destroy", "--exclude-protected")):
             pulumi(tenant.env, tenant.project, *command, "--yes", "--skip-preview", "--stack", SLUG)
+    patch.undo()
 
 
 def test_the_tenant_holds_data_and_has_run_a_job(foo: Foo) -> None:
@@ -310,6 +314,11 @@ def test_the_calendar_lists_what_offboarding_keeps_with_each_horizon(foo: Foo) -
     }
 
 
+def ledger_entries() -> list[Entry]:
+    with Ledger.open() as ledger:
+        return ledger.entries(SLUG)
+
+
 def uploads(foo: Foo) -> dict[str, str]:
     """filesystem -> the locator of its retained upload, as foo's state records it."""
     return {
@@ -358,12 +367,11 @@ def test_erasing_a_user_leaves_none_of_their_files_in_any_retained_snapshot(foo:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    with RetentionStore.from_environment() as store:
-        wait_for(
-            "a filesystem made from an upload",
-            lambda: "erasure-filesystem" in [e.action for e in Ledger(store).entries(SLUG)],
-            timeout=300,
-        )
+    wait_for(
+        "a filesystem made from an upload",
+        lambda: "erasure-filesystem" in [e.action for e in ledger_entries()],
+        timeout=300,
+    )
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
     for pid in plugins_of_killed_engine(foo.project):
@@ -388,7 +396,7 @@ def test_erasing_a_user_leaves_none_of_their_files_in_any_retained_snapshot(foo:
         assert jobs is not None
         assert jobs.metadata is not None
         assert jobs.metadata["gdpr-redacted"] == str(TODAY)
-        actions = [e.action for e in Ledger(store).entries(SLUG)]
+        actions = [e.action for e in ledger_entries()]
     assert actions.count("erasure-requested") == 1
     assert actions.count("erasure-uploaded") == 2
     assert actions.count("erased") == 2
@@ -418,7 +426,7 @@ def test_the_purge_deletes_expired_snapshots_through_the_engine_and_reruns_do_no
     with RetentionStore.from_environment() as store:
         for locator in kept.values():
             assert store.list(uploaded_snapshot_prefix(locator)) == []
-        purges = [e.action for e in Ledger(store).entries(SLUG) if e.action.startswith("purg")]
+        purges = [e.action for e in ledger_entries() if e.action.startswith("purg")]
         assert purges == ["purging", "purged"] * 2
     assert purge(foo, day)["purged"] == []
     # The program reads the ledger: it does not declare the purged snapshots again.
@@ -449,7 +457,7 @@ def test_a_legal_hold_skips_the_tenant_and_extends_its_timers_by_the_time_held(f
     assert report["purged"] == ["logs"]
     with RetentionStore.from_environment() as store:
         assert store.head(f"{SLUG}/slurm/logs.log") is None
-        actions = [(e.action, e.details.get("source")) for e in Ledger(store).entries(SLUG)]
+        actions = [(e.action, e.details.get("source")) for e in ledger_entries()]
     assert [a for a in actions if a[0] in ("hold", "release")] == [
         ("hold", "spec"),
         ("release", "spec"),
@@ -469,12 +477,11 @@ def test_a_purge_killed_midway_converges_on_rerun_tombstones_last(foo: Foo) -> N
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    with RetentionStore.from_environment() as store:
-        wait_for(
-            "the second accounting purge to begin",
-            lambda: [e.action for e in Ledger(store).entries(SLUG)].count("purging") >= 5,
-            timeout=300,
-        )
+    wait_for(
+        "the second accounting purge to begin",
+        lambda: [e.action for e in ledger_entries()].count("purging") >= 5,
+        timeout=300,
+    )
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
     for pid in plugins_of_killed_engine(foo.project):
