@@ -16,6 +16,7 @@ from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
 from providers.retention.client import RetentionStore
+from providers.retention.ledger import Ledger
 from providers.retention.objects import RETENTION_UNTIL, tenant_prefix
 from providers.slurm.client import SlurmClient
 from providers.slurm.queue import SlurmQueue
@@ -26,6 +27,7 @@ from tenant_stack.errors import ClusterError
 from tenant_stack.live import kubectl_json
 from tenant_stack.mapping import ARCHIVE_KINDS
 from tenant_stack.platform import Platform
+from tenant_stack.retention_calendar import Record
 from tenant_stack.spec import TenantSpec
 
 
@@ -91,14 +93,23 @@ def _slurm(spec: TenantSpec) -> Check:
     )
 
 
+def _purged(spec: TenantSpec) -> frozenset[str]:
+    """What the retention purge has deleted, as the tenant's ledger records: no longer kept."""
+    with Ledger.open() as ledger:
+        return Record.of(ledger.entries(spec.slug)).purged
+
+
 def _identity(spec: TenantSpec) -> Check:
     problems = []
+    purged = _purged(spec)
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as client:
         for name in (spec.slug, spec.admins_group):
             if client.find_group(name) is not None:
                 problems.append(f"group {name} still exists")
         for user in spec.users:
             found = client.find_user(user.username)
+            if found is None and f"user:{user.username}" in purged:
+                continue
             if found is None:
                 problems.append(f"user {user.username} is gone (expected a disabled tombstone)")
             elif found.is_active:
@@ -126,11 +137,15 @@ def _storage(spec: TenantSpec, platform: Platform) -> Check:
 
 
 def _archives(spec: TenantSpec) -> Check:
+    purged = _purged(spec)
     with RetentionStore.from_environment() as store:
         found = {info.key: info for info in store.list(tenant_prefix(spec.slug))}
         lines, missing = [], []
         for kind in ARCHIVE_KINDS:
             key = next((k for k in found if k.startswith(f"{spec.slug}/slurm/{kind}.")), None)
+            if key is None and kind in purged:
+                lines.append(f"{kind} purged after its retention")
+                continue
             if key is None:
                 missing.append(kind)
                 continue

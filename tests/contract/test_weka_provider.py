@@ -327,14 +327,14 @@ def test_delete_gate_needs_an_uploaded_snapshot_still_in_the_bucket(
         # The snapshot went with its filesystem; the upload outlives both.
         assert org.locator_info(BUCKET, kept).fs_name == news["name"]
 
-
-def test_a_new_filesystem_cannot_claim_a_snapshot() -> None:
-    failures = (
-        FilesystemProvider()
-        .check({}, {"name": "home", "total_capacity": 1.0, "retained_locator": "x"})
-        .failures
-    )
-    assert [f.property for f in failures] == ["retained_locator"]
+        # Made again with its retained locator (a restore), it is made from the upload.
+        restored = provider.create(recorded)
+        cleanup(lambda: provider.delete(restored.id, wire(restored.outs or {})))
+        assert restored.id != fs_uid
+        made = org.get_filesystem(restored.id)
+        assert made is not None
+        assert made.name == news["name"]
+        assert [s.locator for s in org.list_snapshots(news["name"])] == [kept]
 
 
 # --- directory quota ------------------------------------------------------------------------

@@ -90,6 +90,7 @@ def test_an_unreadable_credential_file_is_named(env: dict[str, str]) -> None:
         ("RETENTION_S3_BUCKET", "Retention", "not an S3 bucket name"),
         ("RETENTION_S3_BUCKET", "ab", "not an S3 bucket name"),
         ("RETENTION_S3_BUCKET", "a..b", "not an S3 bucket name"),
+        ("RETENTION_S3_LEDGER_BUCKET", "Ledger", "not an S3 bucket name"),
         ("RETENTION_S3_CA_FILE", "/nonexistent/ca.pem", "which is not a file"),
     ],
 )
@@ -123,9 +124,12 @@ def test_what_the_sandbox_exports_is_what_the_settings_read(tmp_path: Path) -> N
     assert {name for name in exported if name.startswith("RETENTION_S3_")} == {
         "RETENTION_S3_ENDPOINT",
         "RETENTION_S3_BUCKET",
+        "RETENTION_S3_LEDGER_BUCKET",
         "RETENTION_S3_ACCESS_KEY_FILE",
         "RETENTION_S3_SECRET_KEY_FILE",
     }
+    assert settings.ledger_bucket == "retention-ledger"
+    assert settings.of_ledger().bucket == "retention-ledger"
     for name in ("RETENTION_S3_ACCESS_KEY_FILE", "RETENTION_S3_SECRET_KEY_FILE"):
         assert Path(exported[name]).stat().st_mode & 0o777 == 0o600
 
