@@ -308,7 +308,7 @@ def _check_erased(
             if left:
                 raise TenantError(f"{item} still holds {user}'s files: {', '.join(left[:5])}")
         copies.append(item)
-    return copies
+    return sorted(copies)
 
 
 def _mark_redacted(
