@@ -157,7 +157,7 @@ def _retention(args: argparse.Namespace) -> int:
         rows = retention_job.calendar_rows(reports)
         print(_table(("TENANT", "ITEM", "CLASS", "UNTIL", "STATUS"), rows))
         for report in reports:
-            if report.error or (report.hold and report.hold.held):
+            if report.error or report.hold.held:
                 print("\n".join(report.lines(dry_run)))
     else:
         for report in reports:

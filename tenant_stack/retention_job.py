@@ -51,6 +51,7 @@ ERASED, REDACTED = "erased", "gdpr-redacted"
 # The mark on every object of a tenant one of whose users was erased (its value: the date).
 GDPR_REDACTED = "gdpr-redacted"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+NOT_HELD = HoldState(None, "", 0)
 
 
 @dataclass
@@ -58,14 +59,14 @@ class Report:
     """One tenant's part of a run (or of the calendar, with nothing deleted)."""
 
     tenant: str
-    hold: HoldState | None = None
+    hold: HoldState = NOT_HELD
     retained: list[Retained] = field(default_factory=list)
     due: list[Retained] = field(default_factory=list)
     purged: list[Retained] = field(default_factory=list)
     error: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        hold = self.hold or HoldState(None, "", 0)
+        hold = self.hold
         return {
             "tenant": self.tenant,
             "held": hold.held,
@@ -79,7 +80,7 @@ class Report:
         }
 
     def lines(self, dry_run: bool) -> list[str]:
-        hold = self.hold or HoldState(None, "", 0)
+        hold = self.hold
         if self.error:
             return [f"{self.tenant}: error: {self.error}"]
         if hold.held:
@@ -108,7 +109,7 @@ def calendar_rows(reports: Sequence[Report]) -> list[tuple[str, str, str, str, s
     """(tenant, item, class, until, status) for every retained resource, soonest first."""
     rows = []
     for report in reports:
-        hold = report.hold or HoldState(None, "", 0)
+        hold = report.hold
         for retained in report.retained:
             status = "held" if hold.held else ("due" if retained in report.due else "kept")
             rows.append(
