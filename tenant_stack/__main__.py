@@ -7,6 +7,7 @@
                                and the purge of what has expired (for a scheduler)
     retention hold|release     a legal hold on a tenant: every retention timer paused
     retention erase <slug> <user>  a user's right to erasure, from what offboarding kept
+    check                      the rules across tenants (unique users, uids, gids, nodes; pools)
 
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
@@ -28,6 +29,7 @@ from tenant_stack.handover import connection_sheet
 from tenant_stack.offboarded import as_json, checklist, verify
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
+from tenant_stack.spec.fleet import check_fleet, load_fleet
 from tenant_stack.stacks import Stacks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +62,42 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--tenants", type=Path, default=ROOT / "tenants", help="where the specs are"
         )
+    check = commands.add_parser(
+        "check",
+        help="the rules across tenants: unique users, uids, gids and nodes, pools not oversold",
+        description="Loads every spec in tenants/ and checks the rules that need them all at "
+        "once (no cluster needed): usernames, uids and gids unique across tenants (offboarded "
+        "ones included), no uid equal to a gid, no node in two live tenants, the live tenants' "
+        "GPUs per pool within its inventory. Each finding names both specs and field paths.",
+    )
+    check.add_argument("--json", action="store_true", help="print the findings as JSON")
+    check.add_argument("--tenants", type=Path, default=ROOT / "tenants", help="where the specs are")
     _retention_parser(commands)
     return parser
+
+
+def _check(args: argparse.Namespace) -> int:
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    specs, broken = load_fleet(args.tenants, platform)
+    collisions = check_fleet(specs, platform)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "specs": sorted(path.name for path in specs),
+                    "invalid": {path.name: str(error) for path, error in broken.items()},
+                    "collisions": [c.as_json() for c in collisions],
+                }
+            )
+        )
+    else:
+        for error in broken.values():
+            print(error)
+        for collision in collisions:
+            print(collision)
+        if not broken and not collisions:
+            print(f"{len(specs)} specs, no collision")
+    return 1 if broken or collisions else 0
 
 
 def _retention_parser(commands: Any) -> None:
@@ -175,6 +211,12 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "check":
+        try:
+            return _check(args)
+        except TenantError as error:
+            print(error, file=sys.stderr)
+            return 2
     if args.command == "retention":
         try:
             return _retention(args)

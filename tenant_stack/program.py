@@ -22,7 +22,7 @@ from tenant_stack.components import (
     WekaStorage,
 )
 from tenant_stack.components.weka_storage import SharedFilesystem
-from tenant_stack.errors import ClusterError, PreflightError
+from tenant_stack.errors import ClusterError, PreflightError, Problem
 from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
 from tenant_stack.live import LiveCluster, read_live
 from tenant_stack.mapping import (
@@ -42,6 +42,7 @@ from tenant_stack.platform import Platform
 from tenant_stack.preflight import check_claims, check_legal_hold, check_nodes, check_stage
 from tenant_stack.retention_calendar import Record
 from tenant_stack.spec import TenantSpec
+from tenant_stack.spec.fleet import check_fleet, load_fleet
 
 
 def build_platform(platform: Platform) -> None:
@@ -56,6 +57,7 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     replacing them."""
     refusals = check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
+    refusals += fleet_refusals(spec, platform, spec_path)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]
@@ -67,6 +69,27 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
         refusals = findings.refusals + refusals
     if refusals:
         raise PreflightError(spec_path, refusals)
+
+
+def fleet_refusals(spec: TenantSpec, platform: Platform, spec_path: Path) -> list[Problem]:
+    """The rules across tenants that this spec breaks, against every other spec beside it. Another
+    spec that does not load is a warning only: one tenant's broken file never blocks another's
+    change."""
+    specs, broken = load_fleet(spec_path.parent, platform)
+    for path, error in broken.items():
+        if path != spec_path:
+            pulumi.log.warn(
+                f"the rules across tenants skip {path.name}, which does not load: {error}"
+            )
+    specs[spec_path] = spec
+    refusals = []
+    for collision in check_fleet(specs, platform):
+        own = [place for place in collision.places if place.spec == spec_path]
+        if own:
+            others = [str(place) for place in collision.places if place.spec != spec_path]
+            also = f" (with {', '.join(others)})" if others else ""
+            refusals.append(Problem(own[0].field, f"{collision.message}{also}"))
+    return refusals
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ Rules decided here, beyond the runbooks' words:
 
 The modules, each importing only those listed before it: `quantities` (durations, sizes, CPU),
 `ssh_keys` and `names` (field formats), `models` (the pydantic models), `rules` (`check_spec`, the
-rules across fields) and `loading` (`load_spec`, both passes and the report).
+rules across fields), `loading` (`load_spec`, both passes and the report) and `fleet` (the rules
+across tenants, over every spec in `tenants/`).
 """
 
 from tenant_stack.spec.loading import load_spec

@@ -37,3 +37,27 @@ def test_preview_names_an_impossible_date_at_its_field(
     assert f"{spec}: {reported}" in printed, printed
     assert "Traceback" not in printed
     assert "ValueError" not in printed
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("sandbox")
+def test_preview_refuses_a_collision_with_another_tenant_and_only_warns_of_a_broken_one(
+    tmp_path: Path, pulumi_backend: dict[str, str]
+) -> None:
+    project = project_copy(tmp_path / "project")
+    tenants = project / "tenants"
+    (tenants / "tenant-baz.yaml").write_text("slug: tenant-baz\n")  # another tenant's bad file
+    run_pulumi(pulumi_backend, project, "stack", "init", "tenant-foo")
+    warned = run_pulumi(pulumi_backend, project, "preview", "--stack", "tenant-foo")
+    assert "the rules across tenants skip tenant-baz.yaml, which does not load" in warned
+
+    bar = tenants / "tenant-bar.yaml"
+    bar.write_text(bar.read_text().replace("uid: 2202", "uid: 2148"))  # bob's, in tenant-foo
+    refused = pulumi(pulumi_backend, project, "preview", "--stack", "tenant-foo")
+    printed = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert (
+        f"{tenants / 'tenant-foo.yaml'}: users.1.uid: uid 2148 is claimed by both tenants; pin "
+        "another in one of them (with tenant-bar.yaml users.1.uid)"
+    ) in printed, printed
+    assert "Traceback" not in printed

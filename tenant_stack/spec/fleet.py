@@ -1,0 +1,159 @@
+"""The rules across tenants, which need every spec in `tenants/` at once and no cluster:
+
+- usernames, uids and gids (each tenant's group and admins group) are unique across tenants, an
+  offboarded tenant's included while its spec is kept (its accounting names those numbers, so
+  they stay reserved);
+- no user's uid is any tenant's gid: Authentik's LDAP outpost gives each user a group of its
+  own whose gidNumber is the uid;
+- no node is in two live tenants' reservations (a tenant at stage destroy has released its);
+- the live tenants' contracted GPUs on one hardware pool fit in the pool's inventory.
+
+(Slugs are unique by construction: a spec's file is named by its slug, which `load_spec` holds.)
+Each finding names every spec and field path involved. `load_fleet` loads every spec, keeping
+apart those that do not load, so that one tenant's broken file never hides another's collision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tenant_stack.errors import SpecError
+from tenant_stack.platform import Platform
+from tenant_stack.spec.loading import load_spec
+from tenant_stack.spec.models import TenantSpec
+
+__all__ = ["Collision", "Place", "check_fleet", "load_fleet"]
+
+
+@dataclass(frozen=True)
+class Place:
+    spec: Path
+    field: str
+
+    def __str__(self) -> str:
+        return f"{self.spec.name} {self.field}"
+
+
+@dataclass(frozen=True)
+class Collision:
+    rule: str  # usernames | uids | gids | uid-gid | nodes | gpus
+    message: str  # what collides, and what to do
+    places: tuple[Place, ...]  # the first is where to fix it, when one spec is at fault
+
+    def involves(self, spec: Path) -> bool:
+        return any(place.spec == spec for place in self.places)
+
+    def __str__(self) -> str:
+        return f"{' and '.join(str(p) for p in self.places)}: {self.message}"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "message": self.message,
+            "places": [{"spec": p.spec.name, "field": p.field} for p in self.places],
+        }
+
+
+def load_fleet(
+    tenants_dir: Path, platform: Platform
+) -> tuple[dict[Path, TenantSpec], dict[Path, SpecError]]:
+    """Every spec in `tenants_dir` that loads, and the errors of those that do not."""
+    specs, broken = {}, {}
+    for path in sorted(tenants_dir.glob("*.yaml")):
+        try:
+            specs[path] = load_spec(tenants_dir, path.stem, platform)
+        except SpecError as error:
+            broken[path] = error
+    return specs, broken
+
+
+def check_fleet(specs: Mapping[Path, TenantSpec], platform: Platform) -> list[Collision]:
+    """Every collision between the specs (which each loaded on their own)."""
+    return [
+        *_unique("usernames", "username", _usernames(specs)),
+        *_unique("uids", "uid", _uids(specs)),
+        *_unique("gids", "gid", _gids(specs)),
+        *_uids_as_gids(specs),
+        *_unique("nodes", "node", _nodes(specs), "a node is reserved for one tenant at a time"),
+        *_pools(specs, platform),
+    ]
+
+
+def _usernames(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:
+    for path, spec in specs.items():
+        for i, user in enumerate(spec.users):
+            yield user.username, Place(path, f"users.{i}.username")
+
+
+def _uids(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:
+    for path, spec in specs.items():
+        for i, user in enumerate(spec.users):
+            yield user.uid, Place(path, f"users.{i}.uid")
+
+
+def _gids(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:
+    for path, spec in specs.items():
+        yield spec.identity.gid, Place(path, "identity.gid")
+        if spec.identity.admins_gid is not None:
+            yield spec.identity.admins_gid, Place(path, "identity.admins_gid")
+
+
+def _nodes(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:
+    for path, spec in specs.items():
+        if spec.lifecycle.stage != "destroy":
+            for i, node in enumerate(spec.reservation.nodes):
+                yield node, Place(path, f"reservation.nodes.{i}")
+
+
+def _unique(
+    rule: str, what: str, values: Iterator[tuple[object, Place]], why: str = ""
+) -> Iterator[Collision]:
+    """A collision for each value a second tenant claims (within one spec, `check_spec` tells)."""
+    first: dict[object, Place] = {}
+    for value, place in values:
+        seen = first.setdefault(value, place)
+        if seen.spec != place.spec:
+            because = f" ({why})" if why else ""
+            yield Collision(
+                rule,
+                f"{what} {value} is claimed by both tenants{because}; pin another in one of them",
+                (place, seen),
+            )
+
+
+def _uids_as_gids(specs: Mapping[Path, TenantSpec]) -> Iterator[Collision]:
+    gids = dict((value, place) for value, place in _gids(specs))
+    for uid, place in _uids(specs):
+        if uid in gids:
+            yield Collision(
+                "uid-gid",
+                f"uid {uid} is also a group's gid, and the LDAP outpost gives each user a group "
+                "whose gidNumber is the uid; pin another uid",
+                (place, gids[uid]),
+            )
+
+
+def _pools(specs: Mapping[Path, TenantSpec], platform: Platform) -> Iterator[Collision]:
+    on_pool: dict[str, list[tuple[Path, int]]] = {}
+    for path, spec in specs.items():
+        if spec.lifecycle.stage != "destroy":
+            on_pool.setdefault(spec.reservation.hardware_pool, []).append(
+                (path, spec.contract.gpus)
+            )
+    for name, tenants in sorted(on_pool.items()):
+        pool = platform.node_pools.get(name)
+        sku = platform.skus.get(pool.sku) if pool else None
+        if pool is None or sku is None or len(tenants) < 2:
+            continue  # each spec's own check covers one tenant against its pool
+        inventory = len(pool.nodes) * sku.gpus_per_node
+        wanted = sum(gpus for _, gpus in tenants)
+        if wanted > inventory:
+            yield Collision(
+                "gpus",
+                f"the live tenants on pool {name} are contracted {wanted} GPUs together, and "
+                f"the pool has {inventory} ({len(pool.nodes)} nodes of {sku.gpus_per_node}); "
+                "lower a contract or add nodes to the pool in Pulumi.prod.yaml",
+                tuple(Place(path, "contract.gpus") for path, _ in tenants),
+            )
