@@ -19,7 +19,8 @@ from tests.backends import kubectl_json, labelled, sacctmgr, show_partition
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
-NODES = ("gpu-09", "gpu-10", "gpu-11", "gpu-12")
+# Nodes no other spec in the project names (the rules across tenants refuse a node twice).
+NODES = ("gpu-13", "gpu-14", "gpu-15", "gpu-16")
 
 
 def one_node_tenant(project: Path, index: int) -> str:
