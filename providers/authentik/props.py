@@ -141,7 +141,7 @@ def split_keys(value: Any) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
 
 
-def _active(value: Any) -> bool:
+def _true_or_false(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{value!r} is not true or false")
     return value
@@ -184,13 +184,13 @@ USER = Schema(
         Field("ssh_keys", _ssh_keys),
         Field("groups", _group_names, []),
         # False at offboarding's stage destroy: the user stays, disabled, as a tombstone.
-        Field("active", _active, True),
+        Field("active", _true_or_false, True),
         # With active false: how long the tombstone is kept (the tenant's accounting horizon).
         Field("retention_days", _retention_days, None),
         # A right to erasure: name and email redacted (the inputs), and so are the addresses
         # its audit events and sessions kept of its logins.
-        Field("erased", _active, False),
+        Field("erased", _true_or_false, False),
     ),
     identity=("username",),
-    implied=lambda p: {"marked": True, "is_active": _active(p.get("active", True))},
+    implied=lambda p: {"marked": True, "is_active": _true_or_false(p.get("active", True))},
 )

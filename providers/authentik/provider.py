@@ -41,7 +41,7 @@ from providers.authentik.props import (
 from providers.authentik.settings import Settings
 from providers.base import SchemaProvider, gone
 from providers.errors import AuthentikError
-from providers.retention.objects import refuse_while_retained, retained_until
+from providers.retention.objects import kept_until, refuse_while_retained
 
 __all__ = ["TenantGroupProvider", "TenantUserProvider"]
 
@@ -305,10 +305,7 @@ def _tombstone(news: Mapping[str, Any], olds: Mapping[str, Any]) -> dict[str, An
     days = news.get("retention_days")
     if days is None or news.get("active", True):
         return {"retention_days": None, "retention_until": None}
-    until = olds.get("retention_until")
-    if not until or olds.get("retention_days") != days:
-        until = str(retained_until(int(days)))
-    return {"retention_days": int(days), "retention_until": until}
+    return {"retention_days": int(days), "retention_until": kept_until(olds, int(days))}
 
 
 def _forget_logins(

@@ -19,6 +19,7 @@ from providers.errors import OffboardingError, RetentionStoreError
 from providers.retention.client import RetentionStore
 from providers.retention.objects import (
     RETENTION_UNTIL,
+    kept_until,
     refuse_while_retained,
     retained_until,
     retention_metadata,
@@ -54,10 +55,7 @@ class KeptObjectProvider(SchemaProvider):
         until = retained_until(p["retention_days"])
         metadata = {**retention_metadata(p["tenant"], until), **kept.metadata}
         with RetentionStore.from_environment() as store:
-            store.put(kept.key, kept.data, metadata)
-            found = store.head(kept.key)
-            if found is None or found.size != len(kept.data):
-                raise OffboardingError(doing, f"{store.url(kept.key)} does not hold the upload")
+            _put_verified(store, kept.key, kept.data, metadata, doing)
             url = store.url(kept.key)
         outputs = {
             **p,
@@ -87,18 +85,13 @@ class KeptObjectProvider(SchemaProvider):
         otherwise the date it was kept until stays."""
         doing = f"updating {self.what} {id_!r}"
         p = self.load(news, doing)
-        until = olds.get("retention_until")
-        if not until or int(olds.get("retention_days") or 0) != p["retention_days"]:
-            until = str(retained_until(p["retention_days"]))
+        until = kept_until(olds, p["retention_days"])
         with RetentionStore.from_environment() as store:
             found = store.head(id_)
             if found is None or found.metadata is None:
                 raise OffboardingError(doing, f"{store.url(id_)} is gone from the retention store")
             data = self.rewritten(store.get(id_), p, doing)
-            store.put(id_, data, {**found.metadata, RETENTION_UNTIL: until})
-            stored = store.head(id_)
-            if stored is None or stored.size != len(data):
-                raise OffboardingError(doing, f"{store.url(id_)} does not hold the upload")
+            _put_verified(store, id_, data, {**found.metadata, RETENTION_UNTIL: until}, doing)
         return UpdateResult({**olds, **p, "retention_until": until, "size": len(data)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
@@ -107,3 +100,13 @@ class KeptObjectProvider(SchemaProvider):
         )
         with RetentionStore.from_environment() as store:
             store.delete(id_)
+
+
+def _put_verified(
+    store: RetentionStore, key: str, data: bytes, metadata: Mapping[str, str], doing: str
+) -> None:
+    """Stores `data` at `key`, then reads its size back."""
+    store.put(key, data, metadata)
+    found = store.head(key)
+    if found is None or found.size != len(data):
+        raise OffboardingError(doing, f"{store.url(key)} does not hold the upload")

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from providers.errors import BackendError
 
@@ -25,6 +26,7 @@ __all__ = [
     "TENANT",
     "ObjectInfo",
     "check_metadata",
+    "kept_until",
     "refuse_while_retained",
     "retained_until",
     "retention_metadata",
@@ -117,6 +119,15 @@ def today() -> date:
 def retained_until(days: int) -> date:
     """The last day an object kept from today for `days` days must still exist."""
     return datetime.now(UTC).date() + timedelta(days=days)
+
+
+def kept_until(olds: Mapping[str, Any], days: int) -> str:
+    """The date an object already kept stays kept until (its recorded `retention_until`), or,
+    when it has none or its `retention_days` changed, `days` from today."""
+    until = olds.get("retention_until")
+    if until and int(olds.get("retention_days") or 0) == days:
+        return str(until)
+    return str(retained_until(days))
 
 
 def refuse_while_retained(error: type[BackendError], what: str, until: str | None) -> None:

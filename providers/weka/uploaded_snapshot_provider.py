@@ -26,6 +26,7 @@ from providers.retention.client import RetentionStore
 from providers.retention.erasure import erased_users
 from providers.retention.ledger import Ledger
 from providers.retention.objects import (
+    kept_until,
     refuse_while_retained,
     retained_until,
     uploaded_snapshot_prefix,
@@ -106,9 +107,7 @@ class UploadedSnapshotProvider(WekaProvider):
         """A new retention period (the date is kept in the stack, not the bucket), or a user's
         erasure: the upload replaced by one without their files."""
         p = self.schema.recorded(news)
-        until = olds.get("retention_until")
-        if not until or int(olds.get("retention_days") or 0) != int(p["retention_days"]):
-            until = str(retained_until(int(p["retention_days"])))
+        until = kept_until(olds, int(p["retention_days"]))
         locator = str(olds["locator"])
         # An erasure is never undone: only a user not erased yet makes the upload be redone.
         if set(erased_users(p["erased"])) - set(erased_users(olds.get("erased"))):

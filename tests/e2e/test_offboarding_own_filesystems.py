@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -314,6 +314,27 @@ def test_the_calendar_lists_what_offboarding_keeps_with_each_horizon(foo: Foo) -
     }
 
 
+def killed_when(foo: Foo, what: str, reached: Callable[[list[str]], bool], *args: str) -> None:
+    """`python -m tenant_stack retention <args>` on foo's project, SIGKILLed with its engine once
+    the ledger's actions show `what` was `reached`; the stack's lock released as an operator
+    would (`pulumi cancel`)."""
+    argv = [sys.executable, "-m", "tenant_stack", "retention", *args]
+    job = subprocess.Popen(
+        [*argv, "--project", str(foo.project)],
+        cwd=ROOT,
+        env={**os.environ, **foo.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    wait_for(what, lambda: reached([e.action for e in ledger_entries()]), timeout=300)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    for pid in plugins_of_killed_engine(foo.project):
+        os.kill(pid, signal.SIGKILL)
+    foo.pulumi("cancel", "--yes")
+
+
 def ledger_entries() -> list[Entry]:
     with Ledger.open() as ledger:
         return ledger.entries(SLUG)
@@ -358,25 +379,14 @@ def test_erasing_a_user_leaves_none_of_their_files_in_any_retained_snapshot(foo:
     before = uploads(foo)
     erase = ["erase", SLUG, "alice", "--approved-by", "Dana DPO", "--request", "GDPR-12"]
     # Killed once the first filesystem was made from an upload, then run again to its end.
-    argv = [sys.executable, "-m", "tenant_stack", "retention", *erase, "--now", str(TODAY)]
-    job = subprocess.Popen(
-        [*argv, "--project", str(foo.project)],
-        cwd=ROOT,
-        env={**os.environ, **foo.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    wait_for(
+    killed_when(
+        foo,
         "a filesystem made from an upload",
-        lambda: "erasure-filesystem" in [e.action for e in ledger_entries()],
-        timeout=300,
+        lambda actions: "erasure-filesystem" in actions,
+        *erase,
+        "--now",
+        str(TODAY),
     )
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
-    for pid in plugins_of_killed_engine(foo.project):
-        os.kill(pid, signal.SIGKILL)
-    foo.pulumi("cancel", "--yes")
     done = retention(foo, *erase, now=TODAY)
     after = uploads(foo)
     assert done["copies"] == sorted(after.values())
@@ -468,25 +478,12 @@ def test_a_legal_hold_skips_the_tenant_and_extends_its_timers_by_the_time_held(f
 
 def test_a_purge_killed_midway_converges_on_rerun_tombstones_last(foo: Foo) -> None:
     day = TODAY + timedelta(days=2555 + 10 + 1)
-    argv = [sys.executable, "-m", "tenant_stack", "retention", "run", "--now", str(day)]
-    job = subprocess.Popen(
-        [*argv, "--project", str(foo.project)],
-        cwd=ROOT,
-        env={**os.environ, **foo.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    wait_for(
+    killed_when(
+        foo,
         "the second accounting purge to begin",
-        lambda: [e.action for e in ledger_entries()].count("purging") >= 5,
-        timeout=300,
+        lambda actions: actions.count("purging") >= 5,
+        *("run", "--now", str(day)),
     )
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
-    for pid in plugins_of_killed_engine(foo.project):
-        os.kill(pid, signal.SIGKILL)
-    foo.pulumi("cancel", "--yes")
     report = purge(foo, day)
     # The killed run had begun the purge of jobs: the rerun finishes it if it had not ended.
     assert {"steps", *USERS} <= set(report["purged"]) <= {"jobs", "steps", *USERS}

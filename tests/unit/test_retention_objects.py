@@ -11,6 +11,8 @@ from providers.retention.objects import (
     RETENTION_UNTIL,
     TENANT,
     check_metadata,
+    kept_until,
+    retained_until,
     retention_metadata,
     tenant_key,
     tenant_prefix,
@@ -52,3 +54,10 @@ def test_the_metadata_every_archive_carries_passes_the_check() -> None:
 def test_metadata_s3_would_change_is_refused(metadata: dict[str, str], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         check_metadata(metadata)
+
+
+def test_a_kept_object_keeps_its_date_until_its_retention_days_change() -> None:
+    olds = {"retention_days": 30.0, "retention_until": "2027-01-31"}  # floats, as Pulumi sends
+    assert kept_until(olds, 30) == "2027-01-31"
+    assert kept_until(olds, 90) == str(retained_until(90))
+    assert kept_until({}, 30) == str(retained_until(30))
