@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := eval "$$(toolchain/env.sh)"
 
-.PHONY: setup env check test lint demo bench sandbox-up sandbox-down sandbox-status
+.PHONY: setup env check test lint demo bench sandbox-up sandbox-down sandbox-status drift review
 
 setup:
 	@toolchain/setup.sh
@@ -32,6 +32,21 @@ sandbox-status:
 
 demo: setup
 	@$(ENV) && python -m sandbox up && sandbox/demo.sh
+
+# Fleet work (README "The fleet"). The backend and the backends' credentials come from the
+# environment: CI's, or the sandbox's after eval "$(make -s env)". The project is the sandbox's
+# when that is set (its stacks' config files live there), else the checkout.
+TOOLS := eval "$$(toolchain/env.sh --tools)"
+PROJECT ?= $(or $(GPU_TENANTS_PROJECT),.)
+BASE ?= origin/main
+REVIEW_OUT ?= .
+
+drift: setup
+	@$(TOOLS) && python -m tenant_stack drift --project "$(PROJECT)" $(DRIFT_ARGS)
+
+review: setup
+	@$(TOOLS) && python -m tenant_stack review --base "$(BASE)" --project "$(PROJECT)" \
+		--markdown "$(REVIEW_OUT)/review.md" --json-file "$(REVIEW_OUT)/review.json"
 
 # Figures for the README: toolchain build times, then onboarding against the engine's floor.
 bench: setup

@@ -8,23 +8,36 @@
     retention hold|release     a legal hold on a tenant: every retention timer paused
     retention erase <slug> <user>  a user's right to erasure, from what offboarding kept
     check                      the rules across tenants (unique users, uids, gids, nodes; pools)
+    drift [STACK...]           every tenant stack's drift, per layer, resource and property
+    review --base REF          the pull-request check: rules across tenants, a preview of each
+                               tenant the change touches, one Markdown comment and a JSON report
 
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
+`drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others still were).
+`review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from providers.authentik.client import AuthentikClient
+from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
 from tenant_stack import retention_job
 from tenant_stack.errors import TenantError
+from tenant_stack.fleet import drift
+from tenant_stack.fleet.live_numbers import handed_out, live_collisions
+from tenant_stack.fleet.render import drift_progress, drift_text, preview_line, wants_colour
+from tenant_stack.fleet.review import TenantPreview, review
+from tenant_stack.fleet.review_report import markdown
 from tenant_stack.handover import connection_sheet
 from tenant_stack.offboarded import as_json, checklist, verify
 from tenant_stack.platform import load_platform
@@ -71,15 +84,129 @@ def _parser() -> argparse.ArgumentParser:
         "GPUs per pool within its inventory. Each finding names both specs and field paths.",
     )
     check.add_argument("--json", action="store_true", help="print the findings as JSON")
+    check.add_argument(
+        "--live",
+        action="store_true",
+        help="also against the numbers Authentik's LDAP outpost hands out now (AUTHENTIK_URL "
+        "and a read-only token in AUTHENTIK_TOKEN or AUTHENTIK_TOKEN_FILE)",
+    )
+    check.add_argument(
+        "--uid-start", type=int, default=2000, help="the outpost's uid_start_number (2000)"
+    )
+    check.add_argument(
+        "--gid-start", type=int, default=4000, help="the outpost's gid_start_number (4000)"
+    )
     check.add_argument("--tenants", type=Path, default=ROOT / "tenants", help="where the specs are")
+    _drift_parser(commands)
+    _review_parser(commands)
     _retention_parser(commands)
     return parser
+
+
+def _drift_parser(commands: Any) -> None:
+    drift = commands.add_parser(
+        "drift",
+        help="what changed behind Pulumi's back, in every tenant stack",
+        description="Runs the engine's drift check (`pulumi refresh --preview-only`: each "
+        "provider reads its resources live; nothing is changed and no stack lock is taken) on "
+        "every tenant stack, several at a time, and reports per stack, layer, resource and "
+        "property the recorded and the live value (secrets masked). An offboarded stack is "
+        "checked for what it retains. A stack that cannot be checked is reported as an error "
+        "and the others are still checked. Progress goes to stderr.",
+        epilog="Exit status: 0 every stack clean, 1 drift found, 2 a stack could not be checked "
+        "or the command could not run.",
+    )
+    drift.add_argument("stacks", nargs="*", help="only these stacks (default: every tenant stack)")
+    drift.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="stacks checked at once (default: the machine's cores)",
+    )
+    drift.add_argument("--json", action="store_true", help="print the report as JSON")
+    drift.add_argument(
+        "--project", type=Path, default=ROOT, help="the Pulumi project whose stacks are checked"
+    )
+
+
+def _review_parser(commands: Any) -> None:
+    review = commands.add_parser(
+        "review",
+        help="the pull-request check: previews of the tenants a change touches, as a comment",
+        description="Finds the tenant specs the change from BASE to the working tree adds, "
+        "edits or deletes (every tenant when it changes the program, the providers or the "
+        "platform config), checks the rules across tenants, previews each touched stack (a "
+        "new tenant in a throwaway backend: review leaves no stack and no config file "
+        "behind), and writes one Markdown summary for the pull request and a JSON report. "
+        "Replaces and deletes of data-bearing objects are called out first.",
+        epilog="Exit status: 0 the review passed, 1 it failed (an invalid or colliding spec, "
+        "a deleted spec whose stack exists, a failed preview), 2 it could not run.",
+    )
+    review.add_argument("--base", required=True, help="the git ref the change is compared with")
+    review.add_argument(
+        "--markdown", type=Path, help="write the comment here (default: print it to stdout)"
+    )
+    review.add_argument("--json-file", type=Path, help="write the JSON report here")
+    review.add_argument("--json", action="store_true", help="print the JSON report to stdout")
+    review.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="previews run at once (default: the machine's cores)",
+    )
+    review.add_argument(
+        "--project", type=Path, default=ROOT, help="the Pulumi project (a git working tree)"
+    )
+
+
+def _review(args: argparse.Namespace) -> int:
+    colour = wants_colour(sys.stderr)
+
+    def progress(preview: TenantPreview) -> None:
+        print(f"{preview.slug}: {preview_line(preview, colour)}", file=sys.stderr, flush=True)
+
+    result = review(args.project, args.base, args.workers, progress)
+    comment = markdown(result)
+    if args.markdown:
+        args.markdown.write_text(comment)
+    report = json.dumps(result.as_json(), indent=2)
+    if args.json_file:
+        args.json_file.write_text(report + "\n")
+    if args.json:
+        print(report)
+    elif not args.markdown:
+        print(comment, end="")
+    return 0 if result.passed else 1
+
+
+def _drift(args: argparse.Namespace) -> int:
+    stacks = Stacks(args.project)
+    names = args.stacks or stacks.tenants()
+    colour = wants_colour(sys.stderr)
+    finished = 0
+
+    def progress(stack: drift.StackDrift) -> None:
+        nonlocal finished
+        finished += 1
+        print(drift_progress(stack, finished, len(names), colour), file=sys.stderr, flush=True)
+
+    report = drift.check_fleet(stacks, names, args.workers, progress)
+    if args.json:
+        print(json.dumps({"stacks": [stack.as_json() for stack in report]}))
+    else:
+        print(drift_text(report, wants_colour(sys.stdout)))
+    statuses = {stack.status for stack in report}
+    return 2 if "error" in statuses else 1 if "drift" in statuses else 0
 
 
 def _check(args: argparse.Namespace) -> int:
     platform = load_platform(ROOT / "Pulumi.prod.yaml")
     specs, broken = load_fleet(args.tenants, platform)
     collisions = check_fleet(specs, platform)
+    if args.live:
+        with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
+            held = handed_out(directory.users(), directory.groups(), args.uid_start, args.gid_start)
+        collisions += live_collisions(specs, held)
     if args.json:
         print(
             json.dumps(
@@ -214,6 +341,12 @@ def main(argv: list[str]) -> int:
     if args.command == "check":
         try:
             return _check(args)
+        except (TenantError, BackendError) as error:
+            print(error, file=sys.stderr)
+            return 2
+    if args.command in ("drift", "review"):
+        try:
+            return _drift(args) if args.command == "drift" else _review(args)
         except TenantError as error:
             print(error, file=sys.stderr)
             return 2

@@ -3,7 +3,7 @@ operator's environment selects): which there are, what each holds, and deleting 
 one through the engine, so that the state and the backends agree.
 
 Every command names its stack (`--stack`), so nothing here selects a stack in the workspace file
-that other commands share.
+that other commands share, and commands on different stacks may run side by side.
 """
 
 from __future__ import annotations
@@ -12,14 +12,23 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tenant_stack.errors import StackError
 
-__all__ = ["Stacks"]
+__all__ = ["Engine", "Stacks"]
 
 PLATFORM_STACK = "prod"
+# The engine's events, one per line, for a `--json` preview or refresh preview (its one-document
+# output leaves policy findings out). The engine never installs a plugin in these commands:
+# commands on many stacks at once would race to install it into one PULUMI_HOME, so a missing
+# plugin is that stack's error (`make setup` installs every plugin once).
+_STREAMING = {
+    "PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true",
+    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+}
 # A targeted destroy runs the delete of one resource: a store upload of a large archive is slow.
 _TIMEOUT = 1800.0
 
@@ -61,7 +70,34 @@ class Stacks:
         """`pulumi up` of `stack`: the engine's output."""
         return self._pulumi("up", "--stack", stack, "--yes", "--skip-preview")
 
+    def refresh_preview(self, stack: str) -> Engine:
+        """`pulumi refresh --preview-only` of `stack`: what each resource's provider reads live,
+        against the state, as the engine's events. It changes nothing and takes no stack lock,
+        so it runs beside an `up` of the same stack."""
+        return self._engine("refresh", "--preview-only", "--json", "--stack", stack, env=_STREAMING)
+
+    def init(self, stack: str, env: Mapping[str, str] | None = None) -> None:
+        """`pulumi stack init` of a new, empty stack."""
+        self._pulumi("stack", "init", stack, env=env)
+
+    def preview(
+        self, stack: str, env: Mapping[str, str] | None = None, policy_pack: Path | None = None
+    ) -> Engine:
+        """`pulumi preview` of `stack` (with the policy pack in `policy_pack`, if given): the
+        steps an `up` would take and the pack's findings, as the engine's events."""
+        policies = ["--policy-pack", str(policy_pack)] if policy_pack else []
+        return self._engine(
+            "preview", "--json", *policies, "--stack", stack, env={**_STREAMING, **(env or {})}
+        )
+
     def _pulumi(self, *args: str, env: Mapping[str, str] | None = None) -> str:
+        result = self._engine(*args, env=env)
+        if result.returncode != 0:
+            said = (result.stderr.strip() or result.stdout.strip())[-2000:]
+            raise StackError(f"`{result.command}` failed (exit {result.returncode}):\n{said}")
+        return result.stdout
+
+    def _engine(self, *args: str, env: Mapping[str, str] | None = None) -> Engine:
         argv = ["pulumi", *args, "--non-interactive"]
         try:
             result = subprocess.run(
@@ -77,7 +113,18 @@ class Stacks:
             raise StackError('pulumi is not on PATH (eval "$(make -s env)")') from None
         except subprocess.TimeoutExpired:
             raise StackError(f"`{' '.join(argv)}` did not finish within {_TIMEOUT:.0f}s") from None
-        if result.returncode != 0:
-            said = (result.stderr.strip() or result.stdout.strip())[-2000:]
-            raise StackError(f"`{' '.join(argv)}` failed (exit {result.returncode}):\n{said}")
-        return result.stdout
+        return Engine(" ".join(argv), result.returncode, result.stdout, result.stderr)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What one `pulumi` command printed, and how it exited."""
+
+    command: str
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def events(self) -> list[dict[str, Any]]:
+        """The engine's events, from a command run with streaming JSON (one object per line)."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]

@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.retention_store import seed_bucket
+from tenant_stack.platform import load_platform
+from tenant_stack.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -268,3 +271,53 @@ def sacct_job(job_id: int, fields: str) -> list[str]:
         "sacct", "-X", "--allusers", "--parsable2", "--noheader", f"--jobs={job_id}",
         f"--format={fields}",
     ).splitlines()  # fmt: skip
+
+
+def one_node_tenant(project: Path, index: int, node: str) -> str:
+    """A new reserved tenant on one node, shaped like tenant-bar, with names and numbers of its
+    own; odd ones get a Weka organization, even ones directories on the shared filesystems."""
+    slug = f"tenant-p{index}"
+    spec: dict[str, Any] = yaml.safe_load((project / "tenants" / "tenant-bar.yaml").read_text())
+    users = [f"p{index}ann", f"p{index}ben"]
+    spec["slug"] = slug
+    spec["display_name"] = f"Parallel Tenant {index}"
+    spec["contract"].update(gpus=8, gpu_minutes=200000)
+    spec["reservation"]["nodes"] = [node]
+    spec["identity"] = {
+        "gid": 4200 + 2 * index,
+        "admins": [users[0]],
+        "admins_gid": 4201 + 2 * index,
+    }
+    for number, (user, username) in enumerate(zip(spec["users"], users, strict=True)):
+        user.update(
+            username=username, email=f"{username}@{slug}.example", uid=2300 + 10 * index + number
+        )
+    spec["slurm"]["qos"]["normal"]["gpus"] = 8
+    spec["storage"]["isolation"] = "org" if index % 2 else "directory"
+    spec["lifecycle"]["rehearsal"] = True
+    spec["network"] = {"isolation": "networkpolicy"}
+    spec["login"]["hostname"] = f"login.{slug}.example.internal"
+    (project / "tenants" / f"{slug}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    load_spec(project / "tenants", slug, load_platform(project / "Pulumi.prod.yaml"))
+    return slug
+
+
+def all_at_once(project: Path, env: dict[str, str], slugs: list[str], *args: str) -> None:
+    """Runs `pulumi <args> --stack <slug>` for every slug at the same time; all must succeed."""
+    running = {
+        slug: subprocess.Popen(
+            ["pulumi", *args, "--stack", slug, "--non-interactive"],
+            cwd=project,
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for slug in slugs
+    }
+    failed = {}
+    for slug, process in running.items():
+        output, _ = process.communicate(timeout=900)
+        if process.returncode != 0:
+            failed[slug] = output
+    assert not failed, "\n\n".join(f"{slug}:\n{out}" for slug, out in failed.items())

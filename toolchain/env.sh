@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
 # `make -s env`: the shell exports that let a person run `pulumi`, `kubectl` and the tests by hand:
 #   eval "$(make -s env)"
+# With --tools, only the tools (PATH, PULUMI_HOME): for fleet work in CI, where the environment
+# already names the production backend and credentials, which the sandbox's must not replace.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 # shellcheck source=toolchain/paths.sh
 source "$here/paths.sh"
-
-passphrase_file=$GPU_TENANTS_STATE/pulumi-passphrase
-mkdir -p "$GPU_TENANTS_STATE/pulumi-state"
-if [[ ! -s $passphrase_file ]]; then
-  # A sandbox passphrase made once per machine; it is exported as a file so it never prints.
-  (umask 077 && head -c 24 /dev/urandom | base64 >"$passphrase_file")
-fi
 
 path=$root/venv/bin:$KUBERNETES_DIR/bin:$VERSITYGW_DIR/bin:$ORIGINAL_PATH
 pulumi_on_path=$(PATH=$ORIGINAL_PATH command -v pulumi 2>/dev/null || true)
@@ -25,12 +20,23 @@ cat <<ENV
 export GPU_TENANTS_ORIGINAL_PATH='$ORIGINAL_PATH'
 export PATH='$path'
 export GPU_TENANTS_CACHE='$GPU_TENANTS_CACHE'
-export GPU_TENANTS_STATE='$GPU_TENANTS_STATE'
 export PULUMI_HOME='$PULUMI_HOME'
-export PULUMI_BACKEND_URL='file://$GPU_TENANTS_STATE/pulumi-state'
-export PULUMI_CONFIG_PASSPHRASE_FILE='$passphrase_file'
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+ENV
+[[ ${1:-} == --tools ]] && exit 0
+
+passphrase_file=$GPU_TENANTS_STATE/pulumi-passphrase
+mkdir -p "$GPU_TENANTS_STATE/pulumi-state"
+if [[ ! -s $passphrase_file ]]; then
+  # A sandbox passphrase made once per machine; it is exported as a file so it never prints.
+  (umask 077 && head -c 24 /dev/urandom | base64 >"$passphrase_file")
+fi
+
+cat <<ENV
+export GPU_TENANTS_STATE='$GPU_TENANTS_STATE'
+export PULUMI_BACKEND_URL='file://$GPU_TENANTS_STATE/pulumi-state'
+export PULUMI_CONFIG_PASSPHRASE_FILE='$passphrase_file'
 ENV
 # The sandbox's endpoints and credentials (files, so no secret prints), once the venv exists.
 if [[ -x $root/venv/bin/python ]]; then

@@ -3,6 +3,9 @@
 # Kubernetes provider plugin, the Kubernetes control-plane binaries and the S3 gateway. Idempotent:
 # what is already built (cached outside the work tree, keyed by version) is not built again.
 set -euo pipefail
+# Progress (ours and the installers') goes to stderr: every make target runs setup first, and
+# one's own output (`make drift` with --json) must stay clean.
+exec 1>&2
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -42,18 +45,20 @@ run_logged() {
   say "  built $what in $((SECONDS - t0))s"
 }
 
+# A virtualenv ($1) with the pinned requirements ($2), remade when they change.
 venv() {
-  local stamp="$root/venv/.requirements.sha256" want
-  want=$(sha256sum "$root/requirements.txt" | cut -d' ' -f1)
+  local dir=$1 requirements=$2 name=${1#"$root"/}
+  local stamp="$dir/.requirements.sha256" want
+  want=$(sha256sum "$requirements" | cut -d' ' -f1)
   if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
-    say "virtualenv up to date"
+    say "virtualenv $name up to date"
     return
   fi
-  say "creating virtualenv venv/ from requirements.txt"
-  [[ -x $root/venv/bin/python ]] || python3 -m venv "$root/venv" || die "python3 -m venv failed" \
+  say "creating virtualenv $name from ${requirements#"$root"/}"
+  [[ -x $dir/bin/python ]] || python3 -m venv "$dir" || die "python3 -m venv failed" \
     "install Python 3.11+ with its venv module (Debian: apt-get install python3-venv)"
-  "$root/venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements.txt" \
-    || die "pip install -r requirements.txt failed (see the pip error above)"
+  "$dir/bin/pip" install -q --disable-pip-version-check -r "$requirements" \
+    || die "pip install -r ${requirements#"$root"/} failed (see the pip error above)"
   echo "$want" >"$stamp"
 }
 
@@ -235,7 +240,9 @@ main() {
     for step in "$@"; do "$step"; done
     return
   fi
-  venv
+  venv "$root/venv" "$root/requirements.txt"
+  # The policy pack's own: pulumi-policy pins a protobuf older than the program's.
+  venv "$root/policy/venv" "$root/policy/requirements.txt"
   pulumi_engine
   eval "$("$here/env.sh")"
   kubernetes_plugin

@@ -267,6 +267,15 @@ class AuthentikClient:
         )
         return next((u for u in map(self._user, found) if u.username == username), None)
 
+    def users(self) -> list[User]:
+        """Every user Authentik has, active or not."""
+        return [self._user(u) for u in self._list("/core/users/", {}, doing="listing users")]
+
+    def groups(self) -> list[Group]:
+        """Every group Authentik has, without their members."""
+        found = self._list("/core/groups/", {"include_users": "false"}, doing="listing groups")
+        return [self._group(g) for g in found]
+
     def get_user(self, pk: int) -> User | None:
         data = self._request(
             "GET",

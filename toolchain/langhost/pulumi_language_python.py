@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -179,6 +180,47 @@ class PythonLanguageRuntime(language_pb2_grpc.LanguageRuntimeServicer):
         if code == EXIT_AFTER_USER_MESSAGE:
             return language_pb2.RunResponse(bail=True)
         return language_pb2.RunResponse(error=f"Program exited with non-zero exit code: {code}")
+
+    def RunPlugin(
+        self, request: language_pb2.RunPluginRequest, context: grpc.ServicerContext
+    ) -> Iterator[language_pb2.RunPluginResponse]:
+        """A plugin written in Python, such as a policy pack (`--policy-pack DIR`): DIR run by
+        its virtualenv's interpreter, in the request's environment, with its output streamed
+        back as it comes (the engine reads the plugin's port from the first line)."""
+        try:
+            python = program_python(request.info)
+        except FileNotFoundError as err:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+        env = dict(os.environ)
+        env.update(entry.split("=", 1) for entry in request.env if "=" in entry)
+        plugin = subprocess.Popen(
+            [python, "-u", request.info.program_directory or request.program, *request.args],
+            cwd=request.pwd or None,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        context.add_callback(plugin.kill)  # the engine hung up: the plugin goes with it
+        output: queue.Queue[tuple[str, bytes] | None] = queue.Queue()
+
+        def pump(stream: Any, field: str) -> None:
+            for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
+                output.put((field, chunk))
+            output.put(None)
+
+        for stream, field in ((plugin.stdout, "stdout"), (plugin.stderr, "stderr")):
+            threading.Thread(target=pump, args=(stream, field), daemon=True).start()
+        open_streams = 2
+        while open_streams:
+            item = output.get()
+            if item is None:
+                open_streams -= 1
+            elif item[0] == "stdout":
+                yield language_pb2.RunPluginResponse(stdout=item[1])
+            else:
+                yield language_pb2.RunPluginResponse(stderr=item[1])
+        yield language_pb2.RunPluginResponse(exitcode=plugin.wait())
 
     def Cancel(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> empty_pb2.Empty:
         return empty_pb2.Empty()

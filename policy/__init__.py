@@ -1,0 +1,1 @@
+"""The policy pack (PulumiPolicy.yaml); the engine runs the folder, __main__.py is the pack."""

@@ -1,0 +1,65 @@
+"""The fleet commands' reports for a person at a terminal: plain text, coloured only when the
+stream is a terminal and NO_COLOR is unset (https://no-color.org)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from tenant_stack.fleet.drift import StackDrift
+from tenant_stack.fleet.review import TenantPreview
+
+__all__ = ["drift_progress", "drift_text", "preview_line", "wants_colour"]
+
+_COLOURS = {"clean": "32", "drift": "33", "error": "31", "no-changes": "32", "changes": "33"}
+_COLOURS["failed"] = _COLOURS["error"]
+
+
+def wants_colour(stream: TextIO) -> bool:
+    return stream.isatty() and not os.environ.get("NO_COLOR")
+
+
+def drift_progress(stack: StackDrift, done: int, total: int, colour: bool) -> str:
+    """One line per stack as it ends, for stderr during a long run."""
+    found = f", {len(stack.resources)} resources" if stack.resources else ""
+    status = _paint(stack.status, colour)
+    return f"[{done}/{total}] {stack.stack}: {status}{found} ({stack.seconds:.1f}s)"
+
+
+def preview_line(preview: TenantPreview, colour: bool) -> str:
+    """A tenant's preview as it ends, for stderr: its status and counts."""
+    counts = ", ".join(f"{n} {op}" for op, n in preview.counts().items() if n)
+    return _paint(preview.status, colour) + (f" ({counts})" if counts else "")
+
+
+def drift_text(report: Sequence[StackDrift], colour: bool) -> str:
+    """Each stack with its status; under a drifted one, each resource by layer with every
+    property's recorded and live value; under a failed one, the engine's words."""
+    lines = []
+    for stack in report:
+        lines.append(f"{stack.stack}: {_paint(stack.status, colour)}")
+        for resource in stack.resources:
+            where = f"  {resource.layer} {resource.name} ({resource.type})"
+            if resource.change == "gone":
+                lines.append(f"{where}: gone from the backend (recorded in the state)")
+                continue
+            lines.append(f"{where}:")
+            for prop in resource.properties:
+                recorded, live = _value(prop.recorded), _value(prop.live)
+                lines.append(f"    {prop.path}: recorded {recorded}, live {live}")
+        if stack.error:
+            lines.extend(f"  {line}" for line in stack.error.splitlines())
+    counts = Counter(stack.status for stack in report)
+    tally = ", ".join(f"{counts[status]} {status}" for status in ("clean", "drift", "error"))
+    lines.append(f"{len(report)} stacks: {tally}")
+    return "\n".join(lines)
+
+
+def _value(value: Any) -> str:
+    return "(none)" if value is None else repr(value) if isinstance(value, str) else str(value)
+
+
+def _paint(status: str, colour: bool) -> str:
+    return f"\033[{_COLOURS[status]}m{status}\033[0m" if colour else status
