@@ -48,6 +48,8 @@ review: setup
 	@$(TOOLS) && python -m tenant_stack review --base "$(BASE)" --project "$(PROJECT)" \
 		--markdown "$(REVIEW_OUT)/review.md" --json-file "$(REVIEW_OUT)/review.json"
 
-# Figures for the README: toolchain build times, then onboarding against the engine's floor.
+# Figures for the README: toolchain build times, onboarding against the engine's floor, and the
+# fleet's drift check on BENCH_TENANTS generated tenants (default 12) against the per-stack way.
 bench: setup
-	@$(ENV) && benchmarks/toolchain_build.sh && python benchmarks/onboarding.py
+	@$(ENV) && benchmarks/toolchain_build.sh && python benchmarks/onboarding.py \
+		&& python benchmarks/fleet_drift.py

@@ -87,6 +87,9 @@ def _tenant(preview: TenantPreview, folded: bool) -> list[str]:
         lines += ["", "</details>"]
     elif rest:
         lines.append(f"- …and {len(rest)} more")
+    if preview.violations:
+        lines += ["", "Policy findings (advisory):", ""]
+        lines += [f"- {violation}" for violation in preview.violations]
     return lines
 
 
