@@ -117,15 +117,22 @@ def _drift_parser(commands: Any) -> None:
         "or the command could not run.",
     )
     drift.add_argument("stacks", nargs="*", help="only these stacks (default: every tenant stack)")
-    drift.add_argument(
+    drift.add_argument("--json", action="store_true", help="print the report as JSON")
+    _fleet_options(drift, "stacks checked")
+
+
+def _fleet_options(command: argparse.ArgumentParser, at_once: str) -> None:
+    command.add_argument(
         "--workers",
         type=int,
         default=os.cpu_count() or 1,
-        help="stacks checked at once (default: the machine's cores)",
+        help=f"{at_once} at once (default: the machine's cores)",
     )
-    drift.add_argument("--json", action="store_true", help="print the report as JSON")
-    drift.add_argument(
-        "--project", type=Path, default=ROOT, help="the Pulumi project whose stacks are checked"
+    command.add_argument(
+        "--project",
+        type=Path,
+        default=ROOT,
+        help="the Pulumi project whose tenant stacks these are (a sandbox's: $GPU_TENANTS_PROJECT)",
     )
 
 
@@ -148,15 +155,7 @@ def _review_parser(commands: Any) -> None:
     )
     review.add_argument("--json-file", type=Path, help="write the JSON report here")
     review.add_argument("--json", action="store_true", help="print the JSON report to stdout")
-    review.add_argument(
-        "--workers",
-        type=int,
-        default=os.cpu_count() or 1,
-        help="previews run at once (default: the machine's cores)",
-    )
-    review.add_argument(
-        "--project", type=Path, default=ROOT, help="the Pulumi project (a git working tree)"
-    )
+    _fleet_options(review, "previews run")
 
 
 def _review(args: argparse.Namespace) -> int:

@@ -142,20 +142,27 @@ def fresh_ledger(layout: SandboxLayout) -> dict[str, str]:
     return {"RETENTION_S3_LEDGER_BUCKET": name}
 
 
-def retention_command(
-    env: dict[str, str], project: Path, *args: str, timeout: float = 900
+def operator_command(
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m tenant_stack retention <args> --project <project>`, as an operator runs it
-    from the checkout, with `env` added; whatever its exit status."""
+    """`python -m tenant_stack <args>`, as an operator runs it from the checkout, with `env`
+    added; whatever its exit status."""
     return subprocess.run(
-        [sys.executable, "-m", "tenant_stack", "retention", *args, "--project", str(project)],
+        [sys.executable, "-m", "tenant_stack", *map(str, args)],
         cwd=ROOT,
-        env={**os.environ, **env},
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
+
+
+def retention_command(
+    env: dict[str, str], project: Path, *args: str, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """`python -m tenant_stack retention <args> --project <project>`."""
+    return operator_command("retention", *args, "--project", project, env=env, timeout=timeout)
 
 
 def run_pulumi(env: dict[str, str], project: Path, *args: str, timeout: float = 300) -> str:

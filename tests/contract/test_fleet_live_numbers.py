@@ -6,10 +6,8 @@ tenant's own users and groups holding their own numbers are not."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.contract.conftest_authentik import BOOTSTRAP_KEY, ROOT, Emulator, emulator
+from tests.backends import ROOT, operator_command
+from tests.contract.conftest_authentik import BOOTSTRAP_KEY, Emulator, emulator
 
 __all__ = ["emulator"]
 
@@ -29,17 +28,12 @@ def admin(emulator: Emulator) -> Iterator[httpx.Client]:
 
 
 def check_live(emulator: Emulator, tenants: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AUTHENTIK_URL": emulator.url, "AUTHENTIK_TOKEN": BOOTSTRAP_KEY}
-    env.pop("AUTHENTIK_TOKEN_FILE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tenant_stack", "check", "--live", "--json", "--tenants", tenants],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = {
+        "AUTHENTIK_URL": emulator.url,
+        "AUTHENTIK_TOKEN": BOOTSTRAP_KEY,
+        "AUTHENTIK_TOKEN_FILE": "",
+    }
+    return operator_command("check", "--live", "--json", "--tenants", tenants, env=env, timeout=60)
 
 
 def test_numbers_the_directory_already_hands_out_are_findings(

@@ -11,10 +11,8 @@ directories), in a git repository of its own for `review`:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +31,7 @@ from tests.backends import (
     file_backend,
     kubectl_json,
     one_node_tenant,
+    operator_command,
     run,
     run_pulumi,
     sacctmgr,
@@ -56,15 +55,7 @@ class Fleet:
 
     def command(self, *args: str) -> subprocess.CompletedProcess[str]:
         """`python -m tenant_stack <args> --project <project>`, as an operator runs it."""
-        return subprocess.run(
-            [sys.executable, "-m", "tenant_stack", *args, "--project", str(self.project)],
-            cwd=ROOT,
-            env={**os.environ, **self.env},
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+        return operator_command(*args, "--project", self.project, env=self.env)
 
     def git(self, *args: str) -> str:
         identity = ["-c", "user.name=Reviewer", "-c", "user.email=reviewer@example.invalid"]

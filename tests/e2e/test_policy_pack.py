@@ -5,16 +5,14 @@ program as it is passes it; a program changed to break its rules fails `pulumi p
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sandbox.project import project_copy
-from tests.backends import ROOT, file_backend, pulumi, run_pulumi
+from tests.backends import ROOT, file_backend, operator_command, pulumi, run_pulumi
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -53,12 +51,7 @@ def test_a_program_that_breaks_the_rules_fails_preview_and_review(tmp_path: Path
     assert "reservation-keeps-workloads" in previewed.stdout
     assert "mandatory" in previewed.stdout
 
-    reviewed = subprocess.run(
-        [sys.executable, "-m", "tenant_stack", "review", "--base", "HEAD", "--json",
-         "--project", str(project)],
-        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=600,
-        check=False,
-    )  # fmt: skip
+    reviewed = operator_command("review", "--base", "HEAD", "--json", "--project", project, env=env)
     assert reviewed.returncode == 1, reviewed.stderr
     report = json.loads(reviewed.stdout)
     assert report["touched"]["program"] == ["tenant_stack/components/capacity_reservation.py"]
