@@ -34,18 +34,17 @@ demo: setup
 	@$(ENV) && python -m sandbox up && sandbox/demo.sh
 
 # Fleet work (README "The fleet"). The backend and the backends' credentials come from the
-# environment: CI's, or the sandbox's after eval "$(make -s env)". The project is the sandbox's
-# when that is set (its stacks' config files live there), else the checkout.
+# environment: CI's, or the sandbox's after eval "$(make -s env)" (whose project the commands
+# then use, $GPU_TENANTS_PROJECT, where its stacks' config files live).
 TOOLS := eval "$$(toolchain/env.sh --tools)"
-PROJECT ?= $(or $(GPU_TENANTS_PROJECT),.)
 BASE ?= origin/main
 REVIEW_OUT ?= .
 
 drift: setup
-	@$(TOOLS) && python -m tenant_stack drift --project "$(PROJECT)" $(DRIFT_ARGS)
+	@$(TOOLS) && python -m tenant_stack drift $(DRIFT_ARGS)
 
 review: setup
-	@$(TOOLS) && python -m tenant_stack review --base "$(BASE)" --project "$(PROJECT)" \
+	@$(TOOLS) && python -m tenant_stack review --base "$(BASE)" \
 		--markdown "$(REVIEW_OUT)/review.md" --json-file "$(REVIEW_OUT)/review.json"
 
 # Figures for the README: toolchain build times, onboarding against the engine's floor, and the

@@ -46,6 +46,9 @@ from tenant_stack.spec.fleet import check_fleet, load_fleet
 from tenant_stack.stacks import Stacks
 
 ROOT = Path(__file__).resolve().parents[1]
+# The project whose stacks the commands work on: a sandbox's own when one is set up (its stacks'
+# config files live there; a stack command run in the checkout would write them into it).
+PROJECT = Path(os.environ.get("GPU_TENANTS_PROJECT") or ROOT)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -131,8 +134,9 @@ def _fleet_options(command: argparse.ArgumentParser, at_once: str) -> None:
     command.add_argument(
         "--project",
         type=Path,
-        default=ROOT,
-        help="the Pulumi project whose tenant stacks these are (a sandbox's: $GPU_TENANTS_PROJECT)",
+        default=PROJECT,
+        help="the Pulumi project whose tenant stacks these are (default: $GPU_TENANTS_PROJECT "
+        "when set, else the checkout)",
     )
 
 
@@ -277,8 +281,9 @@ def _retention_parser(commands: Any) -> None:
         command.add_argument(
             "--project",
             type=Path,
-            default=ROOT,
-            help="the Pulumi project whose stacks are the tenants (its tenants/ holds the specs)",
+            default=PROJECT,
+            help="the Pulumi project whose stacks are the tenants (its tenants/ holds the specs; "
+            "default: $GPU_TENANTS_PROJECT when set, else the checkout)",
         )
 
 
