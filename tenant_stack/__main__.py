@@ -9,6 +9,8 @@
     retention erase <slug> <user>  a user's right to erasure, from what offboarding kept
     check                      the rules across tenants (unique users, uids, gids, nodes; pools)
     drift [STACK...]           every tenant stack's drift, per layer, resource and property
+    status [SLUG...]           each tenant's conditions per layer, Ready, stage and next step
+    diagnose <slug>            every known failure of a tenant, with evidence, cause and fix
     review --base REF          the pull-request check: rules across tenants, a preview of each
                                tenant the change touches, one Markdown comment and a JSON report
 
@@ -16,6 +18,7 @@ Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge f
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
 `drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others still were).
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
+`status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
 """
 
 from __future__ import annotations
@@ -32,15 +35,22 @@ from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
 from tenant_stack import retention_job
+from tenant_stack.diagnosis.run import diagnose, status
 from tenant_stack.errors import TenantError
 from tenant_stack.fleet import drift
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
-from tenant_stack.fleet.render import drift_progress, drift_text, preview_line, wants_colour
 from tenant_stack.fleet.review import TenantPreview, review
 from tenant_stack.fleet.review_report import markdown
 from tenant_stack.handover import connection_sheet
 from tenant_stack.offboarded import as_json, checklist, verify
 from tenant_stack.platform import load_platform
+from tenant_stack.render import (
+    drift_progress,
+    drift_text,
+    preview_line,
+    status_text,
+    wants_colour,
+)
 from tenant_stack.spec import load_spec
 from tenant_stack.spec.fleet import check_fleet, load_fleet
 from tenant_stack.stacks import Stacks
@@ -101,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--tenants", type=Path, default=ROOT / "tenants", help="where the specs are")
     _drift_parser(commands)
+    _health_parsers(commands)
     _review_parser(commands)
     _retention_parser(commands)
     return parser
@@ -122,6 +133,55 @@ def _drift_parser(commands: Any) -> None:
     drift.add_argument("stacks", nargs="*", help="only these stacks (default: every tenant stack)")
     drift.add_argument("--json", action="store_true", help="print the report as JSON")
     _fleet_options(drift, "stacks checked")
+
+
+def _health_parsers(commands: Any) -> None:
+    status = commands.add_parser(
+        "status",
+        help="each tenant's conditions per layer, read from the live backends",
+        description="For each tenant (default: every spec in tenants/), a condition per layer "
+        "(True, False or Unknown, with a reason and a message) computed from the live "
+        "backends by the same checks as `diagnose`, an overall Ready, the offboarding stage "
+        "and what the next stage waits for. Read-only.",
+        epilog="Exit status: 0 every tenant Ready, 1 one is not, 2 the command could not run.",
+    )
+    status.add_argument("slugs", nargs="*", help="only these tenants")
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="every known failure of a tenant, with its evidence, cause and fix",
+        description="Runs every check against the live cluster (read-only: kubectl get and "
+        "auth can-i, scontrol/sacctmgr show, Authentik and Weka GETs) and prints each failure "
+        "found with the evidence it read, the cause and the fix, what to fix first first. A "
+        "backend that does not answer is one finding.",
+        epilog="Exit status: 0 no problem found, 1 problems found, 2 the command could not run.",
+    )
+    diagnose.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
+    for command in (status, diagnose):
+        command.add_argument("--json", action="store_true", help="print JSON")
+        command.add_argument(
+            "--tenants", type=Path, default=ROOT / "tenants", help="where the specs are"
+        )
+
+
+def _health(args: argparse.Namespace) -> int:
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    if args.command == "diagnose":
+        found = diagnose(load_spec(args.tenants, args.slug, platform), platform)
+        if args.json:
+            print(json.dumps({"tenant": args.slug, "findings": [f.as_json() for f in found]}))
+        else:
+            print("\n".join(str(f) for f in found) or f"{args.slug}: no problem found")
+        return 1 if found else 0
+    slugs = args.slugs or sorted(path.stem for path in args.tenants.glob("*.yaml"))
+    reports = []
+    for slug in slugs:
+        spec = load_spec(args.tenants, slug, platform)
+        reports.append(status(spec, platform, diagnose(spec, platform)))
+    if args.json:
+        print(json.dumps({"tenants": [report.as_json() for report in reports]}))
+    else:
+        print(status_text(reports, wants_colour(sys.stdout)))
+    return 0 if all(report.ready for report in reports) else 1
 
 
 def _fleet_options(command: argparse.ArgumentParser, at_once: str) -> None:
@@ -345,6 +405,12 @@ def main(argv: list[str]) -> int:
     if args.command == "check":
         try:
             return _check(args)
+        except (TenantError, BackendError) as error:
+            print(error, file=sys.stderr)
+            return 2
+    if args.command in ("status", "diagnose"):
+        try:
+            return _health(args)
         except (TenantError, BackendError) as error:
             print(error, file=sys.stderr)
             return 2

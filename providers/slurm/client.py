@@ -9,6 +9,7 @@ the outcome is whatever Slurm now holds.
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -41,6 +42,17 @@ _UNREACHABLE = (
     "check that slurmctld and slurmdbd answer (`scontrol ping`, `sacctmgr show cluster`) and "
     "run again"
 )
+# slurmctld drops its connections while it rereads its configuration (`scontrol reconfigure`,
+# which every partition change runs, so tenants brought up together meet it): a read that meets
+# that moment fails with one of these and succeeds a moment later. Only reads are retried.
+_TRANSIENT = (
+    "Unexpected missing socket error",
+    "Unable to contact slurm controller",
+    "Socket timed out",
+    "Connection refused",
+)
+_READ_ATTEMPTS = 4
+_READ_BACKOFF = 0.5  # seconds, doubled after each attempt
 
 
 class SlurmClient:
@@ -62,6 +74,11 @@ class SlurmClient:
                 result = self.transport.run(argv)
         else:
             result = self.transport.run(argv)
+            for attempt in range(1, _READ_ATTEMPTS):
+                if result.ok or not any(word in result.words for word in _TRANSIENT):
+                    break
+                time.sleep(_READ_BACKOFF * 2 ** (attempt - 1))
+                result = self.transport.run(argv)
         if result.returncode is None:
             raise SlurmCommandError(doing, result, _UNREACHABLE)
         return result

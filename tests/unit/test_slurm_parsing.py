@@ -4,14 +4,15 @@ diffs in Slurm's stored forms, and the values refused before anything runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
-from providers.command import KubectlExecTransport
+from providers.command import CommandResult, KubectlExecTransport
 from providers.errors import SlurmError
 from providers.slurm import partitions, props, sacctmgr, values
+from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import ConfigMapStore, FileStore
 from providers.slurm.partitions import Partition
 from providers.slurm.provider import SlurmAccountProvider, SlurmPartitionProvider, SlurmQosProvider
@@ -560,3 +561,40 @@ def test_partitions_go_to_the_file_or_to_the_slurm_operators_configmap() -> None
     assert (store.controller_path, store.sync_timeout) == ("/etc/slurm/partitions.conf", 90.0)
     assert isinstance(store.controller, KubectlExecTransport)
     assert store.describe() == "ConfigMap slurm-control/slurm-partitions (key partitions.conf)"
+
+
+class _Reconfiguring:
+    """A transport whose slurmctld is rereading its configuration for the first `busy` calls."""
+
+    def __init__(self, busy: int) -> None:
+        self.busy = busy
+        self.calls: list[tuple[str, ...]] = []
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        return list(argv)
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        self.calls.append(tuple(argv))
+        if len(self.calls) <= self.busy:
+            said = "slurm_load_partitions error: Unexpected missing socket error"
+            return CommandResult(tuple(argv), 1, "", said)
+        line = (
+            "PartitionName=t Nodes=gpu-01 AllowAccounts=t MaxTime=1-00:00:00 DefaultTime=01:00:00"
+        )
+        return CommandResult(
+            tuple(argv), 0, line + " PreemptMode=OFF OverSubscribe=NO State=UP\n", ""
+        )
+
+
+def test_a_read_that_meets_a_reconfigure_is_retried_a_few_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("providers.slurm.client._READ_BACKOFF", 0.0)
+    transport = _Reconfiguring(busy=2)
+    partition = SlurmClient(transport, cluster="c").partition("t")
+    assert partition is not None
+    assert partition.max_time == "1-00:00:00"
+    assert len(transport.calls) == 3
+    # Still busy after every attempt: the error names the command's own words.
+    with pytest.raises(SlurmError, match="Unexpected missing socket error"):
+        SlurmClient(_Reconfiguring(busy=9), cluster="c").partition("t")

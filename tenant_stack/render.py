@@ -1,4 +1,4 @@
-"""The fleet commands' reports for a person at a terminal: plain text, coloured only when the
+"""The operator commands' reports for a person at a terminal: plain text, coloured only when the
 stream is a terminal and NO_COLOR is unset (https://no-color.org)."""
 
 from __future__ import annotations
@@ -8,13 +8,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from tenant_stack.diagnosis.run import Status
 from tenant_stack.fleet.drift import StackDrift
 from tenant_stack.fleet.review import TenantPreview
 
-__all__ = ["drift_progress", "drift_text", "preview_line", "wants_colour"]
+__all__ = ["drift_progress", "drift_text", "preview_line", "status_text", "wants_colour"]
 
 _COLOURS = {"clean": "32", "drift": "33", "error": "31", "no-changes": "32", "changes": "33"}
 _COLOURS["failed"] = _COLOURS["error"]
+_COLOURS |= {"True": "32", "False": "31", "Unknown": "33"}
 
 
 def wants_colour(stream: TextIO) -> bool:
@@ -54,6 +56,32 @@ def drift_text(report: Sequence[StackDrift], colour: bool) -> str:
     counts = Counter(stack.status for stack in report)
     tally = ", ".join(f"{counts[status]} {status}" for status in ("clean", "drift", "error"))
     lines.append(f"{len(report)} stacks: {tally}")
+    return "\n".join(lines)
+
+
+def status_text(reports: Sequence[Status], colour: bool) -> str:
+    """One row per tenant: Ready, each layer's condition and the stage; under a tenant that is
+    not Ready, each condition that is not True with its reason and message."""
+    if not reports:
+        return "no tenant"
+    layers = (c.type.removesuffix("Ready") for c in reports[0].conditions[1:])
+    rows = [("TENANT", "READY", *layers, "STAGE")]
+    for report in reports:
+        rows.append((report.tenant, *(c.status for c in report.conditions), report.stage))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            _paint(cell, colour and cell in _COLOURS) + " " * (width - len(cell))
+            for cell, width in zip(row, widths, strict=True)
+        ).rstrip()
+        for row in rows
+    ]
+    for report in reports:
+        for condition in report.conditions[1:]:
+            if condition.status != "True":
+                lines.append(f"{report.tenant}: {condition.type} {condition.status} "
+                             f"({condition.reason}): {condition.message}")  # fmt: skip
+        lines.append(f"{report.tenant}: stage {report.stage}; next: {report.blocker}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,347 @@
+"""The checks `diagnose` runs against the live cluster, one per failure the runbooks' "What could go
+wrong" sidebars and the vendor's troubleshooting page name. Each reads only (kubectl get and auth
+can-i, sacctmgr/scontrol show, Authentik and Weka GETs) and yields a Finding per failure, with the
+evidence it read, the cause and the fix. A backend that does not answer raises: the runner turns
+that into one finding for the backend.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from providers.authentik.client import AuthentikClient
+from providers.authentik.settings import Settings as AuthentikSettings
+from providers.slurm import values
+from providers.slurm.client import SlurmClient
+from providers.slurm.settings import Settings as SlurmSettings
+from providers.weka.client import WekaClient
+from providers.weka.settings import Settings as WekaSettings
+from tenant_stack.components.tenant_namespace import workload_labels
+from tenant_stack.diagnosis.findings import Finding
+from tenant_stack.errors import ClusterError
+from tenant_stack.live import kubectl_json
+from tenant_stack.platform import Platform
+from tenant_stack.spec import TenantSpec
+
+__all__ = ["CHECKS", "Check"]
+
+TENANT_LABEL = "reserved.tenant"  # what the reservation operator labels and taints nodes with
+_UP = "pulumi up --refresh --stack {slug}"  # puts back what the program declares
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    backend: str  # "kubernetes", "slurm", "authentik": what it reads
+    run: Callable[[TenantSpec, Platform], Iterator[Finding]]
+
+
+def _get(*args: str) -> dict[str, Any] | None:
+    """`kubectl get <args>` as JSON, None when the object does not exist."""
+    try:
+        found: dict[str, Any] = kubectl_json(["kubectl", "get", *args])
+    except ClusterError as error:
+        if "NotFound" in str(error) or "not found" in str(error):
+            return None
+        raise
+    return found
+
+
+def _namespace_usable(spec: TenantSpec) -> bool:
+    """The namespace exists and is not being deleted: else the namespace check's finding
+    explains whatever is missing inside it, and the checks of what is inside stand down."""
+    found = _get("namespace", spec.namespace)
+    return found is not None and (found.get("status") or {}).get("phase") != "Terminating"
+
+
+def reservation(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    if not spec.reservation.nodes or spec.lifecycle.stage == "destroy":
+        return
+    found = _get("reservation", spec.reservation_name)
+    if found is None:
+        yield Finding(
+            "reservation-missing",
+            "CapacityReservation",
+            30,
+            f"`kubectl get reservation {spec.reservation_name}`: not found",
+            "the tenant's nodes are not reserved for it: any workload may land on them",
+            _UP.format(slug=spec.slug),
+        )
+        return
+    evict = (found.get("spec") or {}).get("evictOnRelease")
+    if evict is not False:
+        yield Finding(
+            "reservation-evicts-on-release",
+            "CapacityReservation",
+            40,
+            f"reservation {spec.reservation_name} has spec.evictOnRelease={evict!r}",
+            "removing a node from the reservation (an RMA, say) would kill the tenant's "
+            "running jobs on it at once instead of draining them",
+            f"kubectl patch reservation {spec.reservation_name} --type merge "
+            '-p \'{"spec":{"evictOnRelease":false}}\' (or ' + _UP.format(slug=spec.slug) + ")",
+        )
+
+
+def leftover_nodes(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """Nodes that carry the tenant's label or taint without being in its reservation: what the
+    operator leaves when a reservation is deleted without its finalizer running."""
+    reserved = set(spec.reservation.nodes) if spec.lifecycle.stage != "destroy" else set()
+    nodes = (_get("nodes") or {}).get("items") or []
+    stale = sorted(
+        node["metadata"]["name"]
+        for node in nodes
+        if node["metadata"]["name"] not in reserved
+        and (
+            (node["metadata"].get("labels") or {}).get(TENANT_LABEL) == spec.slug
+            or any(
+                t.get("key") == TENANT_LABEL and t.get("value") == spec.slug
+                for t in node.get("spec", {}).get("taints") or []
+            )
+        )
+    )
+    if stale:
+        names = " ".join(stale)
+        yield Finding(
+            "nodes-keep-tenant-taint",
+            "CapacityReservation",
+            40,
+            f"nodes {', '.join(stale)} carry {TENANT_LABEL}={spec.slug} (label or taint) but are "
+            "not in the tenant's reservation",
+            "the reservation operator did not release them (a reservation deleted with its "
+            "finalizer removed by hand): no other workload can use them",
+            f"for n in {names}; do kubectl label node $n {TENANT_LABEL}-; "
+            f"kubectl taint node $n {TENANT_LABEL}-; done",
+        )
+
+
+def namespace(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    found = _get("namespace", spec.namespace)
+    if found is None:
+        if spec.lifecycle.stage != "destroy":
+            yield Finding(
+                "namespace-missing",
+                "TenantNamespace",
+                20,
+                f"`kubectl get namespace {spec.namespace}`: not found",
+                "the tenant's namespace is gone: nothing of its Kubernetes layer can work",
+                _UP.format(slug=spec.slug),
+            )
+        return
+    if (found.get("status") or {}).get("phase") != "Terminating":
+        return
+    said = [
+        f"{c.get('type')}: {c.get('message')}"
+        for c in (found.get("status") or {}).get("conditions") or []
+        if c.get("status") == "True"
+    ]
+    yield Finding(
+        "namespace-stuck-terminating",
+        "TenantNamespace",
+        20,
+        f"namespace {spec.namespace} is Terminating; " + ("; ".join(said) or "no condition"),
+        "an object in it carries a finalizer whose controller does not remove it, so the "
+        "namespace controller cannot finish deleting it",
+        f"list what holds it: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 "
+        f"kubectl get -n {spec.namespace} --ignore-not-found -o name; then fix the controller "
+        "that owns the finalizer, or remove it by hand once its cleanup is known to be done "
+        '(kubectl patch <object> --type merge -p \'{"metadata":{"finalizers":null}}\')',
+    )
+
+
+def binding(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    if not spec.reservation.nodes or spec.lifecycle.stage == "destroy":
+        return
+    if not _namespace_usable(spec):
+        return
+    name = f"{spec.slug}-binding"
+    found = _get("reservationbinding", name, f"--namespace={spec.namespace}")
+    selector = ((found or {}).get("spec") or {}).get("podSelector", {}).get("matchLabels")
+    wanted = workload_labels(spec.slug)
+    if found is not None and selector == wanted:
+        return
+    yield Finding(
+        "binding-misses-workloads",
+        "TenantNamespace",
+        40,
+        f"reservationbinding {spec.namespace}/{name}: "
+        + ("not found" if found is None else f"podSelector.matchLabels={selector}"),
+        f"the tenant's workloads carry {wanted} and the binding does not select them, so their "
+        "pods get no toleration for the tenant's nodes and land elsewhere",
+        _UP.format(slug=spec.slug),
+    )
+
+
+def ldap_bind_secret(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
+    if spec.lifecycle.stage == "destroy" or not _namespace_usable(spec):
+        return
+    name = platform.kubernetes.ldap_bind_secret
+    found = _get("secret", name, f"--namespace={spec.namespace}")
+    if found is not None and found.get("data"):
+        return
+    yield Finding(
+        "ldap-bind-secret-missing",
+        "TenantNamespace",
+        30,
+        f"secret {spec.namespace}/{name}: " + ("not found" if found is None else "no data"),
+        "the login pod reads the LDAP bind password from a Secret in its own namespace (not "
+        f"from {platform.kubernetes.auth_namespace}); without it nslcd cannot bind and no "
+        "user can log in (ldap_simple_bind: Invalid credentials)",
+        _UP.format(slug=spec.slug) + f" (copies it from {platform.kubernetes.auth_namespace})",
+    )
+
+
+def authorized_keys(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    if spec.lifecycle.stage == "destroy" or not _namespace_usable(spec):
+        return
+    name = f"{spec.slug}-authorized-keys"
+    data = (_get("secret", name, f"--namespace={spec.namespace}") or {}).get("data") or {}
+    empty = [
+        user.username
+        for user in spec.users
+        if user.ssh_keys and not base64.b64decode(data.get(user.username, "")).strip()
+    ]
+    if empty:
+        yield Finding(
+            "authorized-keys-empty",
+            "LoginPod",
+            60,
+            f"secret {spec.namespace}/{name} holds no key for {', '.join(empty)}, whose spec "
+            "lists SSH keys",
+            "the login pod's authorized_keys come from this Secret: those users cannot log in",
+            _UP.format(slug=spec.slug) + "; then restart the login pod to remount the Secret",
+        )
+
+
+def admin_rights(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """The runbook grants the tenant's admins `edit` in their namespace: checked as the vendor
+    page does, by impersonating an admin with the admins group."""
+    if not spec.identity.admins or spec.lifecycle.stage == "destroy":
+        return
+    if not _namespace_usable(spec):
+        return
+    admin = spec.identity.admins[0]
+    denied = []
+    for verb, resource in (("create", "deployments.apps"), ("delete", "pods"), ("get", "secrets")):
+        argv = ["kubectl", "auth", "can-i", verb, resource, f"--namespace={spec.namespace}"]
+        argv += [f"--as={admin}", f"--as-group={spec.admins_group}", "--request-timeout=30s"]
+        try:
+            said = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ClusterError(f"`{' '.join(argv)}` did not answer: {error}") from error
+        if said.stdout.strip() != "yes":
+            denied.append(f"{verb} {resource}")
+    if denied:
+        yield Finding(
+            "admins-lack-rights",
+            "TenantNamespace",
+            70,
+            f"`kubectl auth can-i ... --as={admin} --as-group={spec.admins_group}` in "
+            f"{spec.namespace}: no for {', '.join(denied)}",
+            f"the admins' RoleBinding {spec.slug}-admins (group {spec.admins_group} to ClusterRole "
+            "edit) is missing or changed",
+            _UP.format(slug=spec.slug),
+        )
+
+
+def partition_time(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    if spec.lifecycle.stage == "destroy":
+        return
+    settings = SlurmSettings.from_environment()
+    partition = SlurmClient(settings.make_transport(), cluster=settings.cluster).partition(
+        spec.partition
+    )
+    if partition is None:
+        yield Finding(
+            "partition-missing",
+            "SlurmAccounting",
+            30,
+            f"`scontrol show partition {spec.partition}`: not found",
+            "the tenant's jobs have no partition to run in",
+            _UP.format(slug=spec.slug),
+        )
+        return
+    contracted = values.seconds(spec.contract.wall_limit.slurm())
+    live = values.seconds(partition.max_time)
+    if live is not None and (contracted is None or live < contracted):
+        yield Finding(
+            "partition-maxtime-short",
+            "SlurmAccounting",
+            50,
+            f"partition {spec.partition} has MaxTime={partition.max_time}; the contract's "
+            f"wall limit is {spec.contract.wall_limit.slurm()}",
+            "jobs are killed at the partition's MaxTime before the wall limit the tenant was sold",
+            _UP.format(slug=spec.slug) + " (the program writes MaxTime from contract.wall_limit)",
+        )
+
+
+def identity_numbers(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """Each user's uidNumber as Authentik's LDAP outpost hands it out, against the spec's pinned
+    uid (which Slurm's accounting and the Weka directories' owners carry)."""
+    if spec.lifecycle.stage == "destroy":
+        return
+    with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
+        for i, user in enumerate(spec.users):
+            found = directory.find_user(user.username)
+            if found is None:
+                continue  # not made yet: `pulumi up` makes it
+            live = str(found.attributes.get("uidNumber", f"{2000 + found.pk} (2000 + pk)"))
+            if live != str(user.uid):
+                yield Finding(
+                    "uid-mismatch",
+                    "IdentityGroup",
+                    30,
+                    f"Authentik user {user.username} has uidNumber {live}; users.{i}.uid is "
+                    f"{user.uid}",
+                    "the login pod (through LDAP) and Slurm's accounting and the Weka home "
+                    "directory (through the spec) see different owners: files appear as "
+                    "nobody:nogroup and jobs are charged to another uid",
+                    _UP.format(slug=spec.slug) + " (the spec's uid wins); then "
+                    "`pkill -HUP nslcd` in the login and slurmd pods to drop cached entries",
+                )
+
+
+def storage(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
+    """The tenant's Weka organization (org isolation) or its directories on the shared
+    filesystems (directory isolation) exist."""
+    if spec.lifecycle.stage == "destroy":
+        return
+    missing = []
+    with WekaClient.from_settings(WekaSettings.from_environment()) as weka:
+        if spec.storage.isolation == "org":
+            if weka.find_organization(spec.slug) is None:
+                missing.append(f"organization {spec.slug}")
+        else:
+            for name in (
+                platform.weka.shared_home_filesystem,
+                platform.weka.shared_scratch_filesystem,
+            ):
+                shared = weka.find_filesystem(name)
+                if shared is None or weka.resolve_path(shared.uid, f"/{spec.slug}") is None:
+                    missing.append(f"directory {name}/{spec.slug}")
+    if missing:
+        yield Finding(
+            "storage-missing",
+            "WekaStorage",
+            30,
+            f"Weka has no {', '.join(missing)}",
+            "the tenant's home and scratch are gone or were never made: jobs and logins fail",
+            _UP.format(slug=spec.slug),
+        )
+
+
+CHECKS = (
+    Check("namespace", "kubernetes", namespace),
+    Check("reservation", "kubernetes", reservation),
+    Check("leftover-nodes", "kubernetes", leftover_nodes),
+    Check("binding", "kubernetes", binding),
+    Check("ldap-bind-secret", "kubernetes", ldap_bind_secret),
+    Check("authorized-keys", "kubernetes", authorized_keys),
+    Check("admin-rights", "kubernetes", admin_rights),
+    Check("partition-time", "slurm", partition_time),
+    Check("identity-numbers", "authentik", identity_numbers),
+    Check("storage", "weka", storage),
+)

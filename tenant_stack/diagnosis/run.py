@@ -1,0 +1,129 @@
+"""Running the checks, and what `status` makes of their findings.
+
+Every check runs, side by side, whatever the others find; a backend that does not answer (a
+refused connection, a timeout, a refused credential) is one finding for that backend, ranked
+first, and the layers that read it are Unknown rather than Ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from providers.errors import BackendError
+from tenant_stack.diagnosis.checks import CHECKS, Check
+from tenant_stack.diagnosis.findings import LAYERS, Condition, Finding
+from tenant_stack.errors import ClusterError
+from tenant_stack.fleet.parallel import fan_out
+from tenant_stack.platform import Platform
+from tenant_stack.spec import TenantSpec
+
+__all__ = ["Status", "diagnose", "status"]
+
+# Which backend each layer is read from.
+_BACKENDS = {
+    "CapacityReservation": "kubernetes",
+    "IdentityGroup": "authentik",
+    "TenantNamespace": "kubernetes",
+    "SlurmAccounting": "slurm",
+    "WekaStorage": "weka",
+    "LoginPod": "kubernetes",
+}
+_UNREACHABLE = "backend-unreachable"
+_HOW = {
+    "kubernetes": "check KUBECONFIG and that `kubectl get --raw /readyz` answers",
+    "slurm": "check SLURM_CONF and that `scontrol ping` and `sacctmgr show cluster` answer",
+    "authentik": "check AUTHENTIK_URL and the token (a read-only one suffices)",
+    "weka": "check WEKA_URL and the credentials (a ReadOnly-role user suffices)",
+}
+
+
+def diagnose(
+    spec: TenantSpec, platform: Platform, checks: Sequence[Check] = CHECKS
+) -> list[Finding]:
+    """Every failure found, what to fix first first."""
+
+    def run(check: Check) -> list[Finding]:
+        try:
+            return list(check.run(spec, platform))
+        except (ClusterError, BackendError) as error:
+            layer = next(layer for layer, b in _BACKENDS.items() if b == check.backend)
+            return [
+                Finding(
+                    _UNREACHABLE,
+                    layer,
+                    10,
+                    f"{check.backend}: {error}",
+                    f"{check.backend} did not answer; what is read from it was not checked",
+                    _HOW[check.backend] + ", then run diagnose again",
+                )
+            ]
+
+    found: dict[tuple[str, str], Finding] = {}
+    for findings in fan_out(list(checks), run, workers=4):
+        for finding in findings:
+            key = (finding.check, finding.evidence.split(":", 1)[0])
+            found.setdefault(key, finding)
+    return sorted(found.values(), key=lambda f: (f.rank, LAYERS.index(f.layer), f.check))
+
+
+@dataclass(frozen=True)
+class Status:
+    tenant: str
+    conditions: list[Condition]
+    stage: str
+    next_stage: str | None
+    blocker: str  # what the next stage waits for
+    findings: list[Finding]
+
+    @property
+    def ready(self) -> bool:
+        return self.conditions[0].status == "True"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "ready": self.ready,
+            "conditions": [c.as_json() for c in self.conditions],
+            "stage": self.stage,
+            "next_stage": self.next_stage,
+            "blocker": self.blocker,
+            "findings": [f.as_json() for f in self.findings],
+        }
+
+
+def status(spec: TenantSpec, platform: Platform, findings: Sequence[Finding]) -> Status:
+    """A condition per layer from the findings, an overall Ready, and the offboarding stage."""
+    unreachable = {f.evidence.split(":", 1)[0] for f in findings if f.check == _UNREACHABLE}
+    layers = []
+    for layer in LAYERS:
+        own = [f for f in findings if f.layer == layer and f.check != _UNREACHABLE]
+        if _BACKENDS[layer] in unreachable:
+            reason, message = "BackendUnreachable", f"{_BACKENDS[layer]} did not answer"
+            layers.append(Condition(f"{layer}Ready", "Unknown", reason, message))
+        elif own:
+            reason = "".join(word.title() for word in own[0].check.split("-"))
+            layers.append(Condition(f"{layer}Ready", "False", reason, own[0].cause))
+        else:
+            layers.append(Condition(f"{layer}Ready", "True", "AsDeclared", "as the spec declares"))
+    statuses = {c.status for c in layers}
+    if statuses == {"True"}:
+        ready = Condition("Ready", "True", "AllLayersReady", "every layer is as the spec declares")
+    else:
+        bad = [c.type.removesuffix("Ready") for c in layers if c.status != "True"]
+        message = f"not ready: {', '.join(bad)}"
+        if "False" in statuses:
+            ready = Condition("Ready", "False", "LayersNotReady", message)
+        else:
+            ready = Condition("Ready", "Unknown", "LayersUnknown", message)
+    lifecycle = spec.lifecycle
+    following = lifecycle.next_stage
+    if following is None:
+        blocker = "none: the stage is destroy; `pulumi destroy --exclude-protected` ends it"
+    else:
+        blocker = f"a reviewed pull request setting lifecycle.stage: {following}"
+        if following == "destroy" and lifecycle.sign_off is None:
+            blocker += ", with lifecycle.sign_off (by, date, ticket)"
+    if ready.status != "True" and lifecycle.stage == "active":
+        blocker += "; first make the tenant Ready (diagnose says how)"
+    return Status(spec.slug, [ready, *layers], lifecycle.stage, following, blocker, list(findings))

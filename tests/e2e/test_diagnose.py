@@ -1,0 +1,224 @@
+"""`diagnose` and `status` on the tests' sandbox: tenant-bar onboarded and healthy reports no
+problem and Ready; then each failure of the runbooks' sidebars is made by hand, the way an
+operator's mistake or a controller's failure makes it, and `diagnose` names that failure alone,
+with its cause and fix; the fix (by hand, or `pulumi up --refresh`) makes it healthy again. The
+namespace stuck in Terminating comes last: it takes the namespace down."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.layout import SandboxLayout
+from sandbox.project import project_copy
+from tests.backends import (
+    authentik,
+    authentik_user,
+    file_backend,
+    operator_command,
+    run,
+    run_pulumi,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
+
+SLUG = "tenant-bar"
+HOLD = "tests.example.io/hold"
+
+
+@dataclass
+class Bar:
+    project: Path
+    env: dict[str, str]
+
+    def diagnose(self, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        said = operator_command(
+            "diagnose", SLUG, "--json", "--tenants", self.project / "tenants", env=env
+        )
+        assert said.returncode in (0, 1), said.stderr
+        findings: list[dict[str, Any]] = json.loads(said.stdout)["findings"]
+        assert said.returncode == (1 if findings else 0)
+        return findings
+
+    def status(self, env: dict[str, str] | None = None) -> dict[str, Any]:
+        said = operator_command(
+            "status", SLUG, "--json", "--tenants", self.project / "tenants", env=env
+        )
+        assert said.returncode in (0, 1), said.stderr
+        report: dict[str, Any] = json.loads(said.stdout)["tenants"][0]
+        return report
+
+    def up(self) -> None:
+        run_pulumi(self.env, self.project, "up", "--refresh", "--yes", "--skip-preview",
+                   "--stack", SLUG, timeout=600)  # fmt: skip
+
+
+def kubectl(*args: str) -> str:
+    return run("kubectl", *args)
+
+
+@pytest.fixture(scope="module")
+def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Bar]:
+    work = tmp_path_factory.mktemp("diagnose")
+    tenant = Bar(project_copy(work / "project", rehearsals=(SLUG,)), file_backend(work / "backend"))
+    run_pulumi(tenant.env, tenant.project, "stack", "init", SLUG)
+    tenant.up()
+    yield tenant
+    # The last test leaves the namespace terminating on a finalizer of its own: let it go.
+    for name in kubectl("-n", SLUG, "get", "configmaps", "-o", "name").split():
+        kubectl("-n", SLUG, "patch", name, "--type", "merge", "-p",
+                '{"metadata":{"finalizers":null}}')  # fmt: skip
+    run_pulumi(tenant.env, tenant.project, "destroy", "--yes", "--skip-preview", "--stack", SLUG,
+               timeout=600)  # fmt: skip
+
+
+def only(findings: list[dict[str, Any]]) -> dict[str, Any]:
+    assert len(findings) == 1, json.dumps(findings, indent=1)
+    return findings[0]
+
+
+def test_a_healthy_tenant_has_no_problem_and_is_ready(bar: Bar) -> None:
+    assert bar.diagnose() == []
+    report = bar.status()
+    assert report["ready"] is True
+    assert [(c["type"], c["status"]) for c in report["conditions"]] == [
+        ("Ready", "True"),
+        ("CapacityReservationReady", "True"),
+        ("IdentityGroupReady", "True"),
+        ("TenantNamespaceReady", "True"),
+        ("SlurmAccountingReady", "True"),
+        ("WekaStorageReady", "True"),
+        ("LoginPodReady", "True"),
+    ]
+    assert (report["stage"], report["next_stage"]) == ("active", "frozen")
+    assert report["blocker"] == "a reviewed pull request setting lifecycle.stage: frozen"
+
+
+def test_a_reservation_that_evicts_on_release(bar: Bar) -> None:
+    kubectl("patch", "reservation", f"{SLUG}-reservation", "--type", "merge",
+            "-p", '{"spec":{"evictOnRelease":true}}')  # fmt: skip
+    found = only(bar.diagnose())
+    assert found["check"] == "reservation-evicts-on-release"
+    assert "kill the tenant's running jobs" in found["cause"]
+    assert '"evictOnRelease":false' in found["fix"]
+    report = bar.status()
+    assert report["ready"] is False
+    assert report["conditions"][1] == {
+        "type": "CapacityReservationReady",
+        "status": "False",
+        "reason": "ReservationEvictsOnRelease",
+        "message": found["cause"],
+    }
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_binding_that_misses_the_workloads(bar: Bar) -> None:
+    wrong = [{"op": "replace", "path": "/spec/podSelector/matchLabels",
+              "value": {"app.kubernetes.io/name": "sunk"}}]  # fmt: skip
+    kubectl("-n", SLUG, "patch", "reservationbinding", f"{SLUG}-binding", "--type", "json",
+            "-p", json.dumps(wrong))  # fmt: skip
+    found = only(bar.diagnose())
+    assert found["check"] == "binding-misses-workloads"
+    assert "app.kubernetes.io/name" in found["evidence"]
+    assert found["fix"] == f"pulumi up --refresh --stack {SLUG}"
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_the_ldap_bind_secret_missing_from_the_tenant_namespace(bar: Bar) -> None:
+    kubectl("-n", SLUG, "delete", "secret", "ldap-bind-creds")
+    found = only(bar.diagnose())
+    assert found["check"] == "ldap-bind-secret-missing"
+    assert "not from auth" in found["cause"]
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_empty_authorized_keys(bar: Bar) -> None:
+    empty = [{"op": "replace", "path": "/data/dave", "value": ""}]
+    kubectl("-n", SLUG, "patch", "secret", f"{SLUG}-authorized-keys", "--type", "json",
+            "-p", json.dumps(empty))  # fmt: skip
+    found = only(bar.diagnose())
+    assert found["check"] == "authorized-keys-empty"
+    assert "no key for dave" in found["evidence"]
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_partition_maxtime_shorter_than_the_contract(bar: Bar) -> None:
+    run("scontrol", "update", f"PartitionName={SLUG}", "MaxTime=1-00:00:00")
+    found = only(bar.diagnose())
+    assert found["check"] == "partition-maxtime-short"
+    assert "MaxTime=1-00:00:00; the contract's wall limit is UNLIMITED" in found["evidence"]
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_node_keeping_the_tenant_taint_without_a_reservation(bar: Bar) -> None:
+    kubectl("label", "node", "gpu-16", f"reserved.tenant={SLUG}")
+    kubectl("taint", "node", "gpu-16", f"reserved.tenant={SLUG}:NoSchedule")
+    found = only(bar.diagnose())
+    assert found["check"] == "nodes-keep-tenant-taint"
+    assert found["evidence"].startswith("nodes gpu-16 carry reserved.tenant=tenant-bar")
+    subprocess.run(["bash", "-c", found["fix"]], check=True, capture_output=True)
+    assert bar.diagnose() == []
+
+
+def test_admins_without_their_rights(bar: Bar) -> None:
+    kubectl("-n", SLUG, "delete", "rolebinding", f"{SLUG}-admins")
+    found = only(bar.diagnose())
+    assert found["check"] == "admins-lack-rights"
+    assert "--as=dave --as-group=tenant-bar-admins" in found["evidence"]
+    assert "no for create deployments.apps, delete pods, get secrets" in found["evidence"]
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_uid_that_differs_between_ldap_and_the_spec(bar: Bar) -> None:
+    dave = authentik_user("dave")
+    with authentik() as api:
+        attributes = {**dave["attributes"], "uidNumber": "2999"}
+        api.patch(f"/core/users/{dave['pk']}/", json={"attributes": attributes})
+    found = only(bar.diagnose())
+    assert found["check"] == "uid-mismatch"
+    assert found["evidence"] == "Authentik user dave has uidNumber 2999; users.0.uid is 2201"
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_backend_that_does_not_answer_is_one_finding(bar: Bar) -> None:
+    down = {"AUTHENTIK_URL": "http://127.0.0.1:9", "AUTHENTIK_MAX_ATTEMPTS": "1"}
+    found = only(bar.diagnose(down))
+    assert (found["check"], found["layer"]) == ("backend-unreachable", "IdentityGroup")
+    report = bar.status(down)
+    conditions = {c["type"]: c["status"] for c in report["conditions"]}
+    assert conditions["IdentityGroupReady"] == "Unknown"
+    assert conditions["Ready"] == "Unknown"
+    assert [t for t, s in conditions.items() if s != "True"] == ["Ready", "IdentityGroupReady"]
+
+
+def test_a_namespace_stuck_terminating_on_a_finalizer(bar: Bar) -> None:
+    held = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "held", "namespace": SLUG, "finalizers": [HOLD]}}  # fmt: skip
+    subprocess.run(["kubectl", "apply", "-f", "-"], input=json.dumps(held), text=True,
+                   check=True, capture_output=True)  # fmt: skip
+    kubectl("delete", "namespace", SLUG, "--wait=false")
+    # The namespace controller says what holds it once it has deleted everything else.
+    findings: list[dict[str, Any]] = []
+
+    def held_by_the_finalizer() -> bool:
+        findings[:] = bar.diagnose()
+        return any(HOLD in f["evidence"] for f in findings)
+
+    wait_for("the namespace controller to name the finalizer", held_by_the_finalizer, 60)
+    found = only(findings)
+    assert found["check"] == "namespace-stuck-terminating"
+    assert "finalizer" in found["cause"]

@@ -1,0 +1,69 @@
+"""What `status` makes of `diagnose`'s findings: a condition per layer (False with the first
+finding's reason, Unknown where the backend did not answer), an overall Ready, and what the next
+offboarding stage waits for. Needs nothing running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tenant_stack.diagnosis.findings import Finding
+from tenant_stack.diagnosis.run import status
+from tenant_stack.platform import load_platform
+from tenant_stack.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+PLATFORM = load_platform(ROOT / "Pulumi.prod.yaml")
+
+
+def spec_at(tmp_path: Path, **lifecycle: Any) -> Any:
+    spec = yaml.safe_load((ROOT / "tenants" / "tenant-foo.yaml").read_text())
+    spec["lifecycle"].update(lifecycle)
+    (tmp_path / "tenant-foo.yaml").write_text(yaml.safe_dump(spec))
+    return load_spec(tmp_path, "tenant-foo", PLATFORM)
+
+
+def finding(check: str, layer: str, evidence: str = "x: y") -> Finding:
+    return Finding(check, layer, 40, evidence, f"because of {check}", "fix it")
+
+
+def test_a_layer_with_a_finding_is_false_and_ready_says_which(tmp_path: Path) -> None:
+    report = status(
+        spec_at(tmp_path), PLATFORM, [finding("binding-misses-workloads", "TenantNamespace")]
+    )
+    conditions = {c.type: c for c in report.conditions}
+    assert (
+        conditions["TenantNamespaceReady"].status,
+        conditions["TenantNamespaceReady"].reason,
+    ) == (
+        "False",
+        "BindingMissesWorkloads",
+    )
+    assert conditions["TenantNamespaceReady"].message == "because of binding-misses-workloads"
+    assert (conditions["Ready"].status, conditions["Ready"].message) == (
+        "False",
+        "not ready: TenantNamespace",
+    )
+    assert report.blocker == (
+        "a reviewed pull request setting lifecycle.stage: frozen; first make the tenant Ready "
+        "(diagnose says how)"
+    )
+
+
+def test_an_unreachable_backend_makes_its_layers_unknown(tmp_path: Path) -> None:
+    down = finding("backend-unreachable", "SlurmAccounting", "slurm: sacctmgr timed out")
+    report = status(spec_at(tmp_path), PLATFORM, [down])
+    unknown = [c.type for c in report.conditions if c.status == "Unknown"]
+    assert unknown == ["Ready", "SlurmAccountingReady"]
+
+
+def test_the_next_stage_and_what_it_waits_for(tmp_path: Path) -> None:
+    report = status(spec_at(tmp_path, stage="snapshotted"), PLATFORM, [])
+    assert report.ready
+    assert (report.stage, report.next_stage) == ("snapshotted", "destroy")
+    assert report.blocker == (
+        "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
+        "(by, date, ticket)"
+    )
