@@ -35,7 +35,7 @@ from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
 from tenant_stack import retention_job
-from tenant_stack.diagnosis.run import diagnose, status
+from tenant_stack.diagnosis.run import diagnose, read_status
 from tenant_stack.errors import TenantError
 from tenant_stack.fleet import drift
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
@@ -176,7 +176,7 @@ def _health(args: argparse.Namespace) -> int:
     reports = []
     for slug in slugs:
         spec = load_spec(args.tenants, slug, platform)
-        reports.append(status(spec, platform, diagnose(spec, platform)))
+        reports.append(read_status(spec, platform))
     if args.json:
         print(json.dumps({"tenants": [report.as_json() for report in reports]}))
     else:

@@ -145,7 +145,7 @@ def slurm_args(
         gpu_minutes_per_user=spec.gpu_minutes_per_user,
         normal=_qos(spec.qos_normal, s.qos.normal, contract.wall_limit),
         interactive=_qos(spec.qos_interactive, s.qos.interactive, contract.interactive_wall_limit),
-        teams=[slurm.Team(t.name, t.description, t.fairshare) for t in s.teams],
+        teams=[slurm.Team(t.name, t.description, t.fairshare, t.gpus) for t in s.teams],
         users=[slurm.User(u.username, u.team) for u in spec.users],
         partition=partition,
         frozen=spec.lifecycle.reached("frozen"),

@@ -81,6 +81,12 @@ def status_text(reports: Sequence[Status], colour: bool) -> str:
             if condition.status != "True":
                 lines.append(f"{report.tenant}: {condition.type} {condition.status} "
                              f"({condition.reason}): {condition.message}")  # fmt: skip
+        if report.usage:
+            used = ", ".join(
+                f"{s.scope} {s.used}/{s.cap}" + (" OVER" if s.over else "")
+                for s in report.usage.scopes
+            )
+            lines.append(f"{report.tenant}: GPUs in use / cap: {used}")
         lines.append(f"{report.tenant}: stage {report.stage}; next: {report.blocker}")
     return "\n".join(lines)
 

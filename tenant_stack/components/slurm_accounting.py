@@ -40,6 +40,7 @@ class Team:
     name: str
     description: str
     fairshare: int
+    gpus: int | None  # its own cap; None: the tenant's alone
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ class SlurmAccounting(pulumi.ComponentResource):
                 tenant=args.tenant,
                 description=team.description,
                 fairshare=team.fairshare,
+                grp_tres_gpus=team.gpus,
                 parent=account.name,
                 grp_jobs=0 if args.frozen else None,
                 grp_submit_jobs=grp_submit_jobs,

@@ -22,15 +22,17 @@ from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.components.tenant_namespace import workload_labels
 from tenant_stack.diagnosis.findings import Finding
+from tenant_stack.diagnosis.gpu_usage import read_usage
 from tenant_stack.errors import ClusterError
 from tenant_stack.live import kubectl_json
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
 
-__all__ = ["CHECKS", "Check"]
+__all__ = ["CHECKS", "OVERSUBSCRIBED", "Check"]
 
 TENANT_LABEL = "reserved.tenant"  # what the reservation operator labels and taints nodes with
 _UP = "pulumi up --refresh --stack {slug}"  # puts back what the program declares
+OVERSUBSCRIBED = "gpus-oversubscribed"
 
 
 @dataclass(frozen=True)
@@ -333,6 +335,30 @@ def storage(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
         )
 
 
+def gpus(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """Each scope whose running work holds more GPUs than its cap."""
+    if spec.lifecycle.stage == "destroy":
+        return
+    for scope in read_usage(spec).scopes:
+        if not scope.over:
+            continue
+        team = scope.scope.removeprefix("team ")
+        yield Finding(
+            OVERSUBSCRIBED,
+            "SlurmAccounting",
+            45,
+            f"{scope.scope}: {scope.used} GPUs in use (Slurm running jobs {scope.slurm}, "
+            f"Kubernetes pod requests {scope.kubernetes}), cap {scope.cap} ({scope.cap_from})",
+            "a cap was lowered under running work: Slurm keeps running what started under the "
+            "old cap and holds back new jobs until the scope is under it again",
+            "let the running jobs end, or end some ("
+            + (f"squeue --accounts={team} --states=RUNNING" if team != "tenant" else
+               f"squeue --accounts={','.join(spec.slurm_accounts)} --states=RUNNING; "
+               f"kubectl -n {spec.namespace} get pods")
+            + f"), or raise {scope.cap_from} in the spec",
+        )  # fmt: skip
+
+
 CHECKS = (
     Check("namespace", "kubernetes", namespace),
     Check("reservation", "kubernetes", reservation),
@@ -344,4 +370,5 @@ CHECKS = (
     Check("partition-time", "slurm", partition_time),
     Check("identity-numbers", "authentik", identity_numbers),
     Check("storage", "weka", storage),
+    Check("gpus", "slurm", gpus),
 )

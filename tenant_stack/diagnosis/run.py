@@ -11,14 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from providers.errors import BackendError
-from tenant_stack.diagnosis.checks import CHECKS, Check
+from tenant_stack.diagnosis.checks import CHECKS, OVERSUBSCRIBED, Check
 from tenant_stack.diagnosis.findings import LAYERS, Condition, Finding
+from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.errors import ClusterError
 from tenant_stack.fleet.parallel import fan_out
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
 
-__all__ = ["Status", "diagnose", "status"]
+__all__ = ["Status", "diagnose", "read_status", "status"]
 
 # Which backend each layer is read from.
 _BACKENDS = {
@@ -30,6 +31,8 @@ _BACKENDS = {
     "LoginPod": "kubernetes",
 }
 _UNREACHABLE = "backend-unreachable"
+# Findings that are not about a layer's objects: their own conditions say them.
+_NOT_LAYERS = (_UNREACHABLE, OVERSUBSCRIBED)
 _HOW = {
     "kubernetes": "check KUBECONFIG and that `kubectl get --raw /readyz` answers",
     "slurm": "check SLURM_CONF and that `scontrol ping` and `sacctmgr show cluster` answer",
@@ -75,6 +78,7 @@ class Status:
     next_stage: str | None
     blocker: str  # what the next stage waits for
     findings: list[Finding]
+    usage: Usage | None  # None when Slurm or Kubernetes could not be read
 
     @property
     def ready(self) -> bool:
@@ -89,15 +93,19 @@ class Status:
             "next_stage": self.next_stage,
             "blocker": self.blocker,
             "findings": [f.as_json() for f in self.findings],
+            "gpu_usage": self.usage.as_json() if self.usage else None,
         }
 
 
-def status(spec: TenantSpec, platform: Platform, findings: Sequence[Finding]) -> Status:
-    """A condition per layer from the findings, an overall Ready, and the offboarding stage."""
+def status(
+    spec: TenantSpec, platform: Platform, findings: Sequence[Finding], usage: Usage | None = None
+) -> Status:
+    """A condition per layer from the findings, whether any GPU scope is over its cap, an
+    overall Ready, the GPU usage read, and the offboarding stage."""
     unreachable = {f.evidence.split(":", 1)[0] for f in findings if f.check == _UNREACHABLE}
     layers = []
     for layer in LAYERS:
-        own = [f for f in findings if f.layer == layer and f.check != _UNREACHABLE]
+        own = [f for f in findings if f.layer == layer and f.check not in _NOT_LAYERS]
         if _BACKENDS[layer] in unreachable:
             reason, message = "BackendUnreachable", f"{_BACKENDS[layer]} did not answer"
             layers.append(Condition(f"{layer}Ready", "Unknown", reason, message))
@@ -106,6 +114,18 @@ def status(spec: TenantSpec, platform: Platform, findings: Sequence[Finding]) ->
             layers.append(Condition(f"{layer}Ready", "False", reason, own[0].cause))
         else:
             layers.append(Condition(f"{layer}Ready", "True", "AsDeclared", "as the spec declares"))
+    over = [f for f in findings if f.check == OVERSUBSCRIBED]
+    if "slurm" in unreachable:
+        layers.append(Condition("NotOversubscribed", "Unknown", "BackendUnreachable", "slurm"))
+    elif over:
+        scope = over[0].evidence.split(":", 1)[0]
+        reason = "TenantOverContract" if scope == "tenant" else "TeamOverCap"
+        said = "; ".join(f.evidence for f in over)
+        layers.append(Condition("NotOversubscribed", "False", reason, said))
+    else:
+        layers.append(
+            Condition("NotOversubscribed", "True", "WithinCaps", "every scope within its cap")
+        )
     statuses = {c.status for c in layers}
     if statuses == {"True"}:
         ready = Condition("Ready", "True", "AllLayersReady", "every layer is as the spec declares")
@@ -126,4 +146,15 @@ def status(spec: TenantSpec, platform: Platform, findings: Sequence[Finding]) ->
             blocker += ", with lifecycle.sign_off (by, date, ticket)"
     if ready.status != "True" and lifecycle.stage == "active":
         blocker += "; first make the tenant Ready (diagnose says how)"
-    return Status(spec.slug, [ready, *layers], lifecycle.stage, following, blocker, list(findings))
+    return Status(
+        spec.slug, [ready, *layers], lifecycle.stage, following, blocker, list(findings), usage
+    )
+
+
+def read_status(spec: TenantSpec, platform: Platform) -> Status:
+    """`status` of the tenant as the live backends have it now."""
+    try:
+        usage: Usage | None = read_usage(spec)
+    except (ClusterError, BackendError):
+        usage = None  # diagnose's findings say which backend did not answer
+    return status(spec, platform, diagnose(spec, platform), usage)

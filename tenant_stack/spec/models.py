@@ -95,11 +95,14 @@ class User(StrictModel):
 
 
 class Team(StrictModel):
-    """A Slurm sub-account of the tenant's account."""
+    """A Slurm sub-account of the tenant's account (the tenant's "project")."""
 
     name: AccountName
     description: SacctmgrText
     fairshare: Count
+    # The team's own GPU cap (its sub-account's GrpTRES=gres/gpu), never above the contract's.
+    # The teams' caps may add up to more than the tenant's: Slurm enforces both, the lower wins.
+    gpus: Count | None = None
 
 
 class Qos(StrictModel):

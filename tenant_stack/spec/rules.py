@@ -217,6 +217,12 @@ def _slurm(spec: TenantSpec) -> Iterator[Problem]:
             "slurm.max_jobs_per_user",
             f"{slurm.max_jobs_per_user} is more than the tenant's grp_jobs {slurm.grp_jobs}",
         )
+    for index, team in enumerate(slurm.teams):
+        if team.gpus is not None and team.gpus > spec.contract.gpus:
+            yield Problem(
+                f"slurm.teams.{index}.gpus",
+                f"{team.gpus} is more than the contract's {spec.contract.gpus} GPUs",
+            )
     for name, qos in (("normal", slurm.qos.normal), ("interactive", slurm.qos.interactive)):
         if qos.gpus > spec.contract.gpus:
             yield Problem(

@@ -96,7 +96,12 @@ def test_a_healthy_tenant_has_no_problem_and_is_ready(bar: Bar) -> None:
         ("SlurmAccountingReady", "True"),
         ("WekaStorageReady", "True"),
         ("LoginPodReady", "True"),
+        ("NotOversubscribed", "True"),
     ]
+    assert report["gpu_usage"]["scopes"] == [
+        {"scope": "tenant", "slurm": 0, "kubernetes": 0, "cap": 32, "cap_from": "contract.gpus",
+         "used": 0, "over": False}
+    ]  # fmt: skip
     assert (report["stage"], report["next_stage"]) == ("active", "frozen")
     assert report["blocker"] == "a reviewed pull request setting lifecycle.stage: frozen"
 

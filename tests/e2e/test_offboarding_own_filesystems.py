@@ -114,7 +114,8 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
     tenant.pulumi("stack", "init")
     tenant.pulumi("up", "--yes", "--skip-preview")
     yield tenant
-    run("scancel", f"--account={SLUG},ml-team-foo")
+    for account in (SLUG, "ml-team-foo"):  # scancel 22.05 takes one account per --account
+        run("scancel", f"--account={account}")
     if any(r["custom"] and not r["type"].startswith("pulumi:providers:") for r in tenant.state()):
         # Whatever a test left is taken down as a rehearsal's would be: every gate open.
         tenant.edit(stage="active", rehearsal=True)

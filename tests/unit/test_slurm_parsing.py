@@ -4,6 +4,7 @@ diffs in Slurm's stored forms, and the values refused before anything runs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from providers.command import CommandResult, KubectlExecTransport
 from providers.errors import SlurmError
-from providers.slurm import partitions, props, sacctmgr, values
+from providers.slurm import partitions, props, sacctmgr, usage, values
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import ConfigMapStore, FileStore
 from providers.slurm.partitions import Partition
@@ -598,3 +599,25 @@ def test_a_read_that_meets_a_reconfigure_is_retried_a_few_times(
     # Still busy after every attempt: the error names the command's own words.
     with pytest.raises(SlurmError, match="Unexpected missing socket error"):
         SlurmClient(_Reconfiguring(busy=9), cluster="c").partition("t")
+
+
+def test_gpu_usage_is_read_from_squeue_json_and_sshare() -> None:
+    assert usage.gpus_of("cpu=2,mem=4G,node=1,billing=2,gres/gpu=2") == 2
+    assert usage.gpus_of("cpu=2,gres/gpu=3,gres/gpu:h100=3") == 6
+    assert usage.gpus_of("") == 0
+    squeue = {
+        "jobs": [
+            {"job_id": 7, "account": "team-a", "user_name": "ann", "job_state": "RUNNING",
+             "tres_alloc_str": "cpu=1,node=1,gres/gpu=2"},
+            {"job_id": 8, "account": "team-a", "user_name": "ben", "job_state": "PENDING",
+             "tres_alloc_str": ""},
+        ]
+    }  # fmt: skip
+    assert usage.parse_running(json.dumps(squeue)) == [usage.RunningJob(7, "team-a", "ann", 2)]
+    sshare = "tenant-a|||cpu=9,gres/gpu=120\n team-a|ann|gres/gpu=5000|cpu=3,gres/gpu=40\n"
+    assert usage.parse_sshare(sshare) == [
+        usage.GpuMinutes("tenant-a", "", 120, None),
+        usage.GpuMinutes("team-a", "ann", 40, 5000),
+    ]
+    with pytest.raises(ValueError, match="squeue --json printed something else"):
+        usage.parse_running('{"meta": {}}')

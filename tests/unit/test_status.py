@@ -56,7 +56,7 @@ def test_an_unreachable_backend_makes_its_layers_unknown(tmp_path: Path) -> None
     down = finding("backend-unreachable", "SlurmAccounting", "slurm: sacctmgr timed out")
     report = status(spec_at(tmp_path), PLATFORM, [down])
     unknown = [c.type for c in report.conditions if c.status == "Unknown"]
-    assert unknown == ["Ready", "SlurmAccountingReady"]
+    assert unknown == ["Ready", "SlurmAccountingReady", "NotOversubscribed"]
 
 
 def test_the_next_stage_and_what_it_waits_for(tmp_path: Path) -> None:
@@ -67,3 +67,12 @@ def test_the_next_stage_and_what_it_waits_for(tmp_path: Path) -> None:
         "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
         "(by, date, ticket)"
     )
+
+
+def test_a_scope_over_its_cap_is_oversubscribed_and_not_a_layer_problem(tmp_path: Path) -> None:
+    over = finding("gpus-oversubscribed", "SlurmAccounting", "team ml-team-foo: 4 GPUs in use")
+    report = status(spec_at(tmp_path), PLATFORM, [over])
+    conditions = {c.type: (c.status, c.reason) for c in report.conditions}
+    assert conditions["NotOversubscribed"] == ("False", "TeamOverCap")
+    assert conditions["SlurmAccountingReady"] == ("True", "AsDeclared")
+    assert conditions["Ready"][0] == "False"

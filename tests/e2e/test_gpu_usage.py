@@ -1,0 +1,165 @@
+"""GPU usage against the caps on the tests' sandbox, as `status` and `diagnose` report it:
+tenant-foo on the slurmd node (8 GPUs), its team ml-team-foo capped at 4 in the spec. alice runs
+two 2-GPU jobs in the team; the team's cap is then lowered to 2 under them (Slurm keeps them
+running), which oversubscribes the team; GPU-requesting pods in the namespace then take the
+tenant over its contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sandbox.layout import SandboxLayout
+from sandbox.project import project_copy
+from sandbox.slurm.users import ensure_user
+from tests.backends import (
+    file_backend,
+    operator_command,
+    run,
+    run_pulumi,
+    sacctmgr,
+    sbatch_as,
+    squeue_job,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
+
+SLUG, TEAM, GROUP, GID = "tenant-foo", "ml-team-foo", "tenant-foo", 4099
+
+
+@dataclass
+class Foo:
+    project: Path
+    env: dict[str, str]
+
+    @property
+    def spec_file(self) -> Path:
+        return self.project / "tenants" / f"{SLUG}.yaml"
+
+    def set_team_gpus(self, gpus: int) -> None:
+        spec = yaml.safe_load(self.spec_file.read_text())
+        spec["slurm"]["teams"][0]["gpus"] = gpus
+        self.spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+        run_pulumi(self.env, self.project, "up", "--yes", "--skip-preview", "--stack", SLUG,
+                   timeout=600)  # fmt: skip
+
+    def status(self) -> dict[str, Any]:
+        tenants = self.project / "tenants"
+        said = operator_command("status", SLUG, "--json", "--tenants", tenants)
+        assert said.returncode in (0, 1), said.stderr
+        report: dict[str, Any] = json.loads(said.stdout)["tenants"][0]
+        return report
+
+
+@pytest.fixture(scope="module")
+def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Foo]:
+    ensure_user("alice", 2147, GID, GROUP)
+    work = tmp_path_factory.mktemp("gpu-usage")
+    tenant = Foo(project_copy(work / "project", rehearsals=(SLUG,)), file_backend(work / "backend"))
+    spec = yaml.safe_load(tenant.spec_file.read_text())
+    spec["contract"]["gpus"] = 8
+    spec["reservation"]["nodes"] = ["gpu-14"]  # the sandbox's slurmd node, with 8 GPUs
+    for qos in ("normal", "interactive"):
+        spec["slurm"]["qos"][qos]["gpus"] = 8
+    spec["slurm"]["teams"][0]["gpus"] = 4
+    spec["slurm"]["partition"]["oversubscribe"] = "no"  # jobs share the node (exclusive: whole)
+    tenant.spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    run_pulumi(tenant.env, tenant.project, "stack", "init", SLUG)
+    tenant.set_team_gpus(4)
+    yield tenant
+    for account in (SLUG, TEAM):  # scancel 22.05 takes one account per --account
+        run("scancel", f"--account={account}")
+    run("kubectl", "-n", SLUG, "delete", "pods", "--all", "--wait=false")
+    run_pulumi(tenant.env, tenant.project, "destroy", "--yes", "--skip-preview", "--stack", SLUG,
+               timeout=600)  # fmt: skip
+
+
+def running(job: int) -> bool:
+    return squeue_job(job) == "RUNNING"
+
+
+def scopes(report: dict[str, Any]) -> dict[str, tuple[int, int, bool]]:
+    return {s["scope"]: (s["used"], s["cap"], s["over"]) for s in report["gpu_usage"]["scopes"]}
+
+
+def condition(report: dict[str, Any]) -> tuple[str, str]:
+    found = next(c for c in report["conditions"] if c["type"] == "NotOversubscribed")
+    return found["status"], found["reason"]
+
+
+def test_a_team_within_its_cap(foo: Foo) -> None:
+    jobs = [
+        sbatch_as(
+            "alice",
+            GROUP,
+            f"--account={TEAM}",
+            f"--partition={SLUG}",
+            "--gres=gpu:2",
+            "--mem=64M",  # without it a job takes the node's memory (CR_Core_Memory)
+            "--time=00:30:00",
+            "--output=/dev/null",
+            "--wrap=sleep 1200",
+        )
+        for _ in range(2)
+    ]
+    for job in jobs:
+        wait_for(f"job {job} to run", partial(running, job), 60)
+    report = foo.status()
+    assert scopes(report) == {"tenant": (4, 8, False), f"team {TEAM}": (4, 4, False)}
+    assert condition(report) == ("True", "WithinCaps")
+    assert report["ready"] is True
+    alice = next(row for row in report["gpu_usage"]["gpu_minutes"] if row["user"] == "alice")
+    assert (alice["account"], alice["budget"]) == (TEAM, 240000)
+
+
+def test_a_cap_lowered_under_running_jobs_oversubscribes_the_team(foo: Foo) -> None:
+    foo.set_team_gpus(2)
+    assert sacctmgr("show", "assoc", f"account={TEAM}", "user=", "format=GrpTRES") == ["gres/gpu=2"]
+    report = foo.status()
+    assert scopes(report)[f"team {TEAM}"] == (4, 2, True)
+    assert condition(report) == ("False", "TeamOverCap")
+    assert report["ready"] is False
+    said = operator_command("diagnose", SLUG, "--json", "--tenants", foo.project / "tenants")
+    [finding] = json.loads(said.stdout)["findings"]
+    assert finding["check"] == "gpus-oversubscribed"
+    assert finding["evidence"] == (
+        f"team {TEAM}: 4 GPUs in use (Slurm running jobs 4, Kubernetes pod requests 0), "
+        "cap 2 (slurm.teams.0.gpus)"
+    )
+    assert f"squeue --accounts={TEAM} --states=RUNNING" in finding["fix"]
+
+
+def test_pods_requesting_gpus_take_the_tenant_over_its_contract(foo: Foo) -> None:
+    for index in range(2):
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"train-{index}", "namespace": SLUG,
+                         "labels": {"app.kubernetes.io/managed-by": SLUG}},
+            "spec": {
+                "securityContext": {"runAsNonRoot": True, "runAsUser": 2147,
+                                    "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [{
+                    "name": "train",
+                    "image": "registry.example.invalid/train:1",
+                    "resources": {"requests": {"nvidia.com/gpu": "3"},
+                                  "limits": {"nvidia.com/gpu": "3"}},
+                    "securityContext": {"allowPrivilegeEscalation": False,
+                                        "capabilities": {"drop": ["ALL"]}},
+                }],
+            },
+        }  # fmt: skip
+        subprocess.run(["kubectl", "apply", "-f", "-"], input=json.dumps(pod), text=True,
+                       check=True, capture_output=True)  # fmt: skip
+    report = foo.status()
+    assert scopes(report)["tenant"] == (10, 8, True)
+    assert condition(report) == ("False", "TenantOverContract")
