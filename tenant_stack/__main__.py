@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from tenant_stack.render import (
     drift_text,
     preview_line,
     status_text,
+    table,
     wants_colour,
 )
 from tenant_stack.spec import load_spec
@@ -382,7 +382,7 @@ def _retention(args: argparse.Namespace) -> int:
         print(json.dumps({"now": now.isoformat(), "tenants": [r.as_json() for r in reports]}))
     elif args.action == "calendar":
         rows = retention_job.calendar_rows(reports)
-        print(_table(("TENANT", "ITEM", "CLASS", "UNTIL", "STATUS"), rows))
+        print(table(("TENANT", "ITEM", "CLASS", "UNTIL", "STATUS"), rows))
         for report in reports:
             if report.error or report.hold.held:
                 print("\n".join(report.lines(dry_run)))
@@ -392,46 +392,10 @@ def _retention(args: argparse.Namespace) -> int:
     return 1 if any(report.error for report in reports) else 0
 
 
-def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in [header, *rows]
-    )
-
-
-def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "check":
-        try:
-            return _check(args)
-        except (TenantError, BackendError) as error:
-            print(error, file=sys.stderr)
-            return 2
-    if args.command in ("status", "diagnose"):
-        try:
-            return _health(args)
-        except (TenantError, BackendError) as error:
-            print(error, file=sys.stderr)
-            return 2
-    if args.command in ("drift", "review"):
-        try:
-            return _drift(args) if args.command == "drift" else _review(args)
-        except TenantError as error:
-            print(error, file=sys.stderr)
-            return 2
-    if args.command == "retention":
-        try:
-            return _retention(args)
-        except (TenantError, BackendError) as error:
-            print(error, file=sys.stderr)
-            return 2
-    try:
-        platform = load_platform(ROOT / "Pulumi.prod.yaml")
-        spec = load_spec(args.tenants, args.slug, platform)
-    except TenantError as error:
-        print(error, file=sys.stderr)
-        return 2
+def _tenant(args: argparse.Namespace) -> int:
+    """handover and verify-offboarded: one tenant's spec, and what is made of it."""
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    spec = load_spec(args.tenants, args.slug, platform)
     if args.command == "handover":
         sheet = connection_sheet(spec, platform)
         print(json.dumps(sheet) if args.json else sheet, end="\n" if args.json else "")
@@ -439,6 +403,25 @@ def main(argv: list[str]) -> int:
     checks = verify(spec, platform)
     print(as_json(spec, checks) if args.json else checklist(spec, checks), end="\n")
     return 0 if all(check.ok for check in checks) else 1
+
+
+_COMMANDS = {
+    "check": _check,
+    "drift": _drift,
+    "review": _review,
+    "status": _health,
+    "diagnose": _health,
+    "retention": _retention,
+}
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _COMMANDS.get(args.command, _tenant)(args)
+    except (TenantError, BackendError) as error:
+        print(error, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

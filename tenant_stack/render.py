@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from tenant_stack.diagnosis.run import Status
 from tenant_stack.fleet.drift import StackDrift
 from tenant_stack.fleet.review import TenantPreview
 
-__all__ = ["drift_progress", "drift_text", "preview_line", "status_text", "wants_colour"]
+__all__ = [
+    "drift_progress",
+    "drift_text",
+    "preview_line",
+    "status_text",
+    "table",
+    "wants_colour",
+]
 
 _COLOURS = {"clean": "32", "drift": "33", "error": "31", "no-changes": "32", "changes": "33"}
 _COLOURS["failed"] = _COLOURS["error"]
@@ -59,23 +66,33 @@ def drift_text(report: Sequence[StackDrift], colour: bool) -> str:
     return "\n".join(lines)
 
 
+def table(
+    header: tuple[str, ...],
+    rows: Sequence[tuple[str, ...]],
+    paint: Callable[[str], str] = str,
+) -> str:
+    """Columns aligned on the cells' text; `paint` may colour a cell without moving them."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(
+            paint(str(cell)) + " " * (width - len(str(cell)))
+            for cell, width in zip(row, widths, strict=True)
+        ).rstrip()
+        for row in [header, *rows]
+    )
+
+
 def status_text(reports: Sequence[Status], colour: bool) -> str:
     """One row per tenant: Ready, each layer's condition and the stage; under a tenant that is
     not Ready, each condition that is not True with its reason and message."""
     if not reports:
         return "no tenant"
     layers = (c.type.removesuffix("Ready") for c in reports[0].conditions[1:])
-    rows = [("TENANT", "READY", *layers, "STAGE")]
-    for report in reports:
-        rows.append((report.tenant, *(c.status for c in report.conditions), report.stage))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(
-            _paint(cell, colour and cell in _COLOURS) + " " * (width - len(cell))
-            for cell, width in zip(row, widths, strict=True)
-        ).rstrip()
-        for row in rows
+    rows = [
+        (report.tenant, *(c.status for c in report.conditions), report.stage) for report in reports
     ]
+    header = ("TENANT", "READY", *layers, "STAGE")
+    lines = [table(header, rows, lambda cell: _paint(cell, colour and cell in _COLOURS))]
     for report in reports:
         for condition in report.conditions[1:]:
             if condition.status != "True":

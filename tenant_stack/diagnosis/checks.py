@@ -22,13 +22,13 @@ from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.components.tenant_namespace import workload_labels
 from tenant_stack.diagnosis.findings import Finding
-from tenant_stack.diagnosis.gpu_usage import read_usage
+from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.errors import ClusterError
 from tenant_stack.live import kubectl_json
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
 
-__all__ = ["CHECKS", "OVERSUBSCRIBED", "Check"]
+__all__ = ["CHECKS", "OVERSUBSCRIBED", "Check", "oversubscribed"]
 
 TENANT_LABEL = "reserved.tenant"  # what the reservation operator labels and taints nodes with
 _UP = "pulumi up --refresh --stack {slug}"  # puts back what the program declares
@@ -337,9 +337,13 @@ def storage(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
 
 def gpus(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     """Each scope whose running work holds more GPUs than its cap."""
-    if spec.lifecycle.stage == "destroy":
-        return
-    for scope in read_usage(spec).scopes:
+    if spec.lifecycle.stage != "destroy":
+        yield from oversubscribed(spec, read_usage(spec))
+
+
+def oversubscribed(spec: TenantSpec, usage: Usage) -> Iterator[Finding]:
+    """The findings of `gpus` on a usage already read."""
+    for scope in usage.scopes:
         if not scope.over:
             continue
         team = scope.scope.removeprefix("team ")

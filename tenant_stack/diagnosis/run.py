@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from providers.errors import BackendError
-from tenant_stack.diagnosis.checks import CHECKS, OVERSUBSCRIBED, Check
+from tenant_stack.diagnosis.checks import CHECKS, OVERSUBSCRIBED, Check, oversubscribed
 from tenant_stack.diagnosis.findings import LAYERS, Condition, Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.errors import ClusterError
@@ -154,7 +154,11 @@ def status(
 def read_status(spec: TenantSpec, platform: Platform) -> Status:
     """`status` of the tenant as the live backends have it now."""
     try:
-        usage: Usage | None = read_usage(spec)
+        usage = read_usage(spec)
     except (ClusterError, BackendError):
-        usage = None  # diagnose's findings say which backend did not answer
-    return status(spec, platform, diagnose(spec, platform), usage)
+        # diagnose's own read of it fails the same way, as a finding for that backend
+        return status(spec, platform, diagnose(spec, platform), None)
+    # The usage just read serves the GPU check too: Slurm and Kubernetes are read once.
+    read = Check("gpus", "slurm", lambda spec, _: oversubscribed(spec, usage))
+    checks = [read if check.name == read.name else check for check in CHECKS]
+    return status(spec, platform, diagnose(spec, platform, checks), usage)
