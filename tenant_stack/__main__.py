@@ -35,7 +35,8 @@ from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
 from tenant_stack import retention_job
 from tenant_stack.diagnosis.run import diagnose, read_status
-from tenant_stack.errors import TenantError
+from tenant_stack.diagnosis.stages import applied_stage
+from tenant_stack.errors import StackError, TenantError
 from tenant_stack.fleet import drift
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
 from tenant_stack.fleet.review import TenantPreview, review
@@ -159,29 +160,48 @@ def _health_parsers(commands: Any) -> None:
     for command in (status, diagnose):
         command.add_argument("--json", action="store_true", help="print JSON")
         command.add_argument(
-            "--tenants", type=Path, default=ROOT / "tenants", help="where the specs are"
+            "--project",
+            type=Path,
+            default=PROJECT,
+            help="the Pulumi project whose tenant stacks these are (default: "
+            "$GPU_TENANTS_PROJECT when set, else the checkout)",
+        )
+        command.add_argument(
+            "--tenants", type=Path, help="where the specs are (default: the project's tenants/)"
         )
 
 
 def _health(args: argparse.Namespace) -> int:
     platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    tenants = args.tenants or args.project / "tenants"
     if args.command == "diagnose":
-        found = diagnose(load_spec(args.tenants, args.slug, platform), platform)
+        found = diagnose(load_spec(tenants, args.slug, platform), platform)
         if args.json:
             print(json.dumps({"tenant": args.slug, "findings": [f.as_json() for f in found]}))
         else:
             print("\n".join(str(f) for f in found) or f"{args.slug}: no problem found")
         return 1 if found else 0
-    slugs = args.slugs or sorted(path.stem for path in args.tenants.glob("*.yaml"))
+    slugs = args.slugs or sorted(path.stem for path in tenants.glob("*.yaml"))
+    stacks = Stacks(args.project)
     reports = []
     for slug in slugs:
-        spec = load_spec(args.tenants, slug, platform)
-        reports.append(read_status(spec, platform))
+        spec = load_spec(tenants, slug, platform)
+        reports.append(read_status(spec, platform, _applied_stage(stacks, slug)))
     if args.json:
         print(json.dumps({"tenants": [report.as_json() for report in reports]}))
     else:
         print(status_text(reports, wants_colour(sys.stdout)))
     return 0 if all(report.ready for report in reports) else 1
+
+
+def _applied_stage(stacks: Stacks, slug: str) -> str | None:
+    """The stage the last complete `up` of the tenant's stack applied; None without a stack."""
+    try:
+        return applied_stage(stacks.resources(slug))
+    except StackError as error:
+        if f"no stack named '{slug}'" in str(error):
+            return None
+        raise
 
 
 def _fleet_options(command: argparse.ArgumentParser, at_once: str) -> None:

@@ -215,7 +215,7 @@ def retention_args(
             for kind in ARCHIVE_KINDS
             if (kind in kinds or kind in retained) and kind not in purged
         ],
-        allow_empty=spec.lifecycle.rehearsal,
+        allow_empty=spec.lifecycle.rehearsal or spec.lifecycle.no_jobs,
         copies=[Copy(fs, f"/{spec.slug}") for fs in copied if f"copy:{fs}" not in purged],
         uploads=[
             fs

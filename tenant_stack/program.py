@@ -213,7 +213,22 @@ def declare_offboarded(spec: TenantSpec, platform: Platform) -> None:
         ),
     )
     pulumi.export("lifecycle_stage", spec.lifecycle.stage)
+    export_offboarding(spec)
     pulumi.export("archives", retention.archives)
+
+
+def export_offboarding(spec: TenantSpec) -> None:
+    """The static part of `status`: the stage, the next one and what it waits for by the spec
+    (the live blockers are `status`'s own reads)."""
+    lifecycle = spec.lifecycle
+    pulumi.export(
+        "offboarding",
+        {
+            "stage": lifecycle.stage,
+            "next_stage": lifecycle.next_stage,
+            "waits_for": lifecycle.waits_for,
+        },
+    )
 
 
 def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
@@ -255,6 +270,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     pulumi.export("connection_sheet", connection_sheet(spec, platform))
     pulumi.export("smoke_tests", smoke_tests(spec))
     pulumi.export("lifecycle_stage", tenant.offboarding.stage)
+    export_offboarding(spec)
     pulumi.export("archives", tenant.retention.archives)
     if spec.lifecycle.reached("frozen"):
         pulumi.export("offboarding_notice", offboarding_notice(spec, platform))

@@ -104,7 +104,9 @@ def status_text(reports: Sequence[Status], colour: bool) -> str:
                 for s in report.usage.scopes
             )
             lines.append(f"{report.tenant}: GPUs in use / cap: {used}")
-        lines.append(f"{report.tenant}: stage {report.stage}; next: {report.blocker}")
+        following = report.next_stage or "none"
+        lines.append(f"{report.tenant}: stage {report.stage}; next {following}, waits for:")
+        lines += [f"  - {blocker}" for blocker in report.blockers]
     return "\n".join(lines)
 
 

@@ -37,3 +37,7 @@ got=$(versitygw --version) || fail "versitygw is missing; run make setup"
 got=$(sed -n 's/^Version *: *//p' <<<"$got")
 [[ $got == "v$VERSITYGW_VERSION" ]] || fail "versitygw reports version '$got', want v$VERSITYGW_VERSION"
 echo "[check] versitygw $got ($(command -v versitygw))"
+got=$(temporal --version) || fail "temporal is missing; run make setup"
+[[ $got == "temporal version $TEMPORAL_CLI_VERSION "* ]] ||
+  fail "temporal reports '$got', want $TEMPORAL_CLI_VERSION"
+echo "[check] $got"

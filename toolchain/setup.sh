@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make setup`: the project's virtualenv, the Pulumi engine with its Python language host, the
-# Kubernetes provider plugin, the Kubernetes control-plane binaries and the S3 gateway. Idempotent:
+# Kubernetes provider plugin, the Kubernetes control-plane binaries, the S3 gateway and the
+# Temporal CLI. Idempotent:
 # what is already built (cached outside the work tree, keyed by version) is not built again.
 set -euo pipefail
 # Progress (ours and the installers') goes to stderr: every make target runs setup first, and
@@ -204,28 +205,51 @@ kubernetes_control_plane() {
   finish_install "$scratch" "$KUBERNETES_DIR"
 }
 
-# Versity's S3 gateway, the sandbox's retention object store. Built inside its own module as the
-# proxy serves it (read-only in the module cache, which `go build` only reads), so the module's own
-# go.sum pins every dependency and no wrapper module is needed. (This function shadows the binary
-# inside this script only; nothing here runs the binary.)
-versitygw() {
-  if [[ -x $VERSITYGW_DIR/bin/versitygw ]]; then
-    say "versitygw v$VERSITYGW_VERSION: cached in $VERSITYGW_DIR"
-    return
-  fi
-  check_go
-  local scratch="$VERSITYGW_DIR.partial" module="$VERSITYGW_MODULE@v$VERSITYGW_VERSION" json src
+# A Go module's source directory as the proxy serves it ($1: module@version). Binaries are built
+# inside it (read-only in the module cache, which `go build` only reads), so the module's own
+# go.sum pins every dependency and no wrapper module is needed.
+module_source() {
+  local module=$1 json src
   json=$(cd "$here" && go mod download -json "$module" 2>&1) ||
     die "the Go module proxy did not serve $module" "go mod download said:" "$json"
   src=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$json")
   [[ -d $src ]] || die "go mod download $module named no source directory" "$json"
+  echo "$src"
+}
+
+# Builds binary $3 of package $5 inside module $4 with ldflags $6 into $2/bin, unless cached; $1
+# names it in messages, $7 says how long a first build takes.
+module_binary() {
+  local what=$1 dir=$2 binary=$3 module=$4 package=$5 ldflags=$6 takes=$7
+  if [[ -x $dir/bin/$binary ]]; then
+    say "$what: cached in $dir"
+    return
+  fi
+  check_go
+  local scratch="$dir.partial" src
+  src=$(module_source "$module")
   rm -rf "$scratch" && mkdir -p "$scratch/bin"
-  say "building versitygw v$VERSITYGW_VERSION (first time: about 80 seconds on 2 cores)"
-  # Without the stamp `versitygw --version` says "git", and check.sh could not tell the version.
-  (cd "$src" && run_logged "versitygw v$VERSITYGW_VERSION" "$GPU_TENANTS_CACHE/logs/versitygw.log" \
-    env CGO_ENABLED=0 go build -trimpath -ldflags "-X main.Version=v$VERSITYGW_VERSION" \
-    -o "$scratch/bin/versitygw" ./cmd/versitygw)
-  finish_install "$scratch" "$VERSITYGW_DIR"
+  say "building $what (first time: $takes on 2 cores)"
+  (cd "$src" && run_logged "$what" "$GPU_TENANTS_CACHE/logs/$binary.log" \
+    env CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$scratch/bin/$binary" "$package")
+  finish_install "$scratch" "$dir"
+}
+
+# Versity's S3 gateway, the sandbox's retention object store. Unstamped, `versitygw --version`
+# says "git", and check.sh could not tell the version. (This function shadows the binary inside
+# this script only; nothing here runs it.)
+versitygw() {
+  module_binary "versitygw v$VERSITYGW_VERSION" "$VERSITYGW_DIR" versitygw \
+    "$VERSITYGW_MODULE@v$VERSITYGW_VERSION" ./cmd/versitygw \
+    "-X main.Version=v$VERSITYGW_VERSION" "about 80 seconds"
+}
+
+# The Temporal CLI, whose dev server is the sandbox's workflow engine. Unstamped, `temporal
+# --version` says 0.0.0-DEV.
+temporal_cli() {
+  module_binary "temporal CLI v$TEMPORAL_CLI_VERSION" "$TEMPORAL_CLI_DIR" temporal \
+    "$TEMPORAL_CLI_MODULE@v$TEMPORAL_CLI_VERSION" ./cmd/temporal \
+    "-X github.com/temporalio/cli/temporalcli.Version=$TEMPORAL_CLI_VERSION" "about 4 minutes"
 }
 
 # Slurm, munge and MariaDB from Debian, for the sandbox.
@@ -248,6 +272,7 @@ main() {
   kubernetes_plugin
   kubernetes_control_plane
   versitygw
+  temporal_cli
   sandbox_packages
   "$here/check.sh"
   say "done in $((SECONDS - started))s; run: eval \"\$(make -s env)\""

@@ -17,5 +17,10 @@ ETCD_VERSION=3.5.21
 VERSITYGW_VERSION=1.8.0
 VERSITYGW_MODULE=github.com/versity/versitygw
 
+# The Temporal CLI, whose `server start-dev` is the sandbox's workflow engine (Temporal server
+# 1.29.1 on SQLite). v1.9.x needs its nested module cliext, which the Go proxy refuses here.
+TEMPORAL_CLI_VERSION=1.5.1
+TEMPORAL_CLI_MODULE=github.com/temporalio/cli
+
 # The oldest Go that compiles every wrapper module (toolchain/go/pulumi/go.mod needs 1.25.11).
 GO_MIN_VERSION=1.25.11

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["CSI_SECRET_STAGES", "csi_secret_data", "storage_class_parameters"]
+__all__ = [
+    "CSI_SECRET_STAGES",
+    "WEKA_CSI_DRIVER",
+    "csi_secret_data",
+    "storage_class_parameters",
+]
 
+WEKA_CSI_DRIVER = "csi.weka.io"  # the provisioner of a StorageClass, the driver of a volume
 WEKA_API_PORT = 14000
 # Every CSI call that takes credentials; the driver needs the same Secret for all of them.
 CSI_SECRET_STAGES = (

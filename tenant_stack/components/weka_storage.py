@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pulumi
 
 from providers.weka.client import ROOT_ORG
-from providers.weka.csi import csi_secret_data, storage_class_parameters
+from providers.weka.csi import WEKA_CSI_DRIVER, csi_secret_data, storage_class_parameters
 from providers.weka.resources import (
     WekaDirectory,
     WekaDirectoryQuota,
@@ -264,7 +264,7 @@ class WekaStorage(pulumi.ComponentResource):
             kind="StorageClass",
             metadata=object_metadata(storage_class_name(tenant)),
             manifest={
-                "provisioner": "csi.weka.io",
+                "provisioner": WEKA_CSI_DRIVER,
                 "parameters": pulumi.Output.all(secret_name, args.namespace, scratch.name).apply(
                     lambda v: storage_class_parameters(v[0], v[1], v[2])
                 ),

@@ -16,23 +16,28 @@ from typing import Any
 from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.slurm import values
+from providers.slurm.accounting_export import export
 from providers.slurm.client import SlurmClient
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
+from providers.weka.csi import WEKA_CSI_DRIVER
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.components.tenant_namespace import workload_labels
 from tenant_stack.diagnosis.findings import Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.errors import ClusterError
 from tenant_stack.live import kubectl_json
+from tenant_stack.mapping import filesystems
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
 
-__all__ = ["CHECKS", "OVERSUBSCRIBED", "Check", "oversubscribed"]
+__all__ = ["CHECKS", "OVERSUBSCRIBED", "STAGE_CHECKS", "Check", "oversubscribed"]
 
 TENANT_LABEL = "reserved.tenant"  # what the reservation operator labels and taints nodes with
 _UP = "pulumi up --refresh --stack {slug}"  # puts back what the program declares
 OVERSUBSCRIBED = "gpus-oversubscribed"
+# Failures that block the next offboarding stage: `status` names them among its blockers.
+STAGE_CHECKS = ("empty-sacct-export", "filesystem-in-use")
 
 
 @dataclass(frozen=True)
@@ -335,6 +340,77 @@ def storage(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
         )
 
 
+def billing_export(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """Runbook 3b's sanity check, before the archived stage makes the export: the tenant's
+    jobs as sacct lists them, which an archive refuses to find empty."""
+    lifecycle = spec.lifecycle
+    if lifecycle.stage not in ("drained", "archived") or lifecycle.rehearsal or lifecycle.no_jobs:
+        return
+    accounts = spec.slurm_accounts
+    transport = SlurmSettings.from_environment().make_transport()
+    if export(transport, "jobs", accounts, allow_empty=True).rows:
+        return
+    listed = ",".join(accounts)
+    yield Finding(
+        "empty-sacct-export",
+        "SlurmAccounting",
+        35,
+        f"`sacct -X --allusers --accounts={listed} --starttime=1970-01-01`: no job",
+        "the billing export would be empty, and stage archived refuses an empty one: the "
+        "tenant's history is not where sacct looks (another cluster in slurmdbd, accounts "
+        "renamed, jobs purged by PurgeJobAfter) or the tenant never ran a job",
+        f"look further (`sacct -X --allusers --accounts={listed} --starttime=1970-01-01 "
+        "--clusters=all`, and slurmdbd.conf's Purge* settings); if the tenant truly ran no job, "
+        "say so in the change ticket and set lifecycle.no_jobs: true in the spec",
+    )
+
+
+def volumes_in_use(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
+    """The tenant's Weka volumes still attached to a node once the filesystems are next to go:
+    Weka refuses to delete a filesystem a client mounts ("filesystem is in use")."""
+    if spec.lifecycle.stage not in ("snapshotted", "destroy"):
+        return
+    own = set(filesystems(spec, platform)) if spec.storage.isolation == "org" else set()
+
+    def tenants(volume: dict[str, Any]) -> bool:
+        source = volume["spec"].get("csi") or {}
+        claim = volume["spec"].get("claimRef") or {}
+        handle = str(source.get("volumeHandle", "")).split("/")
+        return source.get("driver") == WEKA_CSI_DRIVER and (
+            claim.get("namespace") == spec.namespace or (len(handle) > 2 and handle[2] in own)
+        )
+
+    volumes = {
+        v["metadata"]["name"]: v for v in (_get("persistentvolumes") or {}).get("items") or []
+    }
+    attached = sorted(
+        (a["spec"]["nodeName"], a["metadata"]["name"], name)
+        for a in (_get("volumeattachments") or {}).get("items") or []
+        if (name := a["spec"].get("source", {}).get("persistentVolumeName")) in volumes
+        and tenants(volumes[name])
+    )
+    if not attached:
+        return
+    nodes = sorted({node for node, _, _ in attached})
+    handles = ", ".join(
+        f"{volume} ({volumes[volume]['spec']['csi']['volumeHandle']}) on {node} by {attachment}"
+        for node, attachment, volume in attached
+    )
+    yield Finding(
+        "filesystem-in-use",
+        "WekaStorage",
+        35,
+        f"volumeattachments of the tenant's Weka volumes: {handles}",
+        "a client still mounts the tenant's storage: Weka refuses to delete a filesystem in use, "
+        "so the destroy would stop there (often a stale wekafs mount on a node that left the "
+        "cluster with the kernel module loaded)",
+        f"find the holder on {', '.join(nodes)} (`kubectl get pods -A --field-selector "
+        "spec.nodeName=<node>`; `mount -t wekafs` on the node) and stop it; a node that left "
+        "the cluster: `umount` the stale mount there, then `kubectl delete volumeattachment "
+        "<name>`; then the destroy again",
+    )
+
+
 def gpus(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     """Each scope whose running work holds more GPUs than its cap."""
     if spec.lifecycle.stage != "destroy":
@@ -375,4 +451,6 @@ CHECKS = (
     Check("identity-numbers", "authentik", identity_numbers),
     Check("storage", "weka", storage),
     Check("gpus", "slurm", gpus),
+    Check("billing-export", "slurm", billing_export),
+    Check("volumes-in-use", "kubernetes", volumes_in_use),
 )

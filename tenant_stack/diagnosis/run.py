@@ -11,9 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from providers.errors import BackendError
-from tenant_stack.diagnosis.checks import CHECKS, OVERSUBSCRIBED, Check, oversubscribed
+from tenant_stack.diagnosis.checks import (
+    CHECKS,
+    OVERSUBSCRIBED,
+    STAGE_CHECKS,
+    Check,
+    oversubscribed,
+)
 from tenant_stack.diagnosis.findings import LAYERS, Condition, Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
+from tenant_stack.diagnosis.stages import stage_blockers
 from tenant_stack.errors import ClusterError
 from tenant_stack.fleet.parallel import fan_out
 from tenant_stack.platform import Platform
@@ -32,7 +39,7 @@ _BACKENDS = {
 }
 _UNREACHABLE = "backend-unreachable"
 # Findings that are not about a layer's objects: their own conditions say them.
-_NOT_LAYERS = (_UNREACHABLE, OVERSUBSCRIBED)
+_NOT_LAYERS = (_UNREACHABLE, OVERSUBSCRIBED, *STAGE_CHECKS)
 _HOW = {
     "kubernetes": "check KUBECONFIG and that `kubectl get --raw /readyz` answers",
     "slurm": "check SLURM_CONF and that `scontrol ping` and `sacctmgr show cluster` answer",
@@ -76,7 +83,7 @@ class Status:
     conditions: list[Condition]
     stage: str
     next_stage: str | None
-    blocker: str  # what the next stage waits for
+    blockers: list[str]  # what the next stage waits for, in the cluster first, then the spec
     findings: list[Finding]
     usage: Usage | None  # None when Slurm or Kubernetes could not be read
 
@@ -91,17 +98,22 @@ class Status:
             "conditions": [c.as_json() for c in self.conditions],
             "stage": self.stage,
             "next_stage": self.next_stage,
-            "blocker": self.blocker,
+            "blockers": self.blockers,
             "findings": [f.as_json() for f in self.findings],
             "gpu_usage": self.usage.as_json() if self.usage else None,
         }
 
 
 def status(
-    spec: TenantSpec, platform: Platform, findings: Sequence[Finding], usage: Usage | None = None
+    spec: TenantSpec,
+    platform: Platform,
+    findings: Sequence[Finding],
+    usage: Usage | None = None,
+    blockers: Sequence[str] = (),
 ) -> Status:
     """A condition per layer from the findings, whether any GPU scope is over its cap, an
-    overall Ready, the GPU usage read, and the offboarding stage."""
+    overall Ready, the GPU usage read, and the offboarding stage with what the next one waits
+    for: `blockers` read in the cluster, then the spec's own."""
     unreachable = {f.evidence.split(":", 1)[0] for f in findings if f.check == _UNREACHABLE}
     layers = []
     for layer in LAYERS:
@@ -137,28 +149,35 @@ def status(
         else:
             ready = Condition("Ready", "Unknown", "LayersUnknown", message)
     lifecycle = spec.lifecycle
-    following = lifecycle.next_stage
-    if following is None:
-        blocker = "none: the stage is destroy; `pulumi destroy --exclude-protected` ends it"
-    else:
-        blocker = f"a reviewed pull request setting lifecycle.stage: {following}"
-        if following == "destroy" and lifecycle.sign_off is None:
-            blocker += ", with lifecycle.sign_off (by, date, ticket)"
+    waits = list(blockers)
     if ready.status != "True" and lifecycle.stage == "active":
-        blocker += "; first make the tenant Ready (diagnose says how)"
+        waits.append("the tenant is not Ready: make it Ready first (diagnose says how)")
+    waits.append(lifecycle.waits_for)
     return Status(
-        spec.slug, [ready, *layers], lifecycle.stage, following, blocker, list(findings), usage
+        spec.slug,
+        [ready, *layers],
+        lifecycle.stage,
+        lifecycle.next_stage,
+        waits,
+        list(findings),
+        usage,
     )
 
 
-def read_status(spec: TenantSpec, platform: Platform) -> Status:
-    """`status` of the tenant as the live backends have it now."""
+def read_status(spec: TenantSpec, platform: Platform, applied: str | None) -> Status:
+    """`status` of the tenant as the live backends have it now; `applied` is the stage the
+    stack's last complete `up` applied (`stages.applied_stage`)."""
+    usage: Usage | None = None
+    checks = list(CHECKS)
     try:
-        usage = read_usage(spec)
+        read = read_usage(spec)
     except (ClusterError, BackendError):
-        # diagnose's own read of it fails the same way, as a finding for that backend
-        return status(spec, platform, diagnose(spec, platform), None)
-    # The usage just read serves the GPU check too: Slurm and Kubernetes are read once.
-    read = Check("gpus", "slurm", lambda spec, _: oversubscribed(spec, usage))
-    checks = [read if check.name == read.name else check for check in CHECKS]
-    return status(spec, platform, diagnose(spec, platform, checks), usage)
+        pass  # diagnose's own read of it fails the same way, as a finding for that backend
+    else:
+        # The usage just read serves the GPU check too: Slurm and Kubernetes are read once.
+        usage = read
+        gpus = Check("gpus", "slurm", lambda spec, _: oversubscribed(spec, read))
+        checks = [gpus if check.name == gpus.name else check for check in CHECKS]
+    findings = diagnose(spec, platform, checks)
+    blockers = stage_blockers(spec, applied, findings)
+    return status(spec, platform, findings, usage, blockers)

@@ -212,6 +212,9 @@ class Lifecycle(StrictModel):
     # The rollback past step 4 (the filesystems deleted): the tenant is brought back from what
     # offboarding kept, each filesystem made from its uploaded snapshot.
     restore: bool = False
+    # The tenant never ran a job: the empty billing export is what there is, and the archived
+    # stage accepts it (runbook 3b checks the row count; the change ticket says why it is 0).
+    no_jobs: bool = False
 
     def reached(self, stage: Stage) -> bool:
         return STAGES.index(self.stage) >= STAGES.index(stage)
@@ -220,6 +223,17 @@ class Lifecycle(StrictModel):
     def next_stage(self) -> Stage | None:
         index = STAGES.index(self.stage)
         return STAGES[index + 1] if index + 1 < len(STAGES) else None
+
+    @property
+    def waits_for(self) -> str:
+        """What the next stage waits for, from the spec alone: its pull request."""
+        following = self.next_stage
+        if following is None:
+            return "none: the stage is destroy; `pulumi destroy --exclude-protected` ends it"
+        said = f"a reviewed pull request setting lifecycle.stage: {following}"
+        if following == "destroy" and self.sign_off is None:
+            said += ", with lifecycle.sign_off (by, date, ticket)"
+        return said
 
 
 class TenantSpec(StrictModel):

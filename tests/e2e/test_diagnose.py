@@ -1,5 +1,6 @@
-"""`diagnose` and `status` on the tests' sandbox: tenant-bar onboarded and healthy reports no
-problem and Ready; then each failure of the runbooks' sidebars is made by hand, the way an
+"""`diagnose` and `status` on the tests' sandbox: tenant-diag (tenant-bar's spec under names and
+numbers no other test uses, so that its Slurm history holds no job) onboarded and healthy reports
+no problem and Ready; then each failure of the runbooks' sidebars is made by hand, the way an
 operator's mistake or a controller's failure makes it, and `diagnose` names that failure alone,
 with its cause and fix; the fix (by hand, or `pulumi up --refresh`) makes it healthy again. The
 namespace stuck in Terminating comes last: it takes the namespace down."""
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
@@ -29,7 +31,11 @@ from tests.backends import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
-SLUG = "tenant-bar"
+SLUG = "tenant-diag"
+# tenant-bar's spec made tenant-diag's: its slug, users and numbers renamed.
+RENAMED = {"tenant-bar": SLUG, "dave": "diana", "erin": "dinah", "2201": "2301", "2202": "2302",
+           "4102": "4302", "4103": "4303"}  # fmt: skip
+ADMIN = "diana"
 HOLD = "tests.example.io/hold"
 
 
@@ -40,7 +46,7 @@ class Bar:
 
     def diagnose(self, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
         said = operator_command(
-            "diagnose", SLUG, "--json", "--tenants", self.project / "tenants", env=env
+            "diagnose", SLUG, "--json", "--project", self.project, env={**self.env, **(env or {})}
         )
         assert said.returncode in (0, 1), said.stderr
         findings: list[dict[str, Any]] = json.loads(said.stdout)["findings"]
@@ -49,11 +55,17 @@ class Bar:
 
     def status(self, env: dict[str, str] | None = None) -> dict[str, Any]:
         said = operator_command(
-            "status", SLUG, "--json", "--tenants", self.project / "tenants", env=env
+            "status", SLUG, "--json", "--project", self.project, env={**self.env, **(env or {})}
         )
         assert said.returncode in (0, 1), said.stderr
         report: dict[str, Any] = json.loads(said.stdout)["tenants"][0]
         return report
+
+    def edit(self, **lifecycle: Any) -> None:
+        path = self.project / "tenants" / f"{SLUG}.yaml"
+        spec = yaml.safe_load(path.read_text())
+        spec["lifecycle"].update(lifecycle)
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
 
     def up(self) -> None:
         run_pulumi(self.env, self.project, "up", "--refresh", "--yes", "--skip-preview",
@@ -67,7 +79,15 @@ def kubectl(*args: str) -> str:
 @pytest.fixture(scope="module")
 def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Iterator[Bar]:
     work = tmp_path_factory.mktemp("diagnose")
-    tenant = Bar(project_copy(work / "project", rehearsals=(SLUG,)), file_backend(work / "backend"))
+    tenant = Bar(
+        project_copy(work / "project", rehearsals=("tenant-bar",)), file_backend(work / "backend")
+    )
+    specs = tenant.project / "tenants"
+    spec = (specs / "tenant-bar.yaml").read_text()
+    for old, new in RENAMED.items():
+        spec = spec.replace(old, new)
+    (specs / f"{SLUG}.yaml").write_text(spec)
+    (specs / "tenant-bar.yaml").unlink()
     run_pulumi(tenant.env, tenant.project, "stack", "init", SLUG)
     tenant.up()
     yield tenant
@@ -103,7 +123,7 @@ def test_a_healthy_tenant_has_no_problem_and_is_ready(bar: Bar) -> None:
          "used": 0, "over": False}
     ]  # fmt: skip
     assert (report["stage"], report["next_stage"]) == ("active", "frozen")
-    assert report["blocker"] == "a reviewed pull request setting lifecycle.stage: frozen"
+    assert report["blockers"] == ["a reviewed pull request setting lifecycle.stage: frozen"]
 
 
 def test_a_reservation_that_evicts_on_release(bar: Bar) -> None:
@@ -148,12 +168,12 @@ def test_the_ldap_bind_secret_missing_from_the_tenant_namespace(bar: Bar) -> Non
 
 
 def test_empty_authorized_keys(bar: Bar) -> None:
-    empty = [{"op": "replace", "path": "/data/dave", "value": ""}]
+    empty = [{"op": "replace", "path": f"/data/{ADMIN}", "value": ""}]
     kubectl("-n", SLUG, "patch", "secret", f"{SLUG}-authorized-keys", "--type", "json",
             "-p", json.dumps(empty))  # fmt: skip
     found = only(bar.diagnose())
     assert found["check"] == "authorized-keys-empty"
-    assert "no key for dave" in found["evidence"]
+    assert f"no key for {ADMIN}" in found["evidence"]
     bar.up()
     assert bar.diagnose() == []
 
@@ -172,7 +192,7 @@ def test_a_node_keeping_the_tenant_taint_without_a_reservation(bar: Bar) -> None
     kubectl("taint", "node", "gpu-16", f"reserved.tenant={SLUG}:NoSchedule")
     found = only(bar.diagnose())
     assert found["check"] == "nodes-keep-tenant-taint"
-    assert found["evidence"].startswith("nodes gpu-16 carry reserved.tenant=tenant-bar")
+    assert found["evidence"].startswith(f"nodes gpu-16 carry reserved.tenant={SLUG}")
     subprocess.run(["bash", "-c", found["fix"]], check=True, capture_output=True)
     assert bar.diagnose() == []
 
@@ -181,20 +201,20 @@ def test_admins_without_their_rights(bar: Bar) -> None:
     kubectl("-n", SLUG, "delete", "rolebinding", f"{SLUG}-admins")
     found = only(bar.diagnose())
     assert found["check"] == "admins-lack-rights"
-    assert "--as=dave --as-group=tenant-bar-admins" in found["evidence"]
+    assert f"--as={ADMIN} --as-group={SLUG}-admins" in found["evidence"]
     assert "no for create deployments.apps, delete pods, get secrets" in found["evidence"]
     bar.up()
     assert bar.diagnose() == []
 
 
 def test_a_uid_that_differs_between_ldap_and_the_spec(bar: Bar) -> None:
-    dave = authentik_user("dave")
+    user = authentik_user(ADMIN)
     with authentik() as api:
-        attributes = {**dave["attributes"], "uidNumber": "2999"}
-        api.patch(f"/core/users/{dave['pk']}/", json={"attributes": attributes})
+        attributes = {**user["attributes"], "uidNumber": "2999"}
+        api.patch(f"/core/users/{user['pk']}/", json={"attributes": attributes})
     found = only(bar.diagnose())
     assert found["check"] == "uid-mismatch"
-    assert found["evidence"] == "Authentik user dave has uidNumber 2999; users.0.uid is 2201"
+    assert found["evidence"] == f"Authentik user {ADMIN} has uidNumber 2999; users.0.uid is 2301"
     bar.up()
     assert bar.diagnose() == []
 
@@ -208,6 +228,38 @@ def test_a_backend_that_does_not_answer_is_one_finding(bar: Bar) -> None:
     assert conditions["IdentityGroupReady"] == "Unknown"
     assert conditions["Ready"] == "Unknown"
     assert [t for t, s in conditions.items() if s != "True"] == ["Ready", "IdentityGroupReady"]
+
+
+def test_an_empty_billing_export_before_stage_archived(bar: Bar) -> None:
+    """The tenant never ran a job: once drained, its export would be empty, which stage
+    archived refuses (runbook 3b); a rehearsal expects that, so this one is not."""
+    bar.edit(rehearsal=False, stage="frozen")
+    bar.up()
+    report = bar.status()
+    assert (report["stage"], report["next_stage"]) == ("frozen", "drained")
+    assert report["blockers"] == ["a reviewed pull request setting lifecycle.stage: drained"]
+    assert bar.diagnose() == []
+
+    bar.edit(stage="drained")
+    bar.up()
+    found = only(bar.diagnose())
+    assert found["check"] == "empty-sacct-export"
+    assert found["evidence"] == (
+        f"`sacct -X --allusers --accounts={SLUG} --starttime=1970-01-01`: no job"
+    )
+    assert "lifecycle.no_jobs: true" in found["fix"]
+    report = bar.status()
+    assert report["ready"] is True  # a blocker of the next stage, not a layer's failure
+    assert report["blockers"] == [
+        f"empty-sacct-export: {found['evidence']} (diagnose says the fix)",
+        "a reviewed pull request setting lifecycle.stage: archived",
+    ]
+    # The change ticket says the tenant ran no job: the spec says so too.
+    bar.edit(no_jobs=True)
+    assert bar.diagnose() == []
+    bar.edit(rehearsal=True, stage="active", no_jobs=False)
+    bar.up()
+    assert bar.status()["blockers"] == ["a reviewed pull request setting lifecycle.stage: frozen"]
 
 
 def test_a_namespace_stuck_terminating_on_a_finalizer(bar: Bar) -> None:

@@ -53,8 +53,7 @@ class Foo:
                    timeout=600)  # fmt: skip
 
     def status(self) -> dict[str, Any]:
-        tenants = self.project / "tenants"
-        said = operator_command("status", SLUG, "--json", "--tenants", tenants)
+        said = operator_command("status", SLUG, "--json", "--project", self.project, env=self.env)
         assert said.returncode in (0, 1), said.stderr
         report: dict[str, Any] = json.loads(said.stdout)["tenants"][0]
         return report
@@ -128,7 +127,7 @@ def test_a_cap_lowered_under_running_jobs_oversubscribes_the_team(foo: Foo) -> N
     assert scopes(report)[f"team {TEAM}"] == (4, 2, True)
     assert condition(report) == ("False", "TeamOverCap")
     assert report["ready"] is False
-    said = operator_command("diagnose", SLUG, "--json", "--tenants", foo.project / "tenants")
+    said = operator_command("diagnose", SLUG, "--json", "--project", foo.project)
     [finding] = json.loads(said.stdout)["findings"]
     assert finding["check"] == "gpus-oversubscribed"
     assert finding["evidence"] == (

@@ -33,6 +33,7 @@ from tests.backends import (
     fresh_ledger,
     labelled,
     mounted,
+    operator_command,
     pulumi,
     retention_command,
     run,
@@ -112,6 +113,13 @@ class Tenant:
 
     def up(self) -> str:
         return self.pulumi("up", "--yes", "--skip-preview")
+
+    def status(self) -> dict[str, Any]:
+        """`status --json` of the tenant: its stage, the next and what that waits for."""
+        said = operator_command("status", SLUG, "--json", "--project", self.project, env=self.env)
+        assert said.returncode in (0, 1), said.stderr
+        report: dict[str, Any] = json.loads(said.stdout)["tenants"][0]
+        return report
 
     def state(self) -> list[dict[str, Any]]:
         resources: list[dict[str, Any]] = (
@@ -251,6 +259,15 @@ def test_frozen_blocks_jobs_and_downs_the_partition(bar: Tenant) -> None:
     assert partition_state(SLUG) == "DOWN"
     refused = sbatch_refusal("dave")
     assert "policy" in refused.lower() or "limit" in refused.lower(), refused
+    report = bar.status()
+    assert (report["stage"], report["next_stage"]) == ("frozen", "drained")
+    assert report["blockers"] == ["a reviewed pull request setting lifecycle.stage: drained"]
+    # The stack exports the part the spec decides, for readers without backend access.
+    assert outputs["offboarding"] == {
+        "stage": "frozen",
+        "next_stage": "drained",
+        "waits_for": "a reviewed pull request setting lifecycle.stage: drained",
+    }
 
 
 def sbatch_refusal(user: str) -> str:
@@ -307,9 +324,20 @@ def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_
     assert sacct_state(pending).startswith("CANCELLED")  # "CANCELLED by 0": root, for Slurm
     start = bar.outputs_of("pulumi-python:dynamic/slurm:DrainStart")
     assert start["cancelled"] == [f"{pending} (erin, pending)"]
+    # status says what the drain waits for, and that the stage is not applied yet.
+    report = bar.status()
+    assert (report["stage"], report["next_stage"]) == ("drained", "archived")
+    assert report["blockers"] == [
+        "the spec says stage drained, the last complete `up` applied frozen: run `pulumi up "
+        f"--stack {SLUG}` (again, once what follows is cleared)",
+        f"the drain is not complete, 1 jobs in the queue: {running} (dave, running); run "
+        f"`pulumi up --stack {SLUG}` again once they end (graceful drain, timeout 1h)",
+        "a reviewed pull request setting lifecycle.stage: archived",
+    ]
 
     wait_for(f"job {running} to end", lambda: job_state(running) == "GONE", timeout=120)
     bar.up()
+    assert bar.status()["blockers"] == ["a reviewed pull request setting lifecycle.stage: archived"]
     assert sacct_state(running) == "COMPLETED"
     assert json.loads(bar.pulumi("stack", "output", "cancelled_jobs", "--json")) == [
         f"{pending} (erin, pending)"
@@ -356,6 +384,9 @@ def test_archived_puts_one_row_per_job_in_the_retention_store(bar: Tenant) -> No
     assert len(ids) == len(set(ids))
     assert set(bar.jobs) <= set(ids)
     assert {row["Account"] for row in rows} == {SLUG}
+    report = bar.status()
+    assert (report["stage"], report["next_stage"]) == ("archived", "snapshotted")
+    assert report["blockers"] == ["a reviewed pull request setting lifecycle.stage: snapshotted"]
 
 
 def test_rollback_from_archived_keeps_the_archives(bar: Tenant) -> None:
@@ -401,6 +432,12 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
         "kubectl", "-n", SLUG, "patch", "pod", "tenant-job", "--subresource=status",
         "--type=merge", "--patch", '{"status": {"phase": "Running"}}',
     )  # fmt: skip
+    report = bar.status()
+    assert (report["stage"], report["next_stage"]) == ("destroy", None)
+    assert report["blockers"] == [
+        f"runbook step 4d: 1 pods still run in {SLUG}: tenant-job",
+        "none: the stage is destroy; `pulumi destroy --exclude-protected` ends it",
+    ]
     code, said = bar.try_pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
     assert code != 0
     assert "refused (runbook step 4d): 1 pods still run in namespace tenant-bar: tenant-job" in said

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -38,6 +39,7 @@ from tests.backends import (
     file_backend,
     fresh_ledger,
     mounted,
+    operator_command,
     plugins_of_killed_engine,
     pulumi,
     retention_command,
@@ -87,10 +89,42 @@ class Foo:
     def pulumi(self, *args: str) -> str:
         return run_pulumi(self.env, self.project, *args, "--stack", SLUG, timeout=900)
 
+    def operator(self, command: str) -> dict[str, Any]:
+        """`python -m tenant_stack <command> tenant-foo --json` on foo's project: its JSON."""
+        said = operator_command(command, SLUG, "--json", "--project", self.project, env=self.env)
+        assert said.returncode in (0, 1), said.stderr
+        answer: dict[str, Any] = json.loads(said.stdout)
+        return answer
+
     def state(self) -> list[dict[str, Any]]:
         exported = json.loads(self.pulumi("stack", "export"))
         resources: list[dict[str, Any]] = exported["deployment"].get("resources") or []
         return resources
+
+
+@contextmanager
+def attached(filesystem: str, node: str) -> Iterator[tuple[str, str]]:
+    """A Weka CSI volume of `filesystem` attached to `node`: its PersistentVolume and its
+    VolumeAttachment by name, deleted on leaving."""
+    volume, attachment = f"pv-{filesystem}", f"csi-{filesystem}-{node}"
+    objects = [
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                  "persistentVolumeReclaimPolicy": "Retain",
+                  "csi": {"driver": "csi.weka.io", "volumeHandle": f"fs/v1/{filesystem}"}}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+         "metadata": {"name": attachment},
+         "spec": {"attacher": "csi.weka.io", "nodeName": node,
+                  "source": {"persistentVolumeName": volume}}},
+    ]  # fmt: skip
+    manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    subprocess.run(["kubectl", "apply", "-f", "-"], input=manifest, text=True, check=True,
+                   capture_output=True)  # fmt: skip
+    try:
+        yield volume, attachment
+    finally:
+        run("kubectl", "delete", "volumeattachment", attachment, "--wait=false")
+        run("kubectl", "delete", "persistentvolume", volume, "--wait=false")
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +258,28 @@ def test_destroy_keeps_the_uploads_and_each_restores_the_tenants_files(foo: Foo)
     for stage in ("frozen", "drained", "archived", "snapshotted"):
         foo.edit(stage=stage)
         foo.pulumi("up", "--yes", "--skip-preview")
+    assert foo.operator("diagnose")["findings"] == []
+    # A client still mounting the scratch filesystem: its volume attached to a node, as the
+    # attach controller records it (the sandbox has no kubelet to mount it).
+    with attached(f"{SLUG}-scratch", "gpu-14") as (volume, attachment):
+        [found] = foo.operator("diagnose")["findings"]
+        assert found["check"] == "filesystem-in-use"
+        assert found["evidence"] == (
+            f"volumeattachments of the tenant's Weka volumes: {volume} (fs/v1/{SLUG}-scratch) "
+            f"on gpu-14 by {attachment}"
+        )
+        assert "filesystem is in use" not in found["cause"]  # Weka's words are the destroy's
+        assert "kubectl delete volumeattachment" in found["fix"]
+        (report,) = foo.operator("status")["tenants"]
+        assert (report["stage"], report["next_stage"], report["ready"]) == (
+            "snapshotted", "destroy", True,
+        )  # fmt: skip
+        assert report["blockers"] == [
+            f"filesystem-in-use: {found['evidence']} (diagnose says the fix)",
+            "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
+            "(by, date, ticket)",
+        ]
+    assert foo.operator("diagnose")["findings"] == []
     foo.edit(stage="destroy", sign_off=SIGN_OFF)
     foo.pulumi("up", "--yes", "--skip-preview")
     foo.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")

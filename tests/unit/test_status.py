@@ -46,10 +46,10 @@ def test_a_layer_with_a_finding_is_false_and_ready_says_which(tmp_path: Path) ->
         "False",
         "not ready: TenantNamespace",
     )
-    assert report.blocker == (
-        "a reviewed pull request setting lifecycle.stage: frozen; first make the tenant Ready "
-        "(diagnose says how)"
-    )
+    assert report.blockers == [
+        "the tenant is not Ready: make it Ready first (diagnose says how)",
+        "a reviewed pull request setting lifecycle.stage: frozen",
+    ]
 
 
 def test_an_unreachable_backend_makes_its_layers_unknown(tmp_path: Path) -> None:
@@ -63,10 +63,23 @@ def test_the_next_stage_and_what_it_waits_for(tmp_path: Path) -> None:
     report = status(spec_at(tmp_path, stage="snapshotted"), PLATFORM, [])
     assert report.ready
     assert (report.stage, report.next_stage) == ("snapshotted", "destroy")
-    assert report.blocker == (
+    assert report.blockers == [
         "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
         "(by, date, ticket)"
-    )
+    ]
+
+
+def test_what_the_cluster_holds_up_comes_before_the_pull_request(tmp_path: Path) -> None:
+    in_use = finding("filesystem-in-use", "WekaStorage", "volumeattachments: pv-1 on gpu-03")
+    blockers = ["runbook step 4d: 1 jobs in the queue: 7 (dave, running)"]
+    report = status(spec_at(tmp_path, stage="snapshotted"), PLATFORM, [in_use], None, blockers)
+    # A stage's blocker is not a layer's failure: the layers stay Ready.
+    assert report.ready
+    assert report.blockers == [
+        *blockers,
+        "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
+        "(by, date, ticket)",
+    ]
 
 
 def test_a_scope_over_its_cap_is_oversubscribed_and_not_a_layer_problem(tmp_path: Path) -> None:

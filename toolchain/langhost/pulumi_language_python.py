@@ -192,7 +192,7 @@ class PythonLanguageRuntime(language_pb2_grpc.LanguageRuntimeServicer):
         except FileNotFoundError as err:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
         env = dict(os.environ)
-        env.update(entry.split("=", 1) for entry in request.env if "=" in entry)
+        env.update(entry.partition("=")[::2] for entry in request.env if "=" in entry)
         plugin = subprocess.Popen(
             [python, "-u", request.info.program_directory or request.program, *request.args],
             cwd=request.pwd or None,
