@@ -7,9 +7,8 @@ import pulumi
 
 from providers.errors import BackendError
 from tenant_stack.errors import TenantError
+from tenant_stack.live import LiveReads
 from tenant_stack.platform import load_platform
-from tenant_stack.program import build_platform, build_tenant
-from tenant_stack.spec import load_spec
 from tenant_stack.stacks import PLATFORM_STACK
 
 # absolute(), not resolve(): a copy of the project made of symlinks reads its own tenants/.
@@ -19,10 +18,19 @@ try:
     platform = load_platform(ROOT / "Pulumi.prod.yaml")
     stack = pulumi.get_stack()
     if stack == PLATFORM_STACK:
+        from tenant_stack.program import build_platform
+
         build_platform(platform)
     else:
-        spec = load_spec(ROOT / "tenants", stack, platform)
-        build_tenant(spec, platform, ROOT / "tenants" / f"{stack}.yaml")
+        names = platform.kubernetes
+        # The cluster reads start first and the program's modules load while kubectl answers:
+        # every preview waits for both, one after the other they cost it about 0.15 s.
+        with LiveReads(stack, names.auth_namespace, names.ldap_bind_secret) as reads:
+            from tenant_stack.program import build_tenant
+            from tenant_stack.spec import load_spec
+
+            spec = load_spec(ROOT / "tenants", stack, platform)
+            build_tenant(spec, platform, ROOT / "tenants" / f"{stack}.yaml", reads)
 except (TenantError, BackendError) as err:
     # A RunError is shown as its message alone: the problems, without a Python traceback.
     raise pulumi.RunError(str(err)) from None

@@ -113,32 +113,41 @@ class Figures:
     resources: Counter[str] = field(default_factory=Counter)  # dynamic resources per backend
 
 
-def measure(stack: auto.Stack, runs: int, calls: Path | None) -> Figures:
-    """`runs` times: up from nothing, then a no-op preview, then destroy."""
-    figures = Figures()
-    for run in range(runs):
-        if calls:
-            calls.write_text("")
-        figures.up.append(timed(stack.up))
-        if calls:
-            logged = read_log(calls)
-            figures.backend_up.append(sum(entry.seconds for entry in logged))
-            if run == 0:
-                figures.calls["up"] = Counter(entry.backend for entry in logged)
-            calls.write_text("")
-        figures.preview.append(timed(lambda: stack.preview(expect_no_changes=True)))
-        if calls and run == 0:
-            figures.calls["no-op preview"] = Counter(e.backend for e in read_log(calls))
-            figures.resources = Counter(
-                r["type"].split("/")[1].split(":")[0]
-                for r in (stack.export_stack().deployment or {})["resources"]
-                if r["type"].startswith("pulumi-python:dynamic/")
-            )
-            calls.write_text("")
-            stack.refresh()
-            figures.calls["refresh"] = Counter(e.backend for e in read_log(calls))
-        stack.destroy()
-    return figures
+def measure_once(stack: auto.Stack, figures: Figures, calls: Path | None) -> None:
+    """One run: up from nothing, then a no-op preview, then destroy (the first run also counts
+    the backend calls of each, and of a refresh)."""
+    first = not figures.up
+    if calls:
+        calls.write_text("")
+    figures.up.append(timed(stack.up))
+    if calls:
+        logged = read_log(calls)
+        figures.backend_up.append(sum(entry.seconds for entry in logged))
+        if first:
+            figures.calls["up"] = Counter(entry.backend for entry in logged)
+        calls.write_text("")
+    figures.preview.append(timed(lambda: stack.preview(expect_no_changes=True)))
+    if calls and first:
+        figures.calls["no-op preview"] = Counter(e.backend for e in read_log(calls))
+        figures.resources = Counter(
+            r["type"].split("/")[1].split(":")[0]
+            for r in (stack.export_stack().deployment or {})["resources"]
+            if r["type"].startswith("pulumi-python:dynamic/")
+        )
+        calls.write_text("")
+        stack.refresh()
+        figures.calls["refresh"] = Counter(e.backend for e in read_log(calls))
+    stack.destroy()
+
+
+def measure(stacks: dict[str, tuple[auto.Stack, Path | None]], runs: int) -> dict[str, Figures]:
+    """`runs` rounds, each one run of every stack in turn: whatever else the shared machine
+    does meanwhile falls on all of them alike, rather than on whichever was measured then."""
+    results = {name: Figures() for name in stacks}
+    for _ in range(runs):
+        for name, (stack, calls) in stacks.items():
+            measure_once(stack, results[name], calls)
+    return results
 
 
 def median(values: list[float]) -> float:
@@ -194,12 +203,15 @@ def main(argv: list[str]) -> int:
         env["PULUMI_BACKEND_URL"] = (work / "baseline-backend").as_uri()
         (work / "baseline-backend").mkdir()
         earlier = stack("tenant-foo", baseline_project(worktree, work / "baseline"), True)
-        results = {
-            "empty": measure(empty, args.runs, None),
-            "floor": measure(floor, args.runs, None),
-            "current": measure(current, args.runs, calls),
-            "baseline": measure(earlier, args.runs, calls),
-        }
+        results = measure(
+            {
+                "empty": (empty, None),
+                "floor": (floor, None),
+                "current": (current, calls),
+                "baseline": (earlier, calls),
+            },
+            args.runs,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)

@@ -5,21 +5,114 @@ Read with `kubectl` (the operator's own tool, and whatever credentials their kub
 through the same KUBECONFIG the Kubernetes provider uses. The Secret is read here rather than
 with `Secret.get`: a read resource in the stack would make `pulumi refresh --preview-only
 --expect-no-changes` report it on every run, so the drift check could never be clean.
+
+Every preview waits for these reads, so they start as soon as the stack's name and the platform
+are known (`LiveReads.start`) and run while the program imports the rest of itself; this module
+imports nothing of the spec or the components for that reason.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from types import TracebackType
 from typing import Any
 
-from tenant_stack.components.tenant_namespace import RETAINED_ANNOTATION, STAGE_ANNOTATION
+from tenant_stack.annotations import RETAINED_ANNOTATION, STAGE_ANNOTATION
 from tenant_stack.errors import ClusterError
-from tenant_stack.preflight import ClaimState, NodeState
 
-__all__ = ["LiveCluster", "kubectl_json", "read_cluster", "read_live", "read_secret_data"]
+__all__ = [
+    "ClaimState",
+    "LiveCluster",
+    "LiveReads",
+    "NodeState",
+    "kubectl_json",
+    "quantity_bytes",
+    "read_cluster",
+]
+
+TENANT_LABEL = "reserved.tenant"
+RESERVATION_ANNOTATION = "scheduling.example.io/reservation"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+POOL_LABEL = "hardware-pool"
+# kubectl can outlive its own --request-timeout (an exec credential plugin waiting for a browser
+# login, say); past this the read is a ClusterError, not a hung preview.
+KUBECTL_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """What the preflight needs of one live Node."""
+
+    name: str
+    ready: bool
+    cordoned: bool
+    instance_type: str | None
+    pool: str | None
+    reserved_by: str | None  # the tenant label the reservation operator sets
+    reservation: str | None
+
+    @classmethod
+    def from_api(cls, node: dict[str, Any]) -> NodeState:
+        metadata = node["metadata"]
+        labels: dict[str, str] = metadata.get("labels") or {}
+        annotations: dict[str, str] = metadata.get("annotations") or {}
+        conditions = (node.get("status") or {}).get("conditions") or []
+        return cls(
+            name=metadata["name"],
+            ready=any(c["type"] == "Ready" and c["status"] == "True" for c in conditions),
+            cordoned=bool((node.get("spec") or {}).get("unschedulable")),
+            instance_type=labels.get(INSTANCE_TYPE_LABEL),
+            pool=labels.get(POOL_LABEL),
+            reserved_by=labels.get(TENANT_LABEL),
+            reservation=annotations.get(RESERVATION_ANNOTATION),
+        )
+
+
+@dataclass(frozen=True)
+class ClaimState:
+    """What the preflight needs of one live PersistentVolumeClaim."""
+
+    name: str
+    size: int  # bytes requested
+    storage_class: str | None
+    access_modes: tuple[str, ...]
+
+    @classmethod
+    def from_api(cls, claim: dict[str, Any]) -> ClaimState:
+        spec = claim.get("spec") or {}
+        requests = (spec.get("resources") or {}).get("requests") or {}
+        return cls(
+            name=claim["metadata"]["name"],
+            size=quantity_bytes(str(requests.get("storage", "0"))),
+            storage_class=spec.get("storageClassName"),
+            access_modes=tuple(sorted(spec.get("accessModes") or [])),
+        )
+
+
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE]|m)?$")
+_FACTORS: dict[str | None, Decimal] = {
+    None: Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(1000),
+    **{unit: Decimal(1000) ** i for i, unit in enumerate("MGTPE", 2)},
+    **{f"{unit}i": Decimal(1024) ** i for i, unit in enumerate("KMGTPE", 1)},
+}
+
+
+def quantity_bytes(text: str) -> int:
+    """Bytes of a Kubernetes storage quantity as the API returns it (`10Ti`, `11000G`, `512`)."""
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        raise ClusterError(f"the cluster returned {text!r} as a storage size, not a quantity")
+    try:
+        return int(Decimal(match.group(1)) * _FACTORS[match.group(2)])
+    except InvalidOperation as err:
+        raise ClusterError(f"the cluster returned {text!r} as a storage size") from err
 
 
 @dataclass(frozen=True)
@@ -31,12 +124,68 @@ class LiveCluster:
     namespace_exists: bool = True
 
 
-def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
+class KubectlGet:
+    """A `kubectl get` with JSON output, started at once and read with `json()`, which raises
+    what went wrong (so a program reports its spec's problems before a missing kubectl)."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = [*argv, "--output=json", "--request-timeout=30s"]
+        self._process: subprocess.Popen[str] | None = None
+        self._error: ClusterError | None = None
+        try:
+            self._process = subprocess.Popen(
+                self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        except FileNotFoundError:
+            self._error = ClusterError(
+                f"{self.argv[0]} is not on PATH; the program reads the cluster with it"
+            )
+        except OSError as err:
+            self._error = ClusterError(f"`{self.command}` could not run: {err}")
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+    def json(self) -> Any:
+        """kubectl's output, parsed; ClusterError with kubectl's words when it failed."""
+        if self._process is None:
+            assert self._error is not None
+            raise self._error
+        try:
+            stdout, stderr = self._process.communicate(timeout=KUBECTL_TIMEOUT)
+        except subprocess.TimeoutExpired as err:
+            self.stop()
+            raise ClusterError(
+                f"`{self.command}` did not answer within {KUBECTL_TIMEOUT:g}s"
+            ) from err
+        if self._process.returncode != 0:
+            message = stderr.strip() or f"exit code {self._process.returncode}"
+            raise ClusterError(f"`{self.command}` failed: {message}")
+        return json.loads(stdout)
+
+    def stop(self) -> None:
+        """Ends kubectl if it still runs (the program failed before it read the answer)."""
+        if self._process is not None and self._process.returncode is None:
+            self._process.kill()
+            self._process.communicate()
+
+
+def kubectl_json(argv: Sequence[str]) -> Any:
+    """`argv` (a kubectl get) with JSON output and a bounded wait; ClusterError with kubectl's
+    words when it fails."""
+    return KubectlGet(argv).json()
+
+
+def _cluster_get(namespace: str, kubectl: str) -> KubectlGet:
     """Every Node of the cluster, the claims of `namespace` (none when it does not exist yet) and
     the namespaces (for the tenant's own), in one request."""
-    items = kubectl_json(
+    return KubectlGet(
         [kubectl, "get", "nodes,persistentvolumeclaims,namespaces", f"--namespace={namespace}"]
-    )["items"]
+    )
+
+
+def _cluster(namespace: str, items: list[dict[str, Any]]) -> LiveCluster:
     own: dict[str, Any] = next(
         (
             item
@@ -60,42 +209,44 @@ def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
     )
 
 
-def read_secret_data(namespace: str, name: str, kubectl: str = "kubectl") -> dict[str, str]:
-    """The `data` (base64 values) of Secret `namespace`/`name`. The values never appear in an
-    error: kubectl's message on failure names the Secret only."""
-    secret = kubectl_json([kubectl, "get", "secret", name, f"--namespace={namespace}"])
-    data: dict[str, str] = secret.get("data") or {}
-    if not data:
-        raise ClusterError(f"Secret {namespace}/{name} holds no data; the platform must fill it")
-    return data
+def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
+    """The nodes, the claims of `namespace` and what its namespace records, as they are now."""
+    return _cluster(namespace, _cluster_get(namespace, kubectl).json()["items"])
 
 
-def read_live(
-    namespace: str, secret_namespace: str, secret_name: str
-) -> tuple[LiveCluster, dict[str, str]]:
-    """`read_cluster(namespace)` and `read_secret_data(secret_namespace, secret_name)` at once:
-    two kubectl runs side by side, since every preview waits for both."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        cluster = pool.submit(read_cluster, namespace)
-        secret = pool.submit(read_secret_data, secret_namespace, secret_name)
-        return cluster.result(), secret.result()
+class LiveReads:
+    """The program's two reads, running side by side from `start` on: the cluster (for the
+    tenant `namespace`) and the `data` (base64 values) of the LDAP bind Secret. Used as a
+    context manager, so that a program failing before it reads them leaves no kubectl behind."""
 
+    def __init__(
+        self, namespace: str, secret_namespace: str, secret_name: str, kubectl: str = "kubectl"
+    ) -> None:
+        self.namespace = namespace
+        self.secret = f"{secret_namespace}/{secret_name}"
+        self._cluster = _cluster_get(namespace, kubectl)
+        self._secret = KubectlGet(
+            [kubectl, "get", "secret", secret_name, f"--namespace={secret_namespace}"]
+        )
 
-def kubectl_json(argv: list[str]) -> Any:
-    """`argv` (a kubectl get) with JSON output and a bounded wait; ClusterError with kubectl's
-    words when it fails."""
-    argv = [*argv, "--output=json", "--request-timeout=30s"]
-    try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    except FileNotFoundError as err:
-        raise ClusterError(
-            f"{argv[0]} is not on PATH; the program reads the cluster with it"
-        ) from err
-    except subprocess.TimeoutExpired as err:
-        raise ClusterError(f"`{' '.join(argv)}` did not answer within 60s") from err
-    except OSError as err:
-        raise ClusterError(f"`{' '.join(argv)}` could not run: {err}") from err
-    if result.returncode != 0:
-        message = result.stderr.strip() or f"exit code {result.returncode}"
-        raise ClusterError(f"`{' '.join(argv)}` failed: {message}")
-    return json.loads(result.stdout)
+    def __enter__(self) -> LiveReads:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._cluster.stop()
+        self._secret.stop()
+
+    def cluster(self) -> LiveCluster:
+        return _cluster(self.namespace, self._cluster.json()["items"])
+
+    def secret_data(self) -> dict[str, str]:
+        """The Secret's values never appear in an error: kubectl's message names it only."""
+        data: dict[str, str] = self._secret.json().get("data") or {}
+        if not data:
+            raise ClusterError(f"Secret {self.secret} holds no data; the platform must fill it")
+        return data

@@ -12,53 +12,18 @@
   back to any earlier stage (a rollback), never further on and never back from destroy.
 
 It runs in the program, before any resource is declared, so `pulumi preview` in a pull request
-refuses and changes nothing. What it checks is read by `tenant_stack.live`.
+refuses and changes nothing. What it checks is read, and
+defined, by `tenant_stack.live`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from typing import Any
 
-from tenant_stack.errors import ClusterError, Problem
+from tenant_stack.errors import Problem
+from tenant_stack.live import ClaimState, NodeState
 from tenant_stack.spec.models import STAGES, Stage
-
-TENANT_LABEL = "reserved.tenant"
-RESERVATION_ANNOTATION = "scheduling.example.io/reservation"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-POOL_LABEL = "hardware-pool"
-
-
-@dataclass(frozen=True)
-class NodeState:
-    """What the check needs of one live Node."""
-
-    name: str
-    ready: bool
-    cordoned: bool
-    instance_type: str | None
-    pool: str | None
-    reserved_by: str | None  # the tenant label the reservation operator sets
-    reservation: str | None
-
-    @classmethod
-    def from_api(cls, node: dict[str, Any]) -> NodeState:
-        metadata = node["metadata"]
-        labels: dict[str, str] = metadata.get("labels") or {}
-        annotations: dict[str, str] = metadata.get("annotations") or {}
-        conditions = (node.get("status") or {}).get("conditions") or []
-        return cls(
-            name=metadata["name"],
-            ready=any(c["type"] == "Ready" and c["status"] == "True" for c in conditions),
-            cordoned=bool((node.get("spec") or {}).get("unschedulable")),
-            instance_type=labels.get(INSTANCE_TYPE_LABEL),
-            pool=labels.get(POOL_LABEL),
-            reserved_by=labels.get(TENANT_LABEL),
-            reservation=annotations.get(RESERVATION_ANNOTATION),
-        )
 
 
 @dataclass(frozen=True)
@@ -105,27 +70,6 @@ def _unfit(node: NodeState, tenant: str, sku: str, pool: str) -> Iterator[str]:
 
 
 @dataclass(frozen=True)
-class ClaimState:
-    """What the check needs of one live PersistentVolumeClaim."""
-
-    name: str
-    size: int  # bytes requested
-    storage_class: str | None
-    access_modes: tuple[str, ...]
-
-    @classmethod
-    def from_api(cls, claim: dict[str, Any]) -> ClaimState:
-        spec = claim.get("spec") or {}
-        requests = (spec.get("resources") or {}).get("requests") or {}
-        return cls(
-            name=claim["metadata"]["name"],
-            size=quantity_bytes(str(requests.get("storage", "0"))),
-            storage_class=spec.get("storageClassName"),
-            access_modes=tuple(sorted(spec.get("accessModes") or [])),
-        )
-
-
-@dataclass(frozen=True)
 class WantedClaim:
     """A claim as the spec declares it, with the spec field it comes from."""
 
@@ -134,27 +78,6 @@ class WantedClaim:
     size: int
     storage_class: str
     access_modes: tuple[str, ...]
-
-
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE]|m)?$")
-_FACTORS: dict[str | None, Decimal] = {
-    None: Decimal(1),
-    "m": Decimal("0.001"),
-    "k": Decimal(1000),
-    **{unit: Decimal(1000) ** i for i, unit in enumerate("MGTPE", 2)},
-    **{f"{unit}i": Decimal(1024) ** i for i, unit in enumerate("KMGTPE", 1)},
-}
-
-
-def quantity_bytes(text: str) -> int:
-    """Bytes of a Kubernetes storage quantity as the API returns it (`10Ti`, `11000G`, `512`)."""
-    match = _QUANTITY.match(text.strip())
-    if match is None:
-        raise ClusterError(f"the cluster returned {text!r} as a storage size, not a quantity")
-    try:
-        return int(Decimal(match.group(1)) * _FACTORS[match.group(2)])
-    except InvalidOperation as err:
-        raise ClusterError(f"the cluster returned {text!r} as a storage size") from err
 
 
 def check_claims(

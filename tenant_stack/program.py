@@ -8,7 +8,7 @@ from pathlib import Path
 import pulumi
 
 from providers.retention.ledger import Ledger
-from providers.weka.client import WekaClient
+from providers.weka.props import weka_client
 from providers.weka.settings import Settings as WekaSettings
 from providers.weka.settings import ca_certificate
 from tenant_stack.components import (
@@ -24,7 +24,7 @@ from tenant_stack.components import (
 from tenant_stack.components.weka_storage import SharedFilesystem
 from tenant_stack.errors import ClusterError, PreflightError, Problem
 from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
-from tenant_stack.live import LiveCluster, read_live
+from tenant_stack.live import LiveCluster, LiveReads
 from tenant_stack.mapping import (
     DRAIN_WAIT_SECONDS,
     SharedFilesystems,
@@ -177,7 +177,7 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
     if spec.storage.isolation != "directory":
         return None
     names = (platform.weka.shared_home_filesystem, platform.weka.shared_scratch_filesystem)
-    with WekaClient.from_settings(WekaSettings.from_environment()) as weka:
+    with weka_client(WekaSettings.from_environment()) as weka:
         found = [(name, weka.find_filesystem(name)) for name in names]
     shared = []
     for name, fs in found:
@@ -231,9 +231,10 @@ def export_offboarding(spec: TenantSpec) -> None:
     )
 
 
-def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
-    names = platform.kubernetes
-    live, ldap_bind_data = read_live(spec.slug, names.auth_namespace, names.ldap_bind_secret)
+def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: LiveReads) -> None:
+    """The tenant of `spec`, after the preflight over what `reads` (started for its namespace)
+    find live."""
+    live = reads.cluster()
     lifecycle = spec.lifecycle
     if lifecycle.stage == "destroy" and not lifecycle.rehearsal and not live.namespace_exists:
         declare_offboarded(spec, platform)
@@ -248,7 +249,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path) -> None:
     tenant = declare_tenant(
         spec,
         platform,
-        pulumi.Output.secret(ldap_bind_data),
+        pulumi.Output.secret(reads.secret_data()),
         shared_filesystems(spec, platform),
         ca_certificate(),
         live.retained,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulumi.dynamic import (
     CreateResult,
@@ -26,7 +26,6 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from providers.authentik.client import AuthentikClient, Group, User
 from providers.authentik.props import (
     GID_ATTRIBUTE,
     GROUP,
@@ -43,6 +42,9 @@ from providers.base import SchemaProvider, gone
 from providers.errors import AuthentikError
 from providers.retention.objects import kept_until, refuse_while_retained
 
+if TYPE_CHECKING:
+    from providers.authentik.client import AuthentikClient, Group, User
+
 __all__ = ["TenantGroupProvider", "TenantUserProvider"]
 
 _NOT_MARKED_ADVICE = (
@@ -54,6 +56,10 @@ _NOT_MARKED_ADVICE = (
 
 @contextmanager
 def _client() -> Iterator[AuthentikClient]:
+    # Imported here, the one place the providers make a client: a preview only checks and
+    # diffs, so neither the program nor the dynamic-provider host loads the HTTP stack for it.
+    from providers.authentik.client import AuthentikClient
+
     with AuthentikClient.from_settings(Settings.from_environment()) as client:
         yield client
 

@@ -18,9 +18,9 @@ from providers.retention.erasure import erased_users, without_users
 from providers.retention.kept_object_provider import Content, KeptObjectProvider
 from providers.retention.objects import tenant_key
 from providers.slurm import values
-from providers.weka.client import ROOT_ORG
 from providers.weka.mount import mount_client
 from providers.weka.props import NAME, matching
+from providers.weka.settings import ROOT_ORG
 
 __all__ = ["DirectoryCopyProvider"]
 

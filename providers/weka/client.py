@@ -25,7 +25,7 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -34,7 +34,7 @@ import httpx
 from providers.call_log import httpx_hooks
 from providers.errors import WekaError
 from providers.http_retry import NoResponseError, RetryPolicy, send
-from providers.weka.settings import Settings
+from providers.weka.settings import ROOT_ORG, Credentials, Settings
 
 __all__ = [
     "ROOT_ORG",
@@ -51,7 +51,6 @@ __all__ = [
     "WekaClient",
 ]
 
-ROOT_ORG = "Root"
 # Waits between attempts: four tries in about 3.5 s, short enough for a `pulumi up` to stay
 # responsive, long enough to ride out a management-process failover. A numeric Retry-After on a
 # retried answer replaces the wait, up to the policy's cap (http_retry.RetryPolicy).
@@ -60,13 +59,6 @@ RETRY_DELAYS = (0.5, 1.0, 2.0)
 _NO_QUOTA = "Directory has no quota"
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class Credentials:
-    username: str
-    password: str = field(repr=False)
-    org: str = ROOT_ORG
 
 
 class WekaAuth(httpx.Auth):

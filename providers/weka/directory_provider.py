@@ -21,9 +21,9 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import Field, Rule, Schema, gone
 from providers.errors import WekaError
 from providers.retention.client import holds
-from providers.weka.client import ROOT_ORG
 from providers.weka.mount import mount_client, normalize_mode
 from providers.weka.props import NAME, WekaProvider, matching, typed
+from providers.weka.settings import ROOT_ORG
 
 __all__ = ["DirectoryProvider"]
 

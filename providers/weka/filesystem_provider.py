@@ -13,13 +13,12 @@ existing stacks (see `provider`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulumi.dynamic import CheckResult, CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Schema, gone
 from providers.errors import WekaError
-from providers.weka.client import ROOT_ORG, FileSystem, WekaClient
 from providers.weka.props import (
     CREDENTIALS,
     CREDENTIALS_GIVEN,
@@ -31,6 +30,10 @@ from providers.weka.props import (
     org_client,
     typed,
 )
+from providers.weka.settings import ROOT_ORG
+
+if TYPE_CHECKING:
+    from providers.weka.client import FileSystem, WekaClient
 
 __all__ = ["FilesystemProvider"]
 

@@ -20,7 +20,6 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Rule, Schema, gone
 from providers.errors import WekaError
-from providers.weka.client import ROOT_ORG
 from providers.weka.props import (
     CREDENTIALS,
     CREDENTIALS_GIVEN,
@@ -30,6 +29,7 @@ from providers.weka.props import (
     org_client,
     typed,
 )
+from providers.weka.settings import ROOT_ORG
 
 __all__ = ["ORG_USER_ROLES", "OrgUserProvider"]
 

@@ -23,9 +23,15 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Schema, gone
 from providers.errors import WekaError
-from providers.weka.client import Credentials, WekaClient
-from providers.weka.props import WekaProvider, at_least, matching, not_above, org_client
-from providers.weka.settings import Settings
+from providers.weka.props import (
+    WekaProvider,
+    at_least,
+    matching,
+    not_above,
+    org_client,
+    weka_client,
+)
+from providers.weka.settings import Credentials, Settings
 
 __all__ = ["OrganizationProvider", "org_admin_password"]
 
@@ -65,7 +71,7 @@ class OrganizationProvider(WekaProvider):
         admin = f"{name}-admin"
         settings = Settings.from_environment()
         password = org_admin_password(settings.password, name)
-        with WekaClient.from_settings(settings) as weka:
+        with weka_client(settings) as weka:
             existing = weka.find_organization(name)
             if existing is None:
                 org = weka.create_organization(
@@ -84,7 +90,7 @@ class OrganizationProvider(WekaProvider):
         self, settings: Settings, admin: Credentials, inputs: Mapping[str, Any]
     ) -> None:
         """Refuses an existing organization unless its admin takes our derived password."""
-        with WekaClient.from_settings(settings, admin) as org_admin:
+        with weka_client(settings, admin) as org_admin:
             if org_admin.logs_in():
                 return
         name = inputs["name"]

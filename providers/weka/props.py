@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from providers.base import Field, Rule, SchemaProvider
 from providers.errors import WekaError
-from providers.weka.client import ROOT_ORG, Credentials, WekaClient
-from providers.weka.settings import Settings
+from providers.weka.settings import ROOT_ORG, Credentials, Settings
+
+if TYPE_CHECKING:
+    from providers.weka.client import WekaClient
 
 __all__ = [
     "CREDENTIALS",
@@ -41,6 +43,7 @@ __all__ = [
     "not_above",
     "org_client",
     "typed",
+    "weka_client",
 ]
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -118,11 +121,20 @@ class WekaProvider(SchemaProvider):
         return f"{what} Weka {self.schema.kind} {name!r}{where}"
 
 
+def weka_client(settings: Settings, login: Credentials | None = None) -> WekaClient:
+    """A client for one call, as `login` (default: the cluster admin of `settings`)."""
+    # Imported here, the one place a Weka provider makes a client: a preview only checks and
+    # diffs, so neither the program nor the dynamic-provider host loads the HTTP stack for it.
+    from providers.weka.client import WekaClient
+
+    return WekaClient.from_settings(settings, login)
+
+
 def org_client(props: Mapping[str, Any]) -> WekaClient:
     """A client of the organization the object lives in, built for this one call."""
     settings = Settings.from_environment()
     org = str(props.get("org") or ROOT_ORG)
     if org == ROOT_ORG:
-        return WekaClient.from_settings(settings)
+        return weka_client(settings)
     login = Credentials(str(props["org_admin_username"]), str(props["org_admin_password"]), org)
-    return WekaClient.from_settings(settings, login)
+    return weka_client(settings, login)

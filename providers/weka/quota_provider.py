@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Schema, gone
 from providers.errors import WekaError
-from providers.weka.client import WekaClient
 from providers.weka.props import (
     CREDENTIALS,
     CREDENTIALS_GIVEN,
@@ -29,6 +28,9 @@ from providers.weka.props import (
     org_client,
     typed,
 )
+
+if TYPE_CHECKING:
+    from providers.weka.client import WekaClient
 
 __all__ = ["DirectoryQuotaProvider"]
 

@@ -13,12 +13,12 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
-from providers.weka.client import ROOT_ORG
 from providers.weka.directory_provider import DirectoryProvider
 from providers.weka.filesystem_provider import FilesystemProvider
 from providers.weka.org_user_provider import OrgUserProvider
 from providers.weka.organization_provider import OrganizationProvider
 from providers.weka.quota_provider import DirectoryQuotaProvider
+from providers.weka.settings import ROOT_ORG
 from providers.weka.uploaded_snapshot_provider import UploadedSnapshotProvider
 
 __all__ = [

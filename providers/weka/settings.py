@@ -20,11 +20,23 @@ from pathlib import Path
 from providers import environment
 from providers.errors import WekaError
 
-__all__ = ["Settings", "ca_certificate"]
+__all__ = ["ROOT_ORG", "Credentials", "Settings", "ca_certificate"]
+
+# The organization of the cluster and its admins; every other one is a tenant's.
+ROOT_ORG = "Root"
 
 CA_FILE = "WEKA_CA_FILE"
 _DOING = "reading the Weka settings from the environment"
 _HOW = 'export it (for the sandbox: eval "$(make -s env)")'
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """One user's login: a cluster admin's in Root, or an organization admin's in its org."""
+
+    username: str
+    password: str = field(repr=False)
+    org: str = ROOT_ORG
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
@@ -31,11 +31,13 @@ from providers.retention.objects import (
     retained_until,
     uploaded_snapshot_prefix,
 )
-from providers.weka.client import ROOT_ORG, Credentials, WekaClient
 from providers.weka.mount import mount_client
 from providers.weka.organization_provider import org_admin_password
-from providers.weka.props import NAME, WekaProvider, at_least, matching, typed
-from providers.weka.settings import Settings
+from providers.weka.props import NAME, WekaProvider, at_least, matching, typed, weka_client
+from providers.weka.settings import ROOT_ORG, Credentials, Settings
+
+if TYPE_CHECKING:
+    from providers.weka.client import WekaClient
 
 __all__ = ["SNAPSHOT_NAME", "UploadedSnapshotProvider", "org_admin_client"]
 
@@ -50,7 +52,7 @@ def org_admin_client(org: str) -> WekaClient:
     """A client logged in as organization `org`'s admin (`<org>-admin`)."""
     settings = Settings.from_environment()
     login = Credentials(f"{org}-admin", org_admin_password(settings.password, org), org)
-    return WekaClient.from_settings(settings, login)
+    return weka_client(settings, login)
 
 
 class UploadedSnapshotProvider(WekaProvider):
@@ -174,7 +176,7 @@ def _upload_without(p: dict[str, Any], old: str) -> str:
     with (
         RetentionStore.from_environment() as store,
         Ledger.open() as ledger,
-        WekaClient.from_settings(Settings.from_environment()) as weka,
+        weka_client(Settings.from_environment()) as weka,
     ):
         entries = ledger.entries(tenant)
         uploaded = [

@@ -10,6 +10,7 @@ from typing import Any
 
 import pulumi
 
+from tenant_stack.annotations import RETAINED_ANNOTATION, STAGE_ANNOTATION
 from tenant_stack.components.kubernetes_objects import (
     SECRET_FIELDS,
     KubernetesObject,
@@ -17,11 +18,6 @@ from tenant_stack.components.kubernetes_objects import (
 )
 
 TYPE = "gpu-tenants:namespace:TenantNamespace"
-# What offboarding has put in the retention store so far (`Retention`'s archive kinds), recorded
-# on the namespace so that every later `up`, a rollback's included, keeps declaring them.
-RETAINED_ANNOTATION = "gpu-tenants.example.io/retained"
-# The offboarding stage the last `up` applied, which the next one may move on by one only.
-STAGE_ANNOTATION = "gpu-tenants.example.io/lifecycle-stage"
 POD_SECURITY = ("enforce", "audit", "warn")
 
 

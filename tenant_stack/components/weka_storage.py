@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import pulumi
 
-from providers.weka.client import ROOT_ORG
 from providers.weka.csi import WEKA_CSI_DRIVER, csi_secret_data, storage_class_parameters
 from providers.weka.resources import (
     WekaDirectory,
@@ -37,6 +36,7 @@ from providers.weka.resources import (
     WekaOrganization,
     WekaOrgUser,
 )
+from providers.weka.settings import ROOT_ORG
 from tenant_stack.components.kubernetes_objects import (
     SECRET_FIELDS,
     KubernetesObject,

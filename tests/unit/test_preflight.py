@@ -6,24 +6,20 @@ from __future__ import annotations
 
 import json
 import stat
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tenant_stack.errors import ClusterError, Problem
-from tenant_stack.live import read_cluster
+from tenant_stack.live import ClaimState, NodeState, quantity_bytes, read_cluster
 from tenant_stack.preflight import (
-    ClaimState,
     Findings,
-    NodeState,
     WantedClaim,
     check_claims,
     check_legal_hold,
     check_nodes,
     check_stage,
-    quantity_bytes,
 )
 from tenant_stack.spec.models import Stage
 
@@ -356,16 +352,16 @@ def test_a_missing_kubectl_is_a_cluster_error(tmp_path: Path) -> None:
         read_cluster("tenant-foo", str(missing))
 
 
-def test_a_hung_kubectl_is_a_cluster_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hung_kubectl_is_a_cluster_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # kubectl can outlive its own --request-timeout, e.g. while an exec credential plugin waits
-    # for a browser login; read_cluster's 60 s timeout then fires. The preflight promises a
-    # ClusterError ("the live cluster could not be read"), not a traceback.
-    def hang(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
-
-    monkeypatch.setattr("tenant_stack.live.subprocess.run", hang)
-    with pytest.raises(ClusterError, match="kubectl"):
-        read_cluster("tenant-foo", "kubectl")
+    # for a browser login; the read's own timeout then fires. The preflight promises a
+    # ClusterError ("the live cluster could not be read"), not a traceback, and no kubectl left.
+    kubectl = fake_kubectl(tmp_path, 'echo $$ > "$0.pid"\nexec sleep 30')
+    monkeypatch.setattr("tenant_stack.live.KUBECTL_TIMEOUT", 0.5)
+    with pytest.raises(ClusterError, match=r"did not answer within 0.5s"):
+        read_cluster("tenant-foo", str(kubectl))
+    pid = int(Path(f"{kubectl}.pid").read_text())
+    assert not Path(f"/proc/{pid}").exists()
 
 
 # --- claims `up` could only bring to the spec by replacing them ----------------------------------
