@@ -12,7 +12,10 @@ records for every backend request and command (GPU_TENANTS_CALL_LOG).
 Run with `make bench` (or, in the `make -s env` environment, `python benchmarks/onboarding.py`).
 It runs on the tests' sandbox (never the operator's, where `make demo` may have onboarded
 tenant-foo) and throwaway file backends; every stack is destroyed at the end. All figures come
-from this one run; the machine is shared, so read the ratios, not the seconds.
+from this one run, its stacks measured in rounds (one run of each in turn), so that whatever else
+the shared machine does falls on all of them alike: read the ratios, not the seconds. Previews
+are timed twice: through the Automation API, as the figures have always been, and by the CLI
+alone, as an operator runs it (the API's own work adds the same to both sides of a ratio).
 """
 
 from __future__ import annotations
@@ -108,9 +111,24 @@ def baseline_project(worktree: Path, directory: Path) -> Path:
 class Figures:
     up: list[float] = field(default_factory=list)
     preview: list[float] = field(default_factory=list)
+    cli_preview: list[float] = field(default_factory=list)  # `pulumi preview` as operators run it
     backend_up: list[float] = field(default_factory=list)  # the backends' own time in each up
     calls: dict[str, Counter[str]] = field(default_factory=dict)  # per phase, per backend
     resources: Counter[str] = field(default_factory=Counter)  # dynamic resources per backend
+
+
+def cli_preview(stack: auto.Stack) -> None:
+    """A no-op `pulumi preview` run by the CLI itself, without the Automation API's own work
+    around it (its event log, its workspace commands)."""
+    workspace = stack.workspace
+    assert isinstance(workspace, auto.LocalWorkspace)
+    subprocess.run(
+        ["pulumi", "preview", "--stack", stack.name, "--expect-no-changes", "--non-interactive"],
+        cwd=workspace.work_dir,
+        env={**os.environ, **workspace.env_vars},
+        capture_output=True,
+        check=True,
+    )
 
 
 def measure_once(stack: auto.Stack, figures: Figures, calls: Path | None) -> None:
@@ -127,6 +145,7 @@ def measure_once(stack: auto.Stack, figures: Figures, calls: Path | None) -> Non
             figures.calls["up"] = Counter(entry.backend for entry in logged)
         calls.write_text("")
     figures.preview.append(timed(lambda: stack.preview(expect_no_changes=True)))
+    figures.cli_preview.append(timed(lambda: cli_preview(stack)))
     if calls and first:
         figures.calls["no-op preview"] = Counter(e.backend for e in read_log(calls))
         figures.resources = Counter(
@@ -231,6 +250,9 @@ def report(results: dict[str, Figures], baseline: str, runs: int) -> None:
 
     row("tenant-foo no-op preview", lambda c: median(c.preview))
     row("  / plugin floor preview", lambda c: median(c.preview) / floor_preview)
+    floor_cli = median(floor.cli_preview)
+    row("  the same, by the CLI alone", lambda c: median(c.cli_preview))
+    row("  / plugin floor, by the CLI alone", lambda c: median(c.cli_preview) / floor_cli)
     row("tenant-foo up from nothing", lambda c: median(c.up))
     row("  backends' own time in up", lambda c: median(c.backend_up))
     row(
@@ -238,10 +260,14 @@ def report(results: dict[str, Figures], baseline: str, runs: int) -> None:
         lambda c: median(c.up) / (3 * floor_up + median(c.backend_up)),
     )
     print()
-    print(f"{'floors':36} {'up':>16} {'no-op preview':>14}")
+    print(f"{'floors':36} {'up':>16} {'no-op preview':>14} {'by the CLI':>11}")
     for name in ("empty", "floor"):
         label = "empty stack" if name == "empty" else "plugin floor (1 k8s + 1 dynamic)"
-        print(f"{label:36} {median(results[name].up):16.2f} {median(results[name].preview):14.2f}")
+        floors = results[name]
+        print(
+            f"{label:36} {median(floors.up):16.2f} {median(floors.preview):14.2f} "
+            f"{median(floors.cli_preview):11.2f}"
+        )
     current = results["current"]
     print()
     print(

@@ -8,7 +8,7 @@ import time
 
 from sandbox.layout import SandboxLayout
 from sandbox.project import sandbox_project
-from sandbox.retention_store import BUCKET, LEDGER_BUCKET
+from sandbox.retention_store import BUCKET, LEDGER_BUCKET, STATE_BUCKET
 from sandbox.supervisor import SandboxError, Supervisor
 
 
@@ -24,7 +24,8 @@ def up(layout: SandboxLayout) -> int:
             layout.seed_kubernetes()
             print("[sandbox] seeded nodes, namespaces, CRDs and the LDAP bind Secret")
         if service.name == "retention-store" and layout.seed_retention_store():
-            print(f"[sandbox] seeded the retention store's buckets {BUCKET}, {LEDGER_BUCKET}")
+            buckets = ", ".join((BUCKET, LEDGER_BUCKET, STATE_BUCKET))
+            print(f"[sandbox] seeded the store's buckets {buckets}")
         if service.name == "weka-emulator" and (seeded := layout.seed_weka()):
             print(f"[sandbox] seeded the Weka shared filesystems {', '.join(seeded)} in Root")
         if service.name == "authentik-emulator" and layout.seed_authentik():

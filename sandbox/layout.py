@@ -27,14 +27,17 @@ from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
 from sandbox.retention_store import (
     LEDGER_BUCKET,
+    STATE_BUCKET,
     client_environment,
     retention_store_service,
     seed_bucket,
+    state_backend_environment,
 )
 from sandbox.service import Service
 from sandbox.slurm import SlurmSettings, client_env, slurm_services
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
 from sandbox.supervisor import SandboxError
+from sandbox.temporal import temporal_address, temporal_service
 from sandbox.weka.service import (
     admin_password_file,
     seed_root_filesystems,
@@ -126,6 +129,12 @@ class SandboxLayout:
                 object_store=self.retention_store_environment,
             ),
             authentik_service(self.root / "authentik", self.ports.authentik),
+            temporal_service(
+                self.root / "temporal",
+                self.ports.temporal,
+                self.ports.temporal_http,
+                self.ports.temporal_metrics,
+            ),
         ]
 
     def seed_kubernetes(self) -> None:
@@ -150,6 +159,7 @@ class SandboxLayout:
         missing. Returns whether it had to create one."""
         store, port = self.retention_store, self.ports.retention_store
         made = seed_bucket(store, port)
+        made = seed_bucket(store, port, STATE_BUCKET) or made
         return seed_bucket(store, port, LEDGER_BUCKET, object_lock=True) or made
 
     def seed_weka(self) -> list[str]:
@@ -195,4 +205,7 @@ class SandboxLayout:
             "AUTHENTIK_URL": authentik_url(self.ports.authentik),
             "AUTHENTIK_TOKEN_FILE": str(token_file(self.root / "authentik")),
             **self.retention_store_environment,
+            **state_backend_environment(self.retention_store, self.ports.retention_store),
+            # Where the fleet's workflows run (`python -m tenant_stack worker`, `fleet`).
+            "TEMPORAL_ADDRESS": temporal_address(self.ports.temporal),
         }

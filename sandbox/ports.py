@@ -45,3 +45,15 @@ class Ports:
     @property
     def retention_store(self) -> int:
         return 29100 + self.offset
+
+    @property
+    def temporal(self) -> int:
+        return 29200 + self.offset
+
+    @property
+    def temporal_http(self) -> int:
+        return 29201 + self.offset
+
+    @property
+    def temporal_metrics(self) -> int:
+        return 29202 + self.offset

@@ -9,6 +9,8 @@
     retention erase <slug> <user>  a user's right to erasure, from what offboarding kept
     check                      the rules across tenants (unique users, uids, gids, nodes; pools)
     drift [STACK...]           every tenant stack's drift, per layer, resource and property
+    fleet drift [STACK...]     the same drift check as a Temporal workflow, run by the workers
+    worker                     a fleet worker: serves the fleet's workflows from a task queue
     status [SLUG...]           each tenant's conditions per layer, Ready, stage and next step
     diagnose <slug>            every known failure of a tenant, with evidence, cause and fix
     review --base REF          the pull-request check: rules across tenants, a preview of each
@@ -16,7 +18,9 @@
 
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
-`drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others still were).
+`drift` and `fleet drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others
+still were); `fleet drift --no-wait`: 0 once the workflow is started (its id is printed).
+`worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 `status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
 """
@@ -112,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--tenants", type=Path, default=ROOT / "tenants", help="where the specs are")
     _drift_parser(commands)
+    _workflow_parsers(commands)
     _health_parsers(commands)
     _review_parser(commands)
     _retention_parser(commands)
@@ -220,6 +225,67 @@ def _fleet_options(command: argparse.ArgumentParser, at_once: str) -> None:
     )
 
 
+def _workflow_parsers(commands: Any) -> None:
+    queue_help = "the Temporal task queue the workers serve (default: gpu-tenants-fleet)"
+    fleet = commands.add_parser(
+        "fleet",
+        help="fleet work as Temporal workflows, run by the workers (TEMPORAL_ADDRESS)",
+        description="Starts a workflow on the Temporal service TEMPORAL_ADDRESS names and follows "
+        "it to its end, or prints its id (--no-wait). The run is pinned to this checkout's "
+        "commit and the project's tenants/, which every worker checks before it touches a stack.",
+    )
+    work = fleet.add_subparsers(dest="workflow", required=True)
+    drift = work.add_parser(
+        "drift",
+        help="every tenant stack's drift, one child workflow per stack (its id: the stack)",
+        description="The `drift` command's check and report, each stack checked by whichever "
+        "worker takes it; a stack another operation holds is that stack's error.",
+        epilog="Exit status: 0 every stack clean, 1 drift found, 2 a stack could not be checked "
+        "(the others still were) or the workflow could not run.",
+    )
+    drift.add_argument("stacks", nargs="*", help="only these stacks (default: every tenant stack)")
+    drift.add_argument("--json", action="store_true", help="print the report as JSON")
+    drift.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
+    drift.add_argument("--task-queue", default="gpu-tenants-fleet", help=queue_help)
+    _fleet_options(drift, "stacks checked")
+    worker = commands.add_parser(
+        "worker",
+        help="a fleet worker: runs the fleet's workflows and stack operations from a task queue",
+        description="Serves the fleet's workflows and activities on the Temporal service "
+        "TEMPORAL_ADDRESS names until SIGTERM or SIGINT. Its stack commands use this "
+        "environment's Pulumi backend and credentials.",
+        epilog="Exit status: 0 stopped by a signal, 2 Temporal could not be reached.",
+    )
+    worker.add_argument("--task-queue", default="gpu-tenants-fleet", help=queue_help)
+    worker.add_argument(
+        "--concurrency", type=int, default=os.cpu_count() or 1, help="stack operations at once"
+    )
+
+
+def _fleet(args: argparse.Namespace) -> int:
+    # Imported here: the Temporal SDK takes about half a second to load, which no other command
+    # should pay.
+    from tenant_stack.workflows.commands import fleet_drift
+
+    stacks = Stacks(args.project)
+    report = fleet_drift(
+        args.project, args.stacks or stacks.tenants(), args.workers, args.task_queue, args.no_wait
+    )
+    if report is None:
+        return 0
+    if args.json:
+        print(json.dumps({"workflow": report.workflow, "pin": report.pin, "stacks": report.stacks}))
+    else:
+        print(drift_text(report.drifts(), wants_colour(sys.stdout)))
+    return drift.exit_status(report.drifts())
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from tenant_stack.workflows.commands import run_worker
+
+    return run_worker(args.task_queue, args.concurrency)
+
+
 def _review_parser(commands: Any) -> None:
     review = commands.add_parser(
         "review",
@@ -278,8 +344,7 @@ def _drift(args: argparse.Namespace) -> int:
         print(json.dumps({"stacks": [stack.as_json() for stack in report]}))
     else:
         print(drift_text(report, wants_colour(sys.stdout)))
-    statuses = {stack.status for stack in report}
-    return 2 if "error" in statuses else 1 if "drift" in statuses else 0
+    return drift.exit_status(report)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -428,6 +493,8 @@ def _tenant(args: argparse.Namespace) -> int:
 _COMMANDS = {
     "check": _check,
     "drift": _drift,
+    "fleet": _fleet,
+    "worker": _worker,
     "review": _review,
     "status": _health,
     "diagnose": _health,

@@ -9,21 +9,25 @@ once, as 0600 files, and handed to the gateway through its environment (`__main_
 from sandbox.retention_store.service import (
     BUCKET,
     LEDGER_BUCKET,
+    STATE_BUCKET,
     access_key_file,
     client_environment,
     retention_store_endpoint,
     retention_store_service,
     secret_key_file,
     seed_bucket,
+    state_backend_environment,
 )
 
 __all__ = [
     "BUCKET",
     "LEDGER_BUCKET",
+    "STATE_BUCKET",
     "access_key_file",
     "client_environment",
     "retention_store_endpoint",
     "retention_store_service",
     "secret_key_file",
     "seed_bucket",
+    "state_backend_environment",
 ]

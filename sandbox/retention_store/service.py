@@ -18,6 +18,11 @@ from sandbox.supervisor import SandboxError
 BUCKET = "retention"
 # The retention ledger's bucket, made with S3 Object Lock: no entry can be deleted or replaced.
 LEDGER_BUCKET = "retention-ledger"
+# Pulumi's state, for stacks shared between machines (the self-managed S3 backend), apart from
+# what offboarding keeps.
+STATE_BUCKET = "pulumi-state"
+# The profile of the shared credentials file the Pulumi CLI reads the state bucket's keys from.
+STATE_PROFILE = "gpu-tenants-state"
 # What S3-compatible stores take for a region when they have none; versitygw's default too.
 REGION = "us-east-1"
 # versitygw serves this without a signature once asked to (--health); the readiness probe's.
@@ -49,6 +54,24 @@ def client_environment(state_dir: Path, port: int) -> dict[str, str]:
     }
 
 
+def state_credentials_file(state_dir: Path) -> Path:
+    return state_dir / "aws-credentials"
+
+
+def state_backend_environment(state_dir: Path, port: int) -> dict[str, str]:
+    """What a Pulumi CLI needs to keep stacks in the state bucket: the backend's URL (for
+    PULUMI_BACKEND_URL, when a shared backend is wanted) and the shared credentials file that
+    holds the bucket's keys under STATE_PROFILE, so that no key is ever in the environment."""
+    query = (
+        f"endpoint={retention_store_endpoint(port)}&use_path_style=true&region={REGION}"
+        f"&profile={STATE_PROFILE}"
+    )
+    return {
+        "GPU_TENANTS_S3_STATE_URL": f"s3://{STATE_BUCKET}?{query}",
+        "AWS_SHARED_CREDENTIALS_FILE": str(state_credentials_file(state_dir)),
+    }
+
+
 def data_dir(state_dir: Path) -> Path:
     """The gateway's root: each directory in it a bucket, each file below one an object."""
     return state_dir / "data"
@@ -77,6 +100,12 @@ def ensure_credentials(state_dir: Path) -> None:
         if not path.is_file() or not path.read_text().strip():
             write_atomic(path, value + "\n", new_file_mode=0o600)
         path.chmod(0o600)
+    profile = (
+        f"[{STATE_PROFILE}]\n"
+        f"aws_access_key_id = {access_key_file(state_dir).read_text().strip()}\n"
+        f"aws_secret_access_key = {secret_key_file(state_dir).read_text().strip()}\n"
+    )
+    write_atomic(state_credentials_file(state_dir), profile, new_file_mode=0o600)
 
 
 def retention_store_service(state_dir: Path, port: int) -> Service:

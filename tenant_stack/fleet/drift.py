@@ -30,6 +30,7 @@ __all__ = [
     "check_fleet",
     "check_stack",
     "drifted_resources",
+    "exit_status",
     "layer_of",
     "property_drift",
 ]
@@ -60,6 +61,10 @@ class PropertyDrift:
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "recorded": self.recorded, "live": self.live}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PropertyDrift:
+        return cls(data["path"], data["recorded"], data["live"])
+
 
 @dataclass(frozen=True)
 class ResourceDrift:
@@ -80,6 +85,13 @@ class ResourceDrift:
             "properties": [p.as_json() for p in self.properties],
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ResourceDrift:
+        properties = tuple(PropertyDrift.from_json(p) for p in data["properties"])
+        return cls(
+            data["layer"], data["resource"], data["type"], data["urn"], data["change"], properties
+        )
+
 
 @dataclass(frozen=True)
 class StackDrift:
@@ -97,6 +109,12 @@ class StackDrift:
             "error": self.error,
             "resources": [r.as_json() for r in self.resources],
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StackDrift:
+        """A stack's report as `as_json` wrote it (a fleet workflow's result, say)."""
+        resources = tuple(ResourceDrift.from_json(r) for r in data["resources"])
+        return cls(data["stack"], data["status"], data["seconds"], resources, data["error"])
 
 
 def check_stack(stacks: Stacks, stack: str) -> StackDrift:
@@ -123,6 +141,12 @@ def check_fleet(
     """Every stack in `names`, at most `workers` at a time; `done` hears of each as it ends.
     The report is in the order of `names`."""
     return fan_out(names, lambda name: check_stack(stacks, name), workers, done)
+
+
+def exit_status(report: Iterable[StackDrift]) -> int:
+    """The drift commands' exit status: 2 a stack could not be checked, 1 drift, 0 clean."""
+    statuses = {stack.status for stack in report}
+    return 2 if "error" in statuses else 1 if "drift" in statuses else 0
 
 
 def drifted_resources(events: Iterable[Mapping[str, Any]]) -> Iterator[ResourceDrift]:

@@ -1,0 +1,47 @@
+"""A fleet worker: serves the fleet's workflows and activities from one task queue until it is
+told to stop. Run as many as wanted, on as many machines, against one Temporal service."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from tenant_stack.workflows.activities import drift_stack
+from tenant_stack.workflows.fleet_drift import FleetDrift, StackDriftCheck
+
+TASK_QUEUE = "gpu-tenants-fleet"
+# The dev server's default; production names its own (TEMPORAL_ADDRESS, as the temporal CLI).
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+NAMESPACE = "default"
+
+
+async def connect() -> Client:
+    """The Temporal service TEMPORAL_ADDRESS names (and TEMPORAL_NAMESPACE, default `default`)."""
+    address = os.environ.get("TEMPORAL_ADDRESS") or DEFAULT_ADDRESS
+    return await Client.connect(address, namespace=os.environ.get("TEMPORAL_NAMESPACE", NAMESPACE))
+
+
+async def serve(client: Client, task_queue: str, concurrency: int) -> None:
+    """Runs a worker on `task_queue`, `concurrency` stack operations at a time, until SIGTERM or
+    SIGINT; then it finishes what it started and returns."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    with ThreadPoolExecutor(max_workers=concurrency) as executor:
+        worker = Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[FleetDrift, StackDriftCheck],
+            activities=[drift_stack],
+            activity_executor=executor,
+            max_concurrent_activities=concurrency,
+        )
+        async with worker:
+            print(f"worker on {task_queue}: {concurrency} at a time", flush=True)
+            await stop.wait()
