@@ -32,7 +32,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
@@ -286,6 +286,15 @@ def _worker(args: argparse.Namespace) -> int:
     return run_worker(args.task_queue, args.concurrency)
 
 
+def _exit_without_teardown(status: int) -> NoReturn:
+    """Ends a process that used the Temporal SDK: its client's threads can outlive the
+    interpreter's teardown and abort it (SIGABRT) after the work is done
+    (temporalio/sdk-python#300), so everything is flushed and the teardown skipped."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def _review_parser(commands: Any) -> None:
     review = commands.add_parser(
         "review",
@@ -505,10 +514,13 @@ _COMMANDS = {
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
-        return _COMMANDS.get(args.command, _tenant)(args)
+        status = _COMMANDS.get(args.command, _tenant)(args)
     except (TenantError, BackendError) as error:
         print(error, file=sys.stderr)
-        return 2
+        status = 2
+    if args.command in ("fleet", "worker"):
+        _exit_without_teardown(status)
+    return status
 
 
 if __name__ == "__main__":

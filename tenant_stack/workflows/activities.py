@@ -3,9 +3,14 @@ fleet command reports for the stack, plus which worker did it."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,10 @@ from tenant_stack.workflows.pin import RunPin
 
 # Which worker ran an activity, in its report: its host and process.
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
+# A worker beats this often while a stack command runs; the workflows give up on an attempt after
+# HEARTBEAT_TIMEOUT without one (the worker died), and retry it where that is safe.
+HEARTBEAT_EVERY = 5.0
+HEARTBEAT_TIMEOUT = timedelta(seconds=20)
 
 
 @dataclass(frozen=True)
@@ -37,4 +46,27 @@ def drift_stack(task: StackTask) -> dict[str, Any]:
         task.pin.verify(project)
     except StackError as error:
         raise ApplicationError(str(error), type="PinMismatch", non_retryable=True) from None
-    return {**check_stack(Stacks(project), task.stack).as_json(), "worker": WORKER}
+    with _heartbeats():
+        report = check_stack(Stacks(project), task.stack)
+    return {**report.as_json(), "worker": WORKER}
+
+
+@contextmanager
+def _heartbeats() -> Iterator[None]:
+    """Heartbeats from a thread of their own while the block runs: a stack command blocks the
+    activity's thread for as long as the engine runs."""
+    # The activity's context, which activity.heartbeat reads, copied for the other thread.
+    context = contextvars.copy_context()
+    stop = threading.Event()
+
+    def beating() -> None:
+        while not stop.wait(HEARTBEAT_EVERY):
+            context.run(activity.heartbeat)
+
+    thread = threading.Thread(target=beating, name="heartbeats", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

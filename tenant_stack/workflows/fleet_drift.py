@@ -18,12 +18,13 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from tenant_stack.workflows.activities import StackTask, drift_stack
+    from tenant_stack.workflows.activities import HEARTBEAT_TIMEOUT, StackTask, drift_stack
     from tenant_stack.workflows.pin import RunPin
 
 # A refresh preview of a large stack reads every resource from its backend.
 STACK_CHECK_TIMEOUT = timedelta(minutes=30)
-# Read-only, so safe to retry: a worker that died mid-check, a backend that blinked.
+# Read-only, so safe to retry at once, even while the attempt a worker died in might still be
+# running somewhere: a worker that died mid-check, a backend that blinked.
 STACK_CHECK_RETRIES = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=2))
 
 
@@ -49,6 +50,7 @@ class StackDriftCheck:
             drift_stack,
             task,
             start_to_close_timeout=STACK_CHECK_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
             retry_policy=STACK_CHECK_RETRIES,
         )
         return report
