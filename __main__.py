@@ -6,7 +6,6 @@ from pathlib import Path
 import pulumi
 
 from providers.errors import BackendError
-from tenant_stack.engine_log import send_debug_without_waiting
 from tenant_stack.errors import TenantError
 from tenant_stack.live import LiveReads
 from tenant_stack.platform import load_platform
@@ -15,7 +14,6 @@ from tenant_stack.stacks import PLATFORM_STACK
 # absolute(), not resolve(): a copy of the project made of symlinks reads its own tenants/.
 ROOT = Path(__file__).absolute().parent
 
-send_debug_without_waiting()
 try:
     platform = load_platform(ROOT / "Pulumi.prod.yaml")
     stack = pulumi.get_stack()

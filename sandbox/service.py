@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,16 @@ class Service:
             self.revision() if self.revision else "",
         ]
         return hashlib.sha256(json.dumps(made_of).encode()).hexdigest()
+
+
+def built_tool(name: str) -> str:
+    """The path of `name`, one of the binaries `make setup` builds, or what to do to get it."""
+    path = shutil.which(name)
+    if path is None:
+        raise FileNotFoundError(
+            f'{name} is not on PATH: run `make setup` and `eval "$(make -s env)"`'
+        )
+    return path
 
 
 def source_revision(*packages: Path) -> Callable[[], str]:

@@ -10,6 +10,7 @@
     check                      the rules across tenants (unique users, uids, gids, nodes; pools)
     drift [STACK...]           every tenant stack's drift, per layer, resource and property
     fleet drift [STACK...]     the same drift check as a Temporal workflow, run by the workers
+    fleet schedule             the drift check of every tenant stack as a Temporal Schedule
     worker                     a fleet worker: serves the fleet's workflows from a task queue
     status [SLUG...]           each tenant's conditions per layer, Ready, stage and next step
     diagnose <slug>            every known failure of a tenant, with evidence, cause and fix
@@ -19,7 +20,8 @@
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
 `drift` and `fleet drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others
-still were); `fleet drift --no-wait`: 0 once the workflow is started (its id is printed).
+still were); `fleet drift --no-wait` and `fleet schedule`: 0 once the workflow or the Schedule
+is made (its id is printed).
 `worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 `status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
@@ -31,6 +33,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -248,6 +251,22 @@ def _workflow_parsers(commands: Any) -> None:
     drift.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
     drift.add_argument("--task-queue", default="gpu-tenants-fleet", help=queue_help)
     _fleet_options(drift, "stacks checked")
+    schedule = work.add_parser(
+        "schedule",
+        help="the drift check of every tenant stack on a Temporal Schedule (made or updated)",
+        description="Makes the Schedule `gpu-tenants-drift`, or updates it: a `fleet drift` of "
+        "every tenant stack each interval (Pulumi.prod.yaml `fleet.drift_every_minutes`), "
+        "pinned to this checkout; a run due while the last one runs is skipped. Run it again "
+        "after deploying a new commit to the workers. `temporal schedule describe "
+        "--schedule-id gpu-tenants-drift` lists its runs, `temporal workflow result "
+        "--workflow-id <run>` reads one's report.",
+        epilog="Exit status: 0 the Schedule is made or updated, 2 it could not be.",
+    )
+    schedule.add_argument(
+        "--every-seconds", type=int, help="the interval (default: the platform's, in minutes)"
+    )
+    schedule.add_argument("--task-queue", default="gpu-tenants-fleet", help=queue_help)
+    _fleet_options(schedule, "stacks checked")
     worker = commands.add_parser(
         "worker",
         help="a fleet worker: runs the fleet's workflows and stack operations from a task queue",
@@ -265,8 +284,13 @@ def _workflow_parsers(commands: Any) -> None:
 def _fleet(args: argparse.Namespace) -> int:
     # Imported here: the Temporal SDK takes about half a second to load, which no other command
     # should pay.
-    from tenant_stack.workflows.commands import fleet_drift
+    from tenant_stack.workflows.commands import fleet_drift, schedule_drift
 
+    if args.workflow == "schedule":
+        minutes = load_platform(ROOT / "Pulumi.prod.yaml").fleet.drift_every_minutes
+        every = timedelta(seconds=args.every_seconds or minutes * 60)
+        print(schedule_drift(args.project, every, args.workers, args.task_queue))
+        return 0
     stacks = Stacks(args.project)
     report = fleet_drift(
         args.project, args.stacks or stacks.tenants(), args.workers, args.task_queue, args.no_wait

@@ -403,6 +403,12 @@ class Retention(StrictModel):
     copies_days: Annotated[int, Field(ge=1, le=36500)] = 30
 
 
+class Fleet(StrictModel):
+    """The fleet's scheduled work on Temporal (`python -m tenant_stack fleet schedule`)."""
+
+    drift_every_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 240
+
+
 class Platform(StrictModel):
     """The cluster-wide facts, keyed as in Pulumi.prod.yaml without the `gpu-tenants:` prefix."""
 
@@ -417,6 +423,7 @@ class Platform(StrictModel):
     weka: Weka
     login_chart: LoginChart
     retention: Retention = Retention()
+    fleet: Fleet = Fleet()
 
     def gpu_inventory(self) -> dict[str, int]:
         """GPUs in the fleet per SKU, counted from the node pools."""

@@ -3,7 +3,6 @@ and the stand-in reservation operator, all on 127.0.0.1."""
 
 from __future__ import annotations
 
-import shutil
 import ssl
 import sys
 from pathlib import Path
@@ -13,18 +12,9 @@ import httpx
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki, kubeconfig
 from sandbox.ports import Ports
-from sandbox.service import Service, source_revision
+from sandbox.service import Service, built_tool, source_revision
 
 SERVICE_CIDR = "10.43.0.0/16"
-
-
-def _binary(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise FileNotFoundError(
-            f'{name} is not on PATH: run `make setup` and `eval "$(make -s env)"`'
-        )
-    return path
 
 
 def _answers(url: str, verify: ssl.SSLContext | bool) -> bool:
@@ -70,7 +60,7 @@ class KubernetesSandbox:
         etcd = Service(
             name="etcd",
             argv=[
-                _binary("etcd"),
+                built_tool("etcd"),
                 "--name=sandbox",
                 f"--data-dir={self.dir / 'etcd'}",
                 f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
@@ -87,7 +77,7 @@ class KubernetesSandbox:
         apiserver = Service(
             name="kube-apiserver",
             argv=[
-                _binary("kube-apiserver"),
+                built_tool("kube-apiserver"),
                 f"--etcd-servers=http://127.0.0.1:{etcd_client}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
@@ -116,7 +106,7 @@ class KubernetesSandbox:
         controller_manager = Service(
             name="kube-controller-manager",
             argv=[
-                _binary("kube-controller-manager"),
+                built_tool("kube-controller-manager"),
                 f"--kubeconfig={controller_manager_kubeconfig}",
                 f"--authentication-kubeconfig={controller_manager_kubeconfig}",
                 f"--authorization-kubeconfig={controller_manager_kubeconfig}",

@@ -4,7 +4,6 @@ HTTP on loopback, and the bucket offboarding writes to."""
 from __future__ import annotations
 
 import secrets
-import shutil
 import string
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from providers.files import write_atomic
-from sandbox.service import Service, source_revision
+from sandbox.service import Service, built_tool, source_revision
 from sandbox.supervisor import SandboxError
 
 BUCKET = "retention"
@@ -77,15 +76,6 @@ def data_dir(state_dir: Path) -> Path:
     return state_dir / "data"
 
 
-def _versitygw() -> str:
-    path = shutil.which("versitygw")
-    if path is None:
-        raise FileNotFoundError(
-            'versitygw is not on PATH: run `make setup` and `eval "$(make -s env)"`'
-        )
-    return path
-
-
 def ensure_credentials(state_dir: Path) -> None:
     """Makes the root access key and secret once, as 0600 files; later starts keep them, so the
     paths `make -s env` exported stay good."""
@@ -129,7 +119,7 @@ def retention_store_service(state_dir: Path, port: int) -> Service:
             f"--access-key-file={access_key_file(state_dir)}",
             f"--secret-key-file={secret_key_file(state_dir)}",
             "--",
-            _versitygw(),
+            built_tool("versitygw"),
             f"--port=127.0.0.1:{port}",
             f"--region={REGION}",
             f"--health={HEALTH_PATH}",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import httpx
 
-from sandbox.service import Service
+from sandbox.service import Service, built_tool
 
 # The namespace the dev server makes at start, and the one the fleet's workflows run in.
 NAMESPACE = "default"
@@ -16,15 +15,6 @@ NAMESPACE = "default"
 def temporal_address(port: int) -> str:
     """The front end's gRPC address, what clients and workers connect to (TEMPORAL_ADDRESS)."""
     return f"127.0.0.1:{port}"
-
-
-def _temporal() -> str:
-    path = shutil.which("temporal")
-    if path is None:
-        raise FileNotFoundError(
-            'the Temporal CLI is not on PATH: run `make setup` and `eval "$(make -s env)"`'
-        )
-    return path
 
 
 def temporal_service(state_dir: Path, port: int, http_port: int, metrics_port: int) -> Service:
@@ -39,7 +29,7 @@ def temporal_service(state_dir: Path, port: int, http_port: int, metrics_port: i
     return Service(
         name="temporal",
         argv=[
-            _temporal(),
+            built_tool("temporal"),
             "server",
             "start-dev",
             "--headless",

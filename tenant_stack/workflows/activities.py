@@ -37,6 +37,12 @@ class StackTask:
     pin: RunPin
 
 
+@activity.defn(name="tenant_stacks")
+def tenant_stacks(project: str) -> list[str]:
+    """Every tenant stack of the project now: what a scheduled run checks."""
+    return Stacks(Path(project)).tenants()
+
+
 @activity.defn(name="drift_stack")
 def drift_stack(task: StackTask) -> dict[str, Any]:
     """The stack's drift, as `drift` reports it. Read-only and lock-free (a refresh preview), so

@@ -5,11 +5,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleUpdate,
+    WorkflowFailureError,
+)
 from temporalio.common import WorkflowIDConflictPolicy
 
 from tenant_stack.errors import StackError
@@ -55,6 +66,36 @@ def fleet_drift(
         return FleetDriftResult(workflow_id, asdict(report.pin), report.stacks)
 
     return asyncio.run(start())
+
+
+# The Schedule of the fleet's drift check; its runs' workflow ids start with it.
+DRIFT_SCHEDULE = "gpu-tenants-drift"
+
+
+def schedule_drift(project: Path, every: timedelta, workers: int, task_queue: str) -> str:
+    """Makes the drift Schedule, or updates it to this checkout's pin and `every`: a check of
+    every tenant stack of `project` each `every`, never two at once (one that would start while
+    the last runs is skipped). Run it again after deploying a new commit to the workers."""
+    run = FleetRun([], str(project.absolute()), RunPin.of(project), workers)
+    schedule = Schedule(
+        action=ScheduleActionStartWorkflow(
+            FleetDrift.run, run, id=DRIFT_SCHEDULE, task_queue=task_queue
+        ),
+        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+    )
+
+    async def make() -> None:
+        client = await _client()
+        try:
+            await client.create_schedule(DRIFT_SCHEDULE, schedule)
+        except ScheduleAlreadyRunningError:
+            await client.get_schedule_handle(DRIFT_SCHEDULE).update(
+                lambda _: ScheduleUpdate(schedule=schedule)
+            )
+
+    asyncio.run(make())
+    return DRIFT_SCHEDULE
 
 
 def run_worker(task_queue: str, concurrency: int) -> int:

@@ -18,7 +18,12 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from tenant_stack.workflows.activities import HEARTBEAT_TIMEOUT, StackTask, drift_stack
+    from tenant_stack.workflows.activities import (
+        HEARTBEAT_TIMEOUT,
+        StackTask,
+        drift_stack,
+        tenant_stacks,
+    )
     from tenant_stack.workflows.pin import RunPin
 
 # A refresh preview of a large stack reads every resource from its backend.
@@ -30,7 +35,7 @@ STACK_CHECK_RETRIES = RetryPolicy(maximum_attempts=3, initial_interval=timedelta
 
 @dataclass(frozen=True)
 class FleetRun:
-    stacks: list[str]
+    stacks: list[str]  # none: every tenant stack when the run starts (a scheduled run)
     project: str
     pin: RunPin
     workers: int  # stacks checked at once
@@ -82,7 +87,13 @@ class FleetDrift:
                 except ChildWorkflowError as failed:
                     return _error(stack, _first_cause(failed))
 
-        reports = await asyncio.gather(*(check(stack) for stack in run.stacks))
+        stacks = run.stacks or await workflow.execute_activity(
+            tenant_stacks,
+            run.project,
+            start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=STACK_CHECK_RETRIES,
+        )
+        reports = await asyncio.gather(*(check(stack) for stack in stacks))
         return FleetReport(run.pin, list(reports))
 
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from tenant_stack.workflows.activities import drift_stack
+from tenant_stack.workflows.activities import drift_stack, tenant_stacks
 from tenant_stack.workflows.fleet_drift import FleetDrift, StackDriftCheck
 
 TASK_QUEUE = "gpu-tenants-fleet"
@@ -38,7 +38,7 @@ async def serve(client: Client, task_queue: str, concurrency: int) -> None:
             client,
             task_queue=task_queue,
             workflows=[FleetDrift, StackDriftCheck],
-            activities=[drift_stack],
+            activities=[drift_stack, tenant_stacks],
             activity_executor=executor,
             max_concurrent_activities=concurrency,
         )

@@ -212,6 +212,34 @@ def test_a_run_pinned_to_other_code_is_refused_by_the_worker(fleet: Fleet) -> No
     assert events(stack).count("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") == 1
 
 
+def test_the_drift_schedule_fires_and_its_report_is_read_with_temporals_cli(
+    fleet: Fleet,
+) -> None:
+    options = ("--project", str(fleet.project), "--task-queue", fleet.queue)
+    made = operator_command("fleet", "schedule", "--every-seconds", "5", *options, env=fleet.env)
+    assert made.returncode == 0, made.stderr
+    schedule = made.stdout.strip()
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            described = temporal("schedule", "describe", "--schedule-id", schedule, "-o", "json")
+            assert described.returncode == 0, described.stderr
+            actions = json.loads(described.stdout).get("info", {}).get("recentActions") or []
+            if actions:
+                break
+            assert time.monotonic() < deadline, "the Schedule never fired"
+            time.sleep(1)
+    finally:
+        temporal("schedule", "delete", "--schedule-id", schedule)
+    run = actions[0]["startWorkflowResult"]["workflowId"]
+    finished = temporal("workflow", "result", "--workflow-id", run, "--output", "json")
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads(finished.stdout)["result"]
+    # A scheduled run checks every stack of the project as it is when the run starts.
+    assert sorted(s["stack"] for s in report["stacks"]) == sorted(fleet.stacks)
+    assert {s["status"] for s in report["stacks"]} == {"clean"}
+
+
 def started_on(stack: str, worker: subprocess.Popen[str]) -> bool:
     """Whether the stack's operation has an activity running on `worker` now (Temporal names a
     worker pid@host)."""
