@@ -95,10 +95,17 @@ def baseline_project(worktree: Path, directory: Path) -> Path:
         (directory / name).symlink_to(worktree / name)
     (directory / "venv").symlink_to(ROOT / "venv")
     shutil.copytree(worktree / "tenants", directory / "tenants")
+    # A rehearsal, so that destroy takes it down: `lifecycle.rehearsal` since offboarding came,
+    # `storage.delete_without_snapshot` before.
     spec = directory / "tenants" / "tenant-foo.yaml"
-    spec.write_text(
-        spec.read_text().replace("\nstorage:\n", "\nstorage:\n  delete_without_snapshot: true\n")
-    )
+    models = worktree / "tenant_stack" / "spec" / "models.py"
+    if models.is_file() and "rehearsal" in models.read_text():
+        marked = spec.read_text().replace("\nlifecycle:\n", "\nlifecycle:\n  rehearsal: true\n")
+    else:
+        marked = spec.read_text().replace(
+            "\nstorage:\n", "\nstorage:\n  delete_without_snapshot: true\n"
+        )
+    spec.write_text(marked)
     settings = (worktree / "Pulumi.yaml").read_text()
     (directory / "Pulumi.yaml").write_text(
         f"{settings.rstrip()}\nstackConfigDir: {STACK_CONFIG_DIR}\n"
