@@ -67,6 +67,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # The project whose stacks the commands work on: a sandbox's own when one is set up (its stacks'
 # config files live there; a stack command run in the checkout would write them into it).
 PROJECT = Path(os.environ.get("GPU_TENANTS_PROJECT") or ROOT)
+# The task queue the fleet's workers serve and its workflows are started on.
+TASK_QUEUE = "gpu-tenants-fleet"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -229,7 +231,7 @@ def _fleet_options(command: argparse.ArgumentParser, at_once: str) -> None:
 
 
 def _workflow_parsers(commands: Any) -> None:
-    queue_help = "the Temporal task queue the workers serve (default: gpu-tenants-fleet)"
+    queue_help = f"the Temporal task queue the workers serve (default: {TASK_QUEUE})"
     fleet = commands.add_parser(
         "fleet",
         help="fleet work as Temporal workflows, run by the workers (TEMPORAL_ADDRESS)",
@@ -249,7 +251,7 @@ def _workflow_parsers(commands: Any) -> None:
     drift.add_argument("stacks", nargs="*", help="only these stacks (default: every tenant stack)")
     drift.add_argument("--json", action="store_true", help="print the report as JSON")
     drift.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
-    drift.add_argument("--task-queue", default="gpu-tenants-fleet", help=queue_help)
+    drift.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
     _fleet_options(drift, "stacks checked")
     schedule = work.add_parser(
         "schedule",
@@ -265,7 +267,7 @@ def _workflow_parsers(commands: Any) -> None:
     schedule.add_argument(
         "--every-seconds", type=int, help="the interval (default: the platform's, in minutes)"
     )
-    schedule.add_argument("--task-queue", default="gpu-tenants-fleet", help=queue_help)
+    schedule.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
     _fleet_options(schedule, "stacks checked")
     worker = commands.add_parser(
         "worker",
@@ -275,7 +277,7 @@ def _workflow_parsers(commands: Any) -> None:
         "environment's Pulumi backend and credentials.",
         epilog="Exit status: 0 stopped by a signal, 2 Temporal could not be reached.",
     )
-    worker.add_argument("--task-queue", default="gpu-tenants-fleet", help=queue_help)
+    worker.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
     worker.add_argument(
         "--concurrency", type=int, default=os.cpu_count() or 1, help="stack operations at once"
     )
@@ -297,11 +299,12 @@ def _fleet(args: argparse.Namespace) -> int:
     )
     if report is None:
         return 0
+    drifts = report.drifts()
     if args.json:
         print(json.dumps({"workflow": report.workflow, "pin": report.pin, "stacks": report.stacks}))
     else:
-        print(drift_text(report.drifts(), wants_colour(sys.stdout)))
-    return drift.exit_status(report.drifts())
+        print(drift_text(drifts, wants_colour(sys.stdout)))
+    return drift.exit_status(drifts)
 
 
 def _worker(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
+    from tenant_stack.fleet.drift import StackDrift
     from tenant_stack.workflows.activities import (
         HEARTBEAT_TIMEOUT,
         StackTask,
@@ -105,4 +106,4 @@ def _first_cause(error: BaseException) -> str:
 
 
 def _error(stack: str, message: str) -> dict[str, Any]:
-    return {"stack": stack, "status": "error", "seconds": 0.0, "error": message, "resources": []}
+    return StackDrift(stack, "error", 0.0, error=message).as_json()

@@ -14,7 +14,6 @@ from temporalio.worker import Worker
 from tenant_stack.workflows.activities import drift_stack, tenant_stacks
 from tenant_stack.workflows.fleet_drift import FleetDrift, StackDriftCheck
 
-TASK_QUEUE = "gpu-tenants-fleet"
 # The dev server's default; production names its own (TEMPORAL_ADDRESS, as the temporal CLI).
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 NAMESPACE = "default"
