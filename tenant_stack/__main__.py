@@ -265,7 +265,9 @@ def _workflow_parsers(commands: Any) -> None:
         epilog="Exit status: 0 the Schedule is made or updated, 2 it could not be.",
     )
     schedule.add_argument(
-        "--every-seconds", type=int, help="the interval (default: the platform's, in minutes)"
+        "--every-seconds",
+        type=_positive,
+        help="the interval (default: the platform's, in minutes)",
     )
     schedule.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
     _fleet_options(schedule, "stacks checked")
@@ -279,8 +281,22 @@ def _workflow_parsers(commands: Any) -> None:
     )
     worker.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
     worker.add_argument(
-        "--concurrency", type=int, default=os.cpu_count() or 1, help="stack operations at once"
+        "--concurrency",
+        type=_positive,
+        default=os.cpu_count() or 1,
+        help="stack operations at once",
     )
+
+
+def _positive(text: str) -> int:
+    """A whole number above 0, or argparse's error naming the option."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+    return number
 
 
 def _fleet(args: argparse.Namespace) -> int:

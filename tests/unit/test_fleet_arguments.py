@@ -1,0 +1,33 @@
+"""The fleet commands refuse a bad number before they reach Temporal, naming the option."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "value"),
+    [
+        (["fleet", "schedule", "--every-seconds", "0"], "--every-seconds", "0"),
+        (["fleet", "schedule", "--every-seconds", "-5"], "--every-seconds", "-5"),
+        (["worker", "--concurrency", "many"], "--concurrency", "many"),
+    ],
+)
+def test_a_bad_number_is_refused_naming_its_option(
+    argv: list[str], option: str, value: str
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tenant_stack", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert f"argument {option}: '{value}' is not a whole number above 0" in result.stderr
