@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := eval "$$(toolchain/env.sh)"
 
-.PHONY: setup env check test lint demo bench sandbox-up sandbox-down sandbox-status drift review
+.PHONY: setup env check test lint demo bench sandbox-up sandbox-down sandbox-reset sandbox-status drift review
 
 setup:
 	@toolchain/setup.sh
@@ -26,6 +26,10 @@ sandbox-up: setup
 
 sandbox-down:
 	@$(ENV) && python -m sandbox down
+
+# Stops the sandbox and deletes its state (GPU_TENANTS_SANDBOX=test: the tests').
+sandbox-reset: setup
+	@$(ENV) && python -m sandbox reset
 
 sandbox-status:
 	@$(ENV) && python -m sandbox status

@@ -1,8 +1,10 @@
-"""`python -m sandbox up|down|status|env` (make sandbox-up, sandbox-down, sandbox-status, env)."""
+"""`python -m sandbox up|down|reset|status|env` (make sandbox-up, sandbox-down, sandbox-reset,
+sandbox-status, env). `reset` stops a sandbox and deletes its state: the next `up` starts afresh."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 
@@ -48,6 +50,16 @@ def down(layout: SandboxLayout) -> int:
     return 0
 
 
+def reset(layout: SandboxLayout) -> int:
+    """Stops the sandbox and deletes everything it keeps: what its clusters hold, its logs, its
+    keys, slurmd's spool. Its users stay in /etc/passwd (ensure_user takes them as they are)."""
+    down(layout)
+    for directory in (layout.root, layout.slurm.slurmd_spool_dir):
+        shutil.rmtree(directory, ignore_errors=True)
+    print("[sandbox] reset: deleted", layout.root)
+    return 0
+
+
 def status(layout: SandboxLayout) -> int:
     supervisor = Supervisor(layout.root)
     healthy = True
@@ -73,13 +85,16 @@ def env(layout: SandboxLayout) -> int:
     return 0
 
 
+COMMANDS = {"up": up, "down": down, "reset": reset, "status": status, "env": env}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
-    parser.add_argument("command", choices=["up", "down", "status", "env"])
+    parser.add_argument("command", choices=list(COMMANDS))
     args = parser.parse_args(argv)
     layout = SandboxLayout.from_environment()
     try:
-        result: int = {"up": up, "down": down, "status": status, "env": env}[args.command](layout)
+        result: int = COMMANDS[args.command](layout)
     except (SandboxError, FileNotFoundError) as err:
         print(f"[sandbox] ERROR: {err}", file=sys.stderr)
         return 1

@@ -29,7 +29,9 @@ class Status:
     ready: bool
 
 
-def _start_time(pid: int) -> str | None:
+def start_time(pid: int) -> str | None:
+    """When the process `pid` started (clock ticks since boot), or None if there is none: with
+    the pid, it names one process even after the kernel reuses the pid."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -75,7 +77,7 @@ class Supervisor:
         except (OSError, ValueError):
             return None
         pid = int(pid_text)
-        return pid if _start_time(pid) == started else None
+        return pid if start_time(pid) == started else None
 
     def status(self, service: Service) -> Status:
         pid = self.pid(service.name)
@@ -116,7 +118,7 @@ class Supervisor:
                 cwd=service.cwd,
                 start_new_session=True,
             )
-        started = _start_time(proc.pid)
+        started = start_time(proc.pid)
         self._pid_file(service.name).write_text(f"{proc.pid} {started}\n")
         self._fingerprint_file(service.name).write_text(service.fingerprint() + "\n")
         deadline = time.monotonic() + service.ready_timeout
@@ -141,12 +143,12 @@ class Supervisor:
         self._pid_file(service.name).unlink(missing_ok=True)
         if pid is None:
             return False
-        started = _start_time(pid)
+        started = start_time(pid)
         os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _start_time(pid) == started:
+        while time.monotonic() < deadline and start_time(pid) == started:
             time.sleep(0.1)
-        if _start_time(pid) == started:
+        if start_time(pid) == started:
             os.killpg(pid, signal.SIGKILL)
         # Reap it if it is our child (only in tests that start and stop in one process).
         with contextlib.suppress(ChildProcessError):

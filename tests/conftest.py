@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sandbox.__main__ import up
+from sandbox.__main__ import reset, up
 from sandbox.layout import SandboxLayout
+from sandbox.sessions import SessionMarks
 from tests.backends import file_backend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,14 +28,24 @@ def pulumi_backend(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> SandboxLayout:
+def sandbox() -> Iterator[SandboxLayout]:
     """The tests' own sandbox (state and ports apart from the operator's, so `make test` never
     touches what `make demo` onboarded). It is brought up if needed and its endpoints exported to
     every tool the tests run. It is left running, so that reruns (and test sessions running side
     by side) share it: `GPU_TENANTS_SANDBOX=test make sandbox-down` stops it. Tests that use it
-    name what they create uniquely and remove it again."""
+    name what they create uniquely and remove it again.
+
+    A test session killed midway never removes what its tests made (a Reservation holding a node,
+    a stack's objects), and later sessions would trip over it. So each session marks the sandbox
+    while it runs, and the next session that finds only the marks of dead ones starts from a
+    fresh sandbox."""
     os.environ["GPU_TENANTS_SANDBOX"] = "test"
     layout = SandboxLayout.from_environment()
+    sessions = SessionMarks(layout.root / "test-sessions")
+    if sessions.left_by_killed_sessions():
+        print(f"\n[tests] a killed test session left {layout.root} behind: starting afresh")
+        reset(layout)
     up(layout)
     os.environ.update(layout.environment())
-    return layout
+    with sessions.held():
+        yield layout
