@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sandbox.supervisor import start_time
+from providers.processes import start_time
 
 
 class SessionMarks:

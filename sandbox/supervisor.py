@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from providers.processes import start_time
 from sandbox.service import Service
 
 
@@ -27,20 +28,6 @@ class Status:
     name: str
     pid: int | None
     ready: bool
-
-
-def start_time(pid: int) -> str | None:
-    """When the process `pid` started (clock ticks since boot), or None if there is none: with
-    the pid, it names one process even after the kernel reuses the pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # Field 22 (starttime), counted after the command name, which may itself hold spaces.
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":
-        return None
-    return fields[19]
 
 
 def port_in_use(port: int) -> bool:

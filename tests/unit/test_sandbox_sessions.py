@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from providers.processes import start_time
 from sandbox.sessions import SessionMarks
-from sandbox.supervisor import start_time
 
 
 def test_no_marks_is_no_killed_session(tmp_path: Path) -> None:
