@@ -10,6 +10,7 @@
     check                      the rules across tenants (unique users, uids, gids, nodes; pools)
     drift [STACK...]           every tenant stack's drift, per layer, resource and property
     fleet drift [STACK...]     the same drift check as a Temporal workflow, run by the workers
+    fleet rollout --wave S,S.. `pulumi up` of stacks in waves, stopping at the first that fails
     fleet schedule             the drift check of every tenant stack as a Temporal Schedule
     worker                     a fleet worker: serves the fleet's workflows from a task queue
     status [SLUG...]           each tenant's conditions per layer, Ready, stage and next step
@@ -20,8 +21,9 @@
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
 `drift` and `fleet drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others
-still were); `fleet drift --no-wait` and `fleet schedule`: 0 once the workflow or the Schedule
-is made (its id is printed).
+still were). `fleet rollout`: 0 every wave applied, 1 a wave failed (the rollout stopped there),
+2 it could not run. `fleet drift|rollout --no-wait` and `fleet schedule`: 0 once the workflow or
+the Schedule is made (its id is printed).
 `worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 `status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
@@ -44,7 +46,7 @@ from tenant_stack import retention_job
 from tenant_stack.diagnosis.run import diagnose, read_status
 from tenant_stack.diagnosis.stages import applied_stage
 from tenant_stack.errors import StackError, TenantError
-from tenant_stack.fleet import drift
+from tenant_stack.fleet import drift, rollout
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
 from tenant_stack.fleet.review import TenantPreview, review
 from tenant_stack.fleet.review_report import markdown
@@ -55,6 +57,7 @@ from tenant_stack.render import (
     drift_progress,
     drift_text,
     preview_line,
+    rollout_text,
     status_text,
     table,
     wants_colour,
@@ -253,6 +256,30 @@ def _workflow_parsers(commands: Any) -> None:
     drift.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
     drift.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
     _fleet_options(drift, "stacks checked")
+    waves = work.add_parser(
+        "rollout",
+        help="`pulumi up` of stacks in waves, one child workflow per stack (its id: the stack)",
+        description="Updates each wave's stacks (`pulumi up`), a wave's stacks at once, and "
+        "starts the next wave only when every stack of this one was updated: the first wave in "
+        "which a stack fails (its `up` failed, or another operation holds it) is the last. The "
+        "report says which stacks changed. A failed `up` is never retried; an `up` whose worker "
+        "died is, on another worker, once the dead worker's engine is surely gone.",
+        epilog="Exit status: 0 every wave applied, 1 a wave failed (the rollout stopped there), "
+        "2 the rollout could not run (a stack unknown or in two waves, Temporal unreachable).",
+    )
+    waves.add_argument(
+        "--wave",
+        dest="waves",
+        action="append",
+        required=True,
+        type=_stack_list,
+        metavar="STACK,STACK...",
+        help="the stacks of one wave, comma-separated; repeat it for each wave, in order",
+    )
+    waves.add_argument("--json", action="store_true", help="print the report as JSON")
+    waves.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
+    waves.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
+    _fleet_options(waves, "stacks updated")
     schedule = work.add_parser(
         "schedule",
         help="the drift check of every tenant stack on a Temporal Schedule (made or updated)",
@@ -288,6 +315,14 @@ def _workflow_parsers(commands: Any) -> None:
     )
 
 
+def _stack_list(text: str) -> list[str]:
+    """One wave's stacks, or argparse's error naming the option's value."""
+    stacks = [stack.strip() for stack in text.split(",")]
+    if not all(stacks):
+        raise argparse.ArgumentTypeError(f"{text!r} names an empty stack: STACK,STACK...")
+    return stacks
+
+
 def _positive(text: str) -> int:
     """A whole number above 0, or argparse's error naming the option."""
     try:
@@ -302,8 +337,23 @@ def _positive(text: str) -> int:
 def _fleet(args: argparse.Namespace) -> int:
     # Imported here: the Temporal SDK takes about half a second to load, which no other command
     # should pay.
-    from tenant_stack.workflows.commands import fleet_drift, schedule_drift
+    from tenant_stack.workflows.commands import fleet_drift, fleet_rollout, schedule_drift
 
+    if args.workflow == "rollout":
+        _check_waves(Stacks(args.project), args.waves)
+        result = fleet_rollout(
+            args.project, args.waves, args.workers, args.task_queue, args.no_wait
+        )
+        if result is None:
+            return 0
+        waves = result.updates()
+        if args.json:
+            print(
+                json.dumps({"workflow": result.workflow, "pin": result.pin, "waves": result.waves})
+            )
+        else:
+            print(rollout_text(waves, wants_colour(sys.stdout)))
+        return rollout.exit_status(waves)
     if args.workflow == "schedule":
         minutes = load_platform(ROOT / "Pulumi.prod.yaml").fleet.drift_every_minutes
         every = timedelta(seconds=args.every_seconds or minutes * 60)
@@ -321,6 +371,23 @@ def _fleet(args: argparse.Namespace) -> int:
     else:
         print(drift_text(drifts, wants_colour(sys.stdout)))
     return drift.exit_status(drifts)
+
+
+def _check_waves(stacks: Stacks, waves: list[list[str]]) -> None:
+    """A StackError naming the stack unless every stack is a tenant stack of the project, in
+    one wave only: checked before anything starts."""
+    known = stacks.tenants()
+    seen: set[str] = set()
+    for number, wave in enumerate(waves, 1):
+        for stack in wave:
+            if stack not in known:
+                raise StackError(
+                    f"--wave {number}: {stack} is not a tenant stack of {stacks.project} "
+                    f"(it has: {', '.join(known) or 'none'})"
+                )
+            if stack in seen:
+                raise StackError(f"--wave {number}: {stack} is in an earlier wave already")
+            seen.add(stack)
 
 
 def _worker(args: argparse.Namespace) -> int:

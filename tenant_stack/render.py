@@ -11,18 +11,20 @@ from typing import Any, TextIO
 from tenant_stack.diagnosis.run import Status
 from tenant_stack.fleet.drift import StackDrift
 from tenant_stack.fleet.review import TenantPreview
+from tenant_stack.fleet.rollout import Wave
 
 __all__ = [
     "drift_progress",
     "drift_text",
     "preview_line",
+    "rollout_text",
     "status_text",
     "table",
     "wants_colour",
 ]
 
 _COLOURS = {"clean": "32", "drift": "33", "error": "31", "no-changes": "32", "changes": "33"}
-_COLOURS["failed"] = _COLOURS["error"]
+_COLOURS |= {"failed": "31", "changed": "33", "unchanged": "32", "not run": "33"}
 _COLOURS |= {"True": "32", "False": "31", "Unknown": "33"}
 
 
@@ -63,6 +65,27 @@ def drift_text(report: Sequence[StackDrift], colour: bool) -> str:
     counts = Counter(stack.status for stack in report)
     tally = ", ".join(f"{counts[status]} {status}" for status in ("clean", "drift", "error"))
     lines.append(f"{len(report)} stacks: {tally}")
+    return "\n".join(lines)
+
+
+def rollout_text(waves: Sequence[Wave], colour: bool) -> str:
+    """Each wave's stacks with what their `up` changed; under a failed one, the engine's words;
+    then which stacks changed and where the rollout stopped."""
+    lines = []
+    for number, wave in enumerate(waves, 1):
+        lines.append(f"wave {number}:")
+        for stack in wave.stacks:
+            counts = ", ".join(f"{n} {op}" for op, n in stack.changes.items())
+            took = f" ({counts})" if counts else ""
+            took += f" {stack.seconds:.1f}s" if stack.status != "not run" else ""
+            lines.append(f"  {stack.stack}: {_paint(stack.status, colour)}{took}")
+            for said in (stack.recovered, stack.error):
+                lines.extend(f"    {line}" for line in said.splitlines())
+    changed = [s.stack for wave in waves for s in wave.stacks if s.status == "changed"]
+    lines.append(f"changed: {', '.join(changed) or 'no stack'}")
+    failed = next((number for number, wave in enumerate(waves, 1) if wave.failed), None)
+    if failed is not None:
+        lines.append(f"stopped at wave {failed} of {len(waves)}: a stack failed")
     return "\n".join(lines)
 
 

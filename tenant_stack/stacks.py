@@ -18,17 +18,15 @@ from typing import Any
 
 from tenant_stack.errors import StackError
 
-__all__ = ["Engine", "Stacks"]
+__all__ = ["Engine", "Running", "Stacks"]
 
 PLATFORM_STACK = "prod"
 # The engine's events, one per line, for a `--json` preview or refresh preview (its one-document
-# output leaves policy findings out). The engine never installs a plugin in these commands:
-# commands on many stacks at once would race to install it into one PULUMI_HOME, so a missing
-# plugin is that stack's error (`make setup` installs every plugin once).
-_STREAMING = {
-    "PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true",
-    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-}
+# output leaves policy findings out; `up --json` always streams). The engine never installs a
+# plugin in these commands: commands on many stacks at once would race to install it into one
+# PULUMI_HOME, so a missing plugin is that stack's error (`make setup` installs every plugin once).
+_NO_PLUGIN_INSTALLS = {"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true"}
+_STREAMING = {"PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true", **_NO_PLUGIN_INSTALLS}
 # A targeted destroy runs the delete of one resource: a store upload of a large archive is slow.
 _TIMEOUT = 1800.0
 
@@ -70,6 +68,32 @@ class Stacks:
         """`pulumi up` of `stack`: the engine's output."""
         return self._pulumi("up", "--stack", stack, "--yes", "--skip-preview")
 
+    def start_up(self, stack: str) -> Running:
+        """`pulumi up` of `stack` started, its output the engine's events. It runs in a session
+        of its own: the engine and every plugin and program it starts share its process group,
+        which whoever finds it orphaned (its caller killed) can then kill whole."""
+        return self._start(
+            "up",
+            "--json",
+            "--yes",
+            "--skip-preview",
+            "--stack",
+            stack,
+            env=_NO_PLUGIN_INSTALLS,
+            session=True,
+        )
+
+    def recover_killed_run(self, stack: str) -> None:
+        """Makes `stack` usable again after a run that was killed while it wrote (its engine
+        surely gone): `pulumi cancel` releases the lock the run held, `pulumi refresh
+        --clear-pending-creates` drops the creates it began and never recorded. The next `up`
+        makes those again, and our providers adopt what the dead run made by its ownership
+        marks, so nothing is made twice (README: a killed `up`)."""
+        self._pulumi("cancel", "--stack", stack, "--yes")
+        self._pulumi(
+            "refresh", "--stack", stack, "--yes", "--skip-preview", "--clear-pending-creates"
+        )
+
     def refresh_preview(self, stack: str) -> Engine:
         """`pulumi refresh --preview-only` of `stack`: what each resource's provider reads live,
         against the state, as the engine's events. It changes nothing and takes no stack lock,
@@ -98,22 +122,44 @@ class Stacks:
         return result.stdout
 
     def _engine(self, *args: str, env: Mapping[str, str] | None = None) -> Engine:
+        return self._start(*args, env=env).wait()
+
+    def _start(
+        self, *args: str, env: Mapping[str, str] | None = None, session: bool = False
+    ) -> Running:
         argv = ["pulumi", *args, "--non-interactive"]
         try:
-            result = subprocess.run(
+            process = subprocess.Popen(
                 argv,
                 cwd=self.project,
                 env={**os.environ, **(env or {})},
-                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                timeout=_TIMEOUT,
-                check=False,
+                start_new_session=session,
             )
         except FileNotFoundError:
             raise StackError('pulumi is not on PATH (eval "$(make -s env)")') from None
+        return Running(" ".join(argv), process)
+
+
+@dataclass(frozen=True)
+class Running:
+    """A `pulumi` command that is running."""
+
+    command: str
+    process: subprocess.Popen[str]
+
+    def wait(self) -> Engine:
+        """What it printed once it ends; a StackError (and the command killed) after _TIMEOUT."""
+        try:
+            stdout, stderr = self.process.communicate(timeout=_TIMEOUT)
         except subprocess.TimeoutExpired:
-            raise StackError(f"`{' '.join(argv)}` did not finish within {_TIMEOUT:.0f}s") from None
-        return Engine(" ".join(argv), result.returncode, result.stdout, result.stderr)
+            self.process.kill()
+            self.process.communicate()
+            raise StackError(f"`{self.command}` did not finish within {_TIMEOUT:.0f}s") from None
+        return Engine(self.command, self.process.returncode, stdout, stderr)
 
 
 @dataclass(frozen=True)

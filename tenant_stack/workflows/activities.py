@@ -1,5 +1,10 @@
 """The activities: the fleet commands' own per-stack work, run by a worker. Each returns what the
-fleet command reports for the stack, plus which worker did it."""
+fleet command reports for the stack, plus which worker did it.
+
+An update (`pulumi up`) writes to the backends, so it is retried only when its worker died, and
+only once the engine that worker started is surely gone: the engine runs in a process group of
+its own, named in every heartbeat (host, boot, group), and the next attempt kills that group
+whole before it clears what the dead run left (its lock, its pending creates)."""
 
 from __future__ import annotations
 
@@ -17,13 +22,16 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from providers.processes import kill_group, start_time
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import check_stack
+from tenant_stack.fleet.rollout import finish_update
 from tenant_stack.stacks import Stacks
 from tenant_stack.workflows.pin import RunPin
 
+HOST = socket.gethostname()
 # Which worker ran an activity, in its report: its host and process.
-WORKER = f"{socket.gethostname()}:{os.getpid()}"
+WORKER = f"{HOST}:{os.getpid()}"
 # A worker beats this often while a stack command runs; the workflows give up on an attempt after
 # HEARTBEAT_TIMEOUT without one (the worker died), and retry it where that is safe.
 HEARTBEAT_EVERY = 5.0
@@ -47,27 +55,95 @@ def tenant_stacks(project: str) -> list[str]:
 def drift_stack(task: StackTask) -> dict[str, Any]:
     """The stack's drift, as `drift` reports it. Read-only and lock-free (a refresh preview), so
     retrying it is safe; a worker on other code than the run's refuses, without retries."""
+    stacks = _pinned(task)
+    with _heartbeats():
+        report = check_stack(stacks, task.stack)
+    return {**report.as_json(), "worker": WORKER}
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """Where an attempt's engine runs: its heartbeats' details, read by the next attempt."""
+
+    host: str
+    boot: str  # the host's boot id: a group on a host booted since is surely gone
+    pgid: int  # the engine's process group (the engine leads it)
+    started: str  # the engine's start time, so that a reused pid is never taken for it
+
+
+@activity.defn(name="update_stack")
+def update_stack(task: StackTask) -> dict[str, Any]:
+    """`pulumi up` of the stack: its update as a rollout reports it. A failed `up` is reported,
+    never retried (it may have written half); an attempt after one whose worker died first
+    makes sure that worker's engine is gone, and clears what it left."""
+    stacks = _pinned(task)
+    earlier = activity.info().heartbeat_details
+    recovered = _recover(stacks, task.stack, EngineRun(**earlier[0])) if earlier else ""
+    running = stacks.start_up(task.stack)
+    pgid = running.process.pid
+    engine = EngineRun(HOST, _boot_id(), pgid, start_time(pgid) or "")
+    with _heartbeats(engine):
+        update = finish_update(task.stack, running, recovered)
+    return {**update.as_json(), "worker": WORKER}
+
+
+def _recover(stacks: Stacks, stack: str, earlier: EngineRun) -> str:
+    """Kills the earlier attempt's engine, if it may still run, then clears the stack; what was
+    done, for the report. An engine on another host cannot be made sure of from here: that is
+    a non-retryable failure naming the host and what to do there."""
+    where = f"host {earlier.host}, process group {earlier.pgid}"
+    if earlier.host != HOST:
+        raise ApplicationError(
+            f"an earlier attempt at `up` of {stack} ran its engine on {where}, and its worker "
+            f"stopped answering: that engine may still be writing. On {earlier.host}, once "
+            f"`ps -g {earlier.pgid}` shows nothing (or after the host is rebooted or gone), run "
+            f"`pulumi cancel --stack {stack}`, `pulumi refresh --stack {stack} "
+            "--clear-pending-creates` and `pulumi up`, or start the rollout again",
+            type="EngineElsewhere",
+            non_retryable=True,
+        )
+    if earlier.boot == _boot_id():
+        try:
+            kill_group(earlier.pgid, earlier.started)
+        except TimeoutError as error:
+            raise ApplicationError(f"{stack}: {error}", type="EngineStuck") from None
+    try:
+        stacks.recover_killed_run(stack)
+    except StackError as error:
+        raise ApplicationError(f"{stack}: {error}", type="RecoveryFailed") from None
+    return (
+        f"an earlier attempt's worker died during `up` ({where}): its engine was killed, the "
+        "stack's lock released and its pending creates cleared before this `up`"
+    )
+
+
+def _pinned(task: StackTask) -> Stacks:
+    """The project's stacks, once this worker is shown to run what the run is pinned to; a
+    worker on other code refuses, without retries."""
     project = Path(task.project)
     try:
         task.pin.verify(project)
     except StackError as error:
         raise ApplicationError(str(error), type="PinMismatch", non_retryable=True) from None
-    with _heartbeats():
-        report = check_stack(Stacks(project), task.stack)
-    return {**report.as_json(), "worker": WORKER}
+    return Stacks(project)
+
+
+def _boot_id() -> str:
+    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
 
 @contextmanager
-def _heartbeats() -> Iterator[None]:
-    """Heartbeats from a thread of their own while the block runs: a stack command blocks the
-    activity's thread for as long as the engine runs."""
+def _heartbeats(*details: Any) -> Iterator[None]:
+    """Heartbeats (with `details`, which a retry reads) from a thread of their own while the
+    block runs: a stack command blocks the activity's thread for as long as the engine runs."""
     # The activity's context, which activity.heartbeat reads, copied for the other thread.
     context = contextvars.copy_context()
     stop = threading.Event()
+    context.run(activity.heartbeat, *details)
 
     def beating() -> None:
         while not stop.wait(HEARTBEAT_EVERY):
-            context.run(activity.heartbeat)
+            context.run(activity.heartbeat, *details)
 
     thread = threading.Thread(target=beating, name="heartbeats", daemon=True)
     thread.start()

@@ -25,8 +25,10 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import StackDrift
-from tenant_stack.workflows.fleet_drift import FleetDrift, FleetRun
+from tenant_stack.fleet.rollout import StackUpdate, Wave
+from tenant_stack.workflows.fleet_drift import FleetDrift, FleetReport, FleetRun
 from tenant_stack.workflows.pin import RunPin
+from tenant_stack.workflows.rollout import Rollout, RolloutReport, RolloutRun
 from tenant_stack.workflows.worker import connect, serve
 
 
@@ -45,12 +47,42 @@ def fleet_drift(
 ) -> FleetDriftResult | None:
     """Starts a FleetDrift of `stacks`; its report, or None with its id printed (`no_wait`)."""
     run = FleetRun(list(stacks), str(project.absolute()), RunPin.of(project), workers)
-    workflow_id = f"fleet-drift-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+    workflow_id = _workflow_id("fleet-drift")
+    report: FleetReport | None = _run(FleetDrift.run, run, workflow_id, task_queue, no_wait)
+    if report is None:
+        return None
+    return FleetDriftResult(workflow_id, asdict(report.pin), report.stacks)
 
-    async def start() -> FleetDriftResult | None:
+
+@dataclass(frozen=True)
+class RolloutResult:
+    workflow: str  # its id, for `temporal workflow show --workflow-id`
+    pin: dict[str, str]
+    waves: list[list[dict[str, Any]]]  # each stack's update, plus its worker
+
+    def updates(self) -> list[Wave]:
+        return [Wave(tuple(StackUpdate.from_json(s) for s in wave)) for wave in self.waves]
+
+
+def fleet_rollout(
+    project: Path, waves: Sequence[Sequence[str]], workers: int, task_queue: str, no_wait: bool
+) -> RolloutResult | None:
+    """Starts a Rollout of `waves`; its report, or None with its id printed (`no_wait`)."""
+    run = RolloutRun([list(w) for w in waves], str(project.absolute()), RunPin.of(project), workers)
+    workflow_id = _workflow_id("fleet-rollout")
+    report: RolloutReport | None = _run(Rollout.run, run, workflow_id, task_queue, no_wait)
+    if report is None:
+        return None
+    return RolloutResult(workflow_id, asdict(report.pin), report.waves)
+
+
+def _run(workflow: Any, run: Any, workflow_id: str, task_queue: str, no_wait: bool) -> Any:
+    """Starts `workflow` with `run` and waits for its report, or prints its id (`no_wait`)."""
+
+    async def start() -> Any:
         client = await _client()
         handle = await client.start_workflow(
-            FleetDrift.run,
+            workflow,
             run,
             id=workflow_id,
             task_queue=task_queue,
@@ -60,12 +92,15 @@ def fleet_drift(
             print(workflow_id)
             return None
         try:
-            report = await handle.result()
+            return await handle.result()
         except WorkflowFailureError as failed:
             raise StackError(f"workflow {workflow_id} failed: {failed.cause}") from None
-        return FleetDriftResult(workflow_id, asdict(report.pin), report.stacks)
 
     return asyncio.run(start())
+
+
+def _workflow_id(kind: str) -> str:
+    return f"{kind}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
 
 
 # The Schedule of the fleet's drift check; its runs' workflow ids start with it.

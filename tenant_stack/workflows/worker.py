@@ -11,8 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from tenant_stack.workflows.activities import drift_stack, tenant_stacks
-from tenant_stack.workflows.fleet_drift import FleetDrift, StackDriftCheck
+from tenant_stack.workflows.activities import drift_stack, tenant_stacks, update_stack
+from tenant_stack.workflows.fleet_drift import FleetDrift
+from tenant_stack.workflows.rollout import Rollout
+from tenant_stack.workflows.stack_operations import StackDriftCheck, StackUpdate
 
 # The dev server's default; production names its own (TEMPORAL_ADDRESS, as the temporal CLI).
 DEFAULT_ADDRESS = "127.0.0.1:7233"
@@ -36,8 +38,8 @@ async def serve(client: Client, task_queue: str, concurrency: int) -> None:
         worker = Worker(
             client,
             task_queue=task_queue,
-            workflows=[FleetDrift, StackDriftCheck],
-            activities=[drift_stack, tenant_stacks],
+            workflows=[FleetDrift, StackDriftCheck, Rollout, StackUpdate],
+            activities=[drift_stack, tenant_stacks, update_stack],
             activity_executor=executor,
             max_concurrent_activities=concurrency,
         )

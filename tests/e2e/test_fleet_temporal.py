@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,10 +18,18 @@ import pytest
 
 from sandbox.layout import SandboxLayout
 from tests.backends import operator_command, run_pulumi
+from tests.fleet_workers import (
+    events,
+    remove_stacks,
+    s3_project,
+    start_worker,
+    started_on,
+    stop_workers,
+    temporal,
+)
 
 pytestmark = [pytest.mark.sandbox]
 
-ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = '''"""One ConfigMap per stack: something for the drift check to read live."""
 
 import pulumi
@@ -46,43 +52,6 @@ class Fleet:
     workers: list[subprocess.Popen[str]]
 
 
-def temporal(*args: str) -> subprocess.CompletedProcess[str]:
-    """The Temporal CLI against the sandbox's server (TEMPORAL_ADDRESS)."""
-    return subprocess.run(
-        ["temporal", *args], capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def wait_for_line(log: Path, start: str, process: subprocess.Popen[str]) -> None:
-    """Until `log` has a line starting with `start`; fails with the log if `process` ends."""
-    deadline = time.monotonic() + 60
-    while not any(line.startswith(start) for line in log.read_text().splitlines()):
-        assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.2)
-
-
-def start_worker(tmp: Path, name: str, queue: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    """`python -m tenant_stack worker` with a PULUMI_HOME of its own, as on another machine (with
-    the plugins `make setup` installed), once it serves `queue`."""
-    home = tmp / name
-    home.mkdir()
-    (home / "plugins").symlink_to(Path(os.environ["PULUMI_HOME"]) / "plugins")
-    log = tmp / f"{name}.log"
-    argv = ["worker", "--task-queue", queue, "--concurrency", "1"]
-    with log.open("w") as output:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "tenant_stack", *argv],
-            cwd=ROOT,
-            env={**os.environ, **env, "PULUMI_HOME": str(home)},
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    wait_for_line(log, f"worker on {queue}", worker)
-    return worker
-
-
 def set_owner(stack: str, owner: str) -> None:
     """The stack's ConfigMap changed behind Pulumi's back (or put back)."""
     patch = json.dumps({"data": {"owner": owner}})
@@ -98,16 +67,7 @@ def fleet(sandbox: SandboxLayout, tmp_path_factory: pytest.TempPathFactory) -> I
     tmp = tmp_path_factory.mktemp("fleet-temporal")
     tag = f"ft{os.getpid()}"
     project = tmp / "project"
-    (project / "tenants").mkdir(parents=True)
-    (project / "tenants" / "specs.yaml").write_text("# what the run pins, with the commit\n")
-    (project / "Pulumi.yaml").write_text(
-        f"name: {tag}\nruntime:\n  name: python\n  options:\n    virtualenv: {ROOT / 'venv'}\n"
-    )
-    (project / "__main__.py").write_text(PROGRAM)
-    env = {
-        "PULUMI_BACKEND_URL": os.environ["GPU_TENANTS_S3_STATE_URL"],
-        "PULUMI_CONFIG_PASSPHRASE": "test-only-passphrase",
-    }
+    env = s3_project(project, tag, PROGRAM)
     stacks = [f"{tag}-{name}" for name in ("a", "b", "c")]
     queue = f"{tag}-queue"
     workers: list[subprocess.Popen[str]] = []
@@ -119,13 +79,8 @@ def fleet(sandbox: SandboxLayout, tmp_path_factory: pytest.TempPathFactory) -> I
             workers.append(start_worker(tmp, f"worker-{index}", queue, env))
         yield Fleet(project, stacks, env, queue, workers)
     finally:
-        for worker in workers:
-            worker.send_signal(signal.SIGTERM)
-        for worker in workers:
-            worker.wait(timeout=60)
-        for stack in stacks:
-            run_pulumi(env, project, "destroy", "--stack", stack, "--yes", "--skip-preview")
-            run_pulumi(env, project, "stack", "rm", stack, "--yes")
+        stop_workers(workers)
+        remove_stacks(env, project, stacks)
 
 
 def fleet_command(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
@@ -136,12 +91,6 @@ def fleet_command(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
 def comparable(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A report without what differs between two checks of the same stacks: times, workers."""
     return [{k: v for k, v in s.items() if k not in ("seconds", "worker")} for s in stacks]
-
-
-def events(workflow_id: str) -> list[str]:
-    shown = temporal("workflow", "show", "--workflow-id", workflow_id, "--output", "json")
-    assert shown.returncode == 0, shown.stderr
-    return [str(event["eventType"]) for event in json.loads(shown.stdout)["events"]]
 
 
 def test_two_workers_share_the_drift_of_the_fleet_and_report_as_the_drift_command(
@@ -238,20 +187,6 @@ def test_the_drift_schedule_fires_and_its_report_is_read_with_temporals_cli(
     # A scheduled run checks every stack of the project as it is when the run starts.
     assert sorted(s["stack"] for s in report["stacks"]) == sorted(fleet.stacks)
     assert {s["status"] for s in report["stacks"]} == {"clean"}
-
-
-def started_on(stack: str, worker: subprocess.Popen[str]) -> bool:
-    """Whether the stack's operation has an activity running on `worker` now (Temporal names a
-    worker pid@host)."""
-    described = temporal("workflow", "describe", "--workflow-id", stack, "--output", "json")
-    if described.returncode != 0:
-        return False
-    pending = json.loads(described.stdout).get("pendingActivities") or []
-    return any(
-        str(activity.get("lastWorkerIdentity", "")).startswith(f"{worker.pid}@")
-        and activity.get("state") == "PENDING_ACTIVITY_STATE_STARTED"
-        for activity in pending
-    )
 
 
 def test_a_worker_killed_mid_drift_leaves_the_run_to_the_other(fleet: Fleet) -> None:

@@ -1,4 +1,4 @@
-"""The fleet commands refuse a bad number before they reach Temporal, naming the option."""
+"""The fleet commands refuse a bad argument before they reach Temporal, naming the option."""
 
 from __future__ import annotations
 
@@ -21,7 +21,26 @@ from tests.conftest import ROOT
 def test_a_bad_number_is_refused_naming_its_option(
     argv: list[str], option: str, value: str
 ) -> None:
-    result = subprocess.run(
+    result = _command(*argv)
+    assert result.returncode == 2
+    assert f"argument {option}: '{value}' is not a whole number above 0" in result.stderr
+
+
+@pytest.mark.parametrize("wave", ["a,,b", ",", "a,"])
+def test_a_wave_naming_an_empty_stack_is_refused(wave: str) -> None:
+    result = _command("fleet", "rollout", "--wave", "a", "--wave", wave)
+    assert result.returncode == 2
+    assert f"argument --wave: '{wave}' names an empty stack" in result.stderr
+
+
+def test_a_rollout_needs_a_wave() -> None:
+    result = _command("fleet", "rollout")
+    assert result.returncode == 2
+    assert "the following arguments are required: --wave" in result.stderr
+
+
+def _command(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "tenant_stack", *argv],
         cwd=ROOT,
         capture_output=True,
@@ -29,5 +48,3 @@ def test_a_bad_number_is_refused_naming_its_option(
         timeout=60,
         check=False,
     )
-    assert result.returncode == 2
-    assert f"argument {option}: '{value}' is not a whole number above 0" in result.stderr

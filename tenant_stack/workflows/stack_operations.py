@@ -1,0 +1,95 @@
+"""The operations on one stack, each a child workflow whose id is the stack's name, so that the
+Temporal service itself refuses a second operation on a stack while one runs. (Pulumi's stack
+lock stays the guard against anything outside Temporal.)"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
+
+with workflow.unsafe.imports_passed_through():
+    from tenant_stack.workflows.activities import (
+        HEARTBEAT_TIMEOUT,
+        StackTask,
+        drift_stack,
+        update_stack,
+    )
+
+# A refresh preview of a large stack reads every resource from its backend; an `up` of a new
+# tenant waits on its reservation and every backend.
+STACK_OPERATION_TIMEOUT = timedelta(minutes=30)
+# A drift check is read-only, so safe to retry at once, even while the attempt a worker died in
+# might still be running somewhere: a worker that died mid-check, a backend that blinked.
+STACK_CHECK_RETRIES = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=2))
+# An update is retried only after its worker died (a failed `up` is a report, not an error),
+# and each retry first makes sure the dead worker's engine is gone (activities.update_stack).
+STACK_UPDATE_RETRIES = RetryPolicy(
+    maximum_attempts=3,
+    initial_interval=timedelta(seconds=2),
+    non_retryable_error_types=["PinMismatch", "EngineElsewhere"],
+)
+
+
+@workflow.defn(name="StackDriftCheck")
+class StackDriftCheck:
+    @workflow.run
+    async def run(self, task: StackTask) -> dict[str, Any]:
+        report: dict[str, Any] = await workflow.execute_activity(
+            drift_stack,
+            task,
+            start_to_close_timeout=STACK_OPERATION_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            retry_policy=STACK_CHECK_RETRIES,
+        )
+        return report
+
+
+@workflow.defn(name="StackUpdate")
+class StackUpdate:
+    @workflow.run
+    async def run(self, task: StackTask) -> dict[str, Any]:
+        report: dict[str, Any] = await workflow.execute_activity(
+            update_stack,
+            task,
+            start_to_close_timeout=STACK_OPERATION_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            retry_policy=STACK_UPDATE_RETRIES,
+        )
+        return report
+
+
+async def on_stack(
+    operation: Callable[[Any, StackTask], Awaitable[dict[str, Any]]],
+    task: StackTask,
+    refused: Callable[[str], dict[str, Any]],
+) -> dict[str, Any]:
+    """`operation` (a stack workflow's run) as a child workflow with the stack's name as its id:
+    its report, or `refused(why)` when another operation holds the stack or the child failed."""
+    try:
+        report: dict[str, Any] = await workflow.execute_child_workflow(
+            operation,
+            task,
+            id=task.stack,
+            # One operation at a time per stack; one after another is fine.
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+        return report
+    except WorkflowAlreadyStartedError:
+        return refused(
+            f"another operation on {task.stack} is running (workflow id {task.stack}); "
+            f"`temporal workflow describe --workflow-id {task.stack}` shows which"
+        )
+    except ChildWorkflowError as failed:
+        return refused(_first_cause(failed))
+
+
+def _first_cause(error: BaseException) -> str:
+    """What went wrong first: a child's failure wraps its activity's, which wraps the error."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return str(error)

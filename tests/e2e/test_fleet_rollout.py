@@ -1,0 +1,302 @@
+"""Rollouts on Temporal, end to end: the sandbox's dev server, two worker processes with
+PULUMI_HOMEs of their own, stacks in the shared S3 state backend, the real engine. Waves run in
+order and the report says what changed; the first wave with a failed stack is the last; a stack
+another operation holds fails its wave; a worker killed during an `up` that writes leaves the
+rollout to the other, which kills the dead worker's engine before it clears the stack."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from providers.processes import group_members
+from sandbox.layout import SandboxLayout
+from tests.backends import kubectl_json, operator_command, run_pulumi
+from tests.fleet_workers import (
+    pending_activities,
+    remove_stacks,
+    s3_project,
+    start_worker,
+    stop_workers,
+    temporal,
+)
+
+pytestmark = [pytest.mark.sandbox]
+
+# Two ConfigMaps with a slow step between them, so that an `up` can be killed while it writes:
+# `first` is written, `pause` is being made, `second` is still to come. `pause` logs the start
+# and end of each create with the pid of the process that runs it (the engine's provider host).
+PROGRAM = '''"""A stack whose `up` writes, waits, and writes again."""
+
+import os
+import time
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
+
+stack = pulumi.get_stack()
+config = pulumi.Config()
+if config.get_bool("broken"):
+    raise RuntimeError(f"the program of {stack} is broken on purpose (config broken: true)")
+release = config.get("release") or "1"
+
+
+class Pause(ResourceProvider):
+    def create(self, props):
+        with open(props["log"], "a") as log:
+            log.write(f"start {os.getpid()} {props['release']}\\n")
+        time.sleep(float(props["seconds"]))
+        with open(props["log"], "a") as log:
+            log.write(f"end {os.getpid()} {props['release']}\\n")
+        return CreateResult(f"pause-{props['release']}", props)
+
+    def diff(self, id, olds, news):
+        changed = olds.get("release") != news["release"]
+        return DiffResult(changes=changed, replaces=["release"] if changed else [])
+
+
+def settings(name, after=None):
+    return k8s.core.v1.ConfigMap(
+        name,
+        metadata={"name": f"rollout-{stack}-{name}", "namespace": "default"},
+        data={"release": release},
+        opts=pulumi.ResourceOptions(depends_on=after or []),
+    )
+
+
+first = settings("first")
+pause = Resource(
+    "pause",
+    Pause(),
+    {
+        "release": release,
+        "seconds": config.get("pause") or "0",
+        "log": os.path.join(os.path.dirname(os.path.abspath(__file__)), f"pause-{stack}.log"),
+    },
+    opts=pulumi.ResourceOptions(depends_on=[first]),
+)
+settings("second", [pause])
+'''
+
+
+@dataclass(frozen=True)
+class Fleet:
+    project: Path
+    stacks: list[str]
+    env: dict[str, str]  # the stacks' backend (S3), for the commands and the engine
+    queue: str
+    workers: list[subprocess.Popen[str]]
+
+    def config(self, stack: str, key: str, value: str | None) -> None:
+        if value is None:
+            run_pulumi(self.env, self.project, "config", "rm", key, "--stack", stack)
+        else:
+            run_pulumi(self.env, self.project, "config", "set", key, value, "--stack", stack)
+
+    def rollout(self, *waves: list[str]) -> subprocess.CompletedProcess[str]:
+        options = ["--project", str(self.project), "--task-queue", self.queue, "--workers", "2"]
+        for wave in waves:
+            options += ["--wave", ",".join(wave)]
+        return operator_command("fleet", "rollout", "--json", *options, env=self.env)
+
+    def pause_log(self, stack: str) -> list[list[str]]:
+        log = self.project / f"pause-{stack}.log"
+        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.fixture(scope="module")
+def fleet(sandbox: SandboxLayout, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    tmp = tmp_path_factory.mktemp("fleet-rollout")
+    tag = f"fr{os.getpid()}"
+    project = tmp / "project"
+    env = s3_project(project, tag, PROGRAM)
+    stacks = [f"{tag}-{name}" for name in ("a", "b", "c")]
+    queue = f"{tag}-queue"
+    workers: list[subprocess.Popen[str]] = []
+    try:
+        for stack in stacks:
+            run_pulumi(env, project, "stack", "init", stack)
+            run_pulumi(env, project, "up", "--stack", stack, "--yes", "--skip-preview")
+        for index in (1, 2):
+            workers.append(start_worker(tmp, f"worker-{index}", queue, env))
+        yield Fleet(project, stacks, env, queue, workers)
+    finally:
+        stop_workers(workers)
+        remove_stacks(env, project, stacks)
+
+
+def release_of(stack: str, name: str) -> str:
+    configmap = kubectl_json("-n", "default", "get", "configmap", f"rollout-{stack}-{name}")
+    return str(configmap["data"]["release"])
+
+
+def statuses(report: dict[str, Any]) -> list[list[tuple[str, str]]]:
+    return [[(s["stack"], s["status"]) for s in wave] for wave in report["waves"]]
+
+
+def times(stack: str) -> tuple[str, str]:
+    """When the stack's latest operation started and closed (RFC 3339, same clock)."""
+    described = temporal("workflow", "describe", "--workflow-id", stack, "--output", "json")
+    assert described.returncode == 0, described.stderr
+    info = json.loads(described.stdout)["workflowExecutionInfo"]
+    return str(info["startTime"]), str(info["closeTime"])
+
+
+def test_waves_run_one_after_another_and_the_report_says_what_changed(fleet: Fleet) -> None:
+    a, b, c = fleet.stacks
+    for stack in fleet.stacks:
+        fleet.config(stack, "release", "2")
+    result = fleet.rollout([a], [b, c])
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert statuses(report) == [[(a, "changed")], [(b, "changed"), (c, "changed")]]
+    # `first` and `second` updated, `pause` replaced: made anew, then the old one deleted.
+    assert report["waves"][0][0]["changes"] == {"update": 2, "replace": 1}
+    for stack in fleet.stacks:
+        assert (release_of(stack, "first"), release_of(stack, "second")) == ("2", "2")
+    # The second wave started only once the first had ended.
+    assert min(times(b)[0], times(c)[0]) > times(a)[1]
+    assert report["pin"]["commit"]
+    assert {s["worker"] for wave in report["waves"] for s in wave} <= {
+        f"{os.uname().nodename}:{worker.pid}" for worker in fleet.workers
+    }
+    # Run again, nothing is left to change.
+    again = fleet.rollout([a], [b, c])
+    assert again.returncode == 0, again.stderr
+    assert statuses(json.loads(again.stdout)) == [
+        [(a, "unchanged")],
+        [(b, "unchanged"), (c, "unchanged")],
+    ]
+
+
+def test_the_first_wave_with_a_failed_stack_is_the_last(fleet: Fleet) -> None:
+    a, b, c = fleet.stacks
+    for stack in fleet.stacks:
+        fleet.config(stack, "release", "3")
+    fleet.config(b, "broken", "true")
+    try:
+        result = fleet.rollout([a], [b], [c])
+    finally:
+        fleet.config(b, "broken", None)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert statuses(report) == [[(a, "changed")], [(b, "failed")], [(c, "not run")]]
+    assert f"the program of {b} is broken on purpose" in report["waves"][1][0]["error"]
+    assert release_of(a, "first") == "3"
+    assert release_of(c, "first") == "2"  # never updated
+    text = operator_command(
+        "fleet", "rollout", "--wave", c, "--project", str(fleet.project),
+        "--task-queue", fleet.queue, env=fleet.env,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines() == [
+        "wave 1:",
+        *[line for line in text.stdout.splitlines()[1:2] if line.startswith(f"  {c}: changed")],
+        f"changed: {c}",
+    ]
+
+
+def test_a_stack_another_operation_holds_fails_its_wave(fleet: Fleet) -> None:
+    busy, free = fleet.stacks[0], fleet.stacks[2]
+    # An operation nobody serves stays running: the stack's workflow id is taken.
+    idle = ("--type", "StackOperation", "--task-queue", f"{fleet.queue}-idle")
+    started = temporal("workflow", "start", *idle, "--workflow-id", busy)
+    assert started.returncode == 0, started.stderr
+    try:
+        result = fleet.rollout([busy, free], [fleet.stacks[1]])
+    finally:
+        temporal("workflow", "terminate", "--workflow-id", busy, "--reason", "test over")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert statuses(report) == [
+        [(busy, "failed"), (free, "unchanged")],
+        [(fleet.stacks[1], "not run")],
+    ]
+    assert f"workflow id {busy}" in report["waves"][0][0]["error"]
+
+
+def test_waves_naming_an_unknown_stack_or_one_twice_are_refused_before_anything_runs(
+    fleet: Fleet,
+) -> None:
+    a = fleet.stacks[0]
+    unknown = fleet.rollout([a], ["tenant-nobody"])
+    assert unknown.returncode == 2
+    assert "--wave 2: tenant-nobody is not a tenant stack" in unknown.stderr
+    twice = fleet.rollout([a], [a])
+    assert twice.returncode == 2
+    assert f"--wave 2: {a} is in an earlier wave already" in twice.stderr
+
+
+def engine_of(stack: str, worker: subprocess.Popen[str]) -> dict[str, Any] | None:
+    """The engine the stack's update runs on `worker`, as its heartbeats name it, once it is
+    making `pause` (the log says so)."""
+    for activity in pending_activities(stack):
+        if str(activity.get("lastWorkerIdentity", "")).startswith(f"{worker.pid}@"):
+            details = activity.get("heartbeatDetails") or {}
+            payloads = details.get("payloads") if isinstance(details, dict) else None
+            if payloads:
+                return dict(payloads[0])
+    return None
+
+
+def test_a_worker_killed_during_an_up_leaves_the_rollout_to_the_other(fleet: Fleet) -> None:
+    # Last in this module: it leaves one worker dead.
+    a, b, c = fleet.stacks
+    for stack in fleet.stacks:
+        fleet.config(stack, "release", "4")
+    fleet.config(a, "pause", "45")
+    started = operator_command(
+        "fleet", "rollout", "--wave", a, "--wave", f"{b},{c}", "--no-wait",
+        "--project", str(fleet.project), "--task-queue", fleet.queue, env=fleet.env,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    workflow_id = started.stdout.strip()
+    deadline = time.monotonic() + 120
+    while not (
+        any(line[0] == "start" and line[2] == "4" for line in fleet.pause_log(a))
+        and (victim := next((w for w in fleet.workers if engine_of(a, w)), None))
+    ):
+        assert time.monotonic() < deadline, "the update of a never reached `pause`"
+        time.sleep(0.2)
+    engine = engine_of(a, victim)
+    assert engine is not None
+    victim.kill()
+    victim.wait()
+    finished = temporal("workflow", "result", "--workflow-id", workflow_id, "--output", "json")
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads(finished.stdout)["result"]
+    assert statuses(report) == [[(a, "changed")], [(b, "changed"), (c, "changed")]]
+    (update,) = report["waves"][0]
+    (survivor,) = [w for w in fleet.workers if w is not victim]
+    assert update["worker"].endswith(f":{survivor.pid}")
+    assert f"process group {engine['pgid']}" in update["recovered"]
+    # The dead worker's engine was killed mid-create (its `pause` never ended), not left to
+    # finish beside the retry; the retry made `pause` once more, to its end.
+    assert group_members(int(engine["pgid"])) == []
+    log = [line for line in fleet.pause_log(a) if line[2] == "4"]
+    assert [line[0] for line in log] == ["start", "start", "end"], log
+    assert log[0][1] != log[1][1] == log[2][1]
+    # Exactly one of everything, all at release 4, and nothing pending in the state.
+    exported = json.loads(run_pulumi(fleet.env, fleet.project, "stack", "export", "--stack", a))
+    deployment = exported["deployment"]
+    assert not deployment.get("pending_operations")
+    names = [r["urn"].rsplit("::", 1)[-1] for r in deployment["resources"] if r.get("custom")]
+    assert sorted(n for n in names if not n.startswith("default")) == ["first", "pause", "second"]
+    configmaps = kubectl_json("-n", "default", "get", "configmaps")["items"]
+    mine = sorted(
+        m["metadata"]["name"]
+        for m in configmaps
+        if m["metadata"]["name"].startswith(f"rollout-{a}-")
+    )
+    assert mine == [f"rollout-{a}-first", f"rollout-{a}-second"]
+    assert (release_of(a, "first"), release_of(a, "second")) == ("4", "4")
+    run_pulumi(fleet.env, fleet.project, "preview", "--stack", a, "--expect-no-changes")
