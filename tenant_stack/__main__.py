@@ -11,6 +11,7 @@
     drift [STACK...]           every tenant stack's drift, per layer, resource and property
     fleet drift [STACK...]     the same drift check as a Temporal workflow, run by the workers
     fleet rollout --wave S,S.. `pulumi up` of stacks in waves, stopping at the first that fails
+    fleet stage <slug> --stage S  a merged offboarding stage applied: `up`, rerun while it drains
     fleet schedule             the drift check of every tenant stack as a Temporal Schedule
     worker                     a fleet worker: serves the fleet's workflows from a task queue
     status [SLUG...]           each tenant's conditions per layer, Ready, stage and next step
@@ -22,8 +23,9 @@ Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge f
 says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
 `drift` and `fleet drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others
 still were). `fleet rollout`: 0 every wave applied, 1 a wave failed (the rollout stopped there),
-2 it could not run. `fleet drift|rollout --no-wait` and `fleet schedule`: 0 once the workflow or
-the Schedule is made (its id is printed).
+2 it could not run. `fleet stage`: 0 the stage is applied, 1 it is not (yet), 2 it could not
+run. `fleet drift|rollout|stage --no-wait` and `fleet schedule`: 0 once the workflow or the
+Schedule is made (its id is printed).
 `worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 `status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
@@ -35,6 +37,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
@@ -50,6 +53,7 @@ from tenant_stack.fleet import drift, rollout
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
 from tenant_stack.fleet.review import TenantPreview, review
 from tenant_stack.fleet.review_report import markdown
+from tenant_stack.fleet.stage import applied, check_stage
 from tenant_stack.handover import connection_sheet
 from tenant_stack.offboarded import as_json, checklist, verify
 from tenant_stack.platform import load_platform
@@ -58,12 +62,14 @@ from tenant_stack.render import (
     drift_text,
     preview_line,
     rollout_text,
+    stage_text,
     status_text,
     table,
     wants_colour,
 )
 from tenant_stack.spec import load_spec
 from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.models import STAGES
 from tenant_stack.stacks import Stacks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -280,6 +286,38 @@ def _workflow_parsers(commands: Any) -> None:
     waves.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
     waves.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
     _fleet_options(waves, "stacks updated")
+    stage = work.add_parser(
+        "stage",
+        help="a tenant's merged offboarding stage applied: its `up`, rerun while it drains",
+        description="Runs the tenant stack's `up` (a child workflow whose id is the stack), and "
+        "while the drain still waits for the tenant's queue, waits and runs it again, as an "
+        "operator would. It never moves a stage: --stage must be what the tenant's spec says "
+        "(the stage a reviewed pull request set), checked before anything runs.",
+        epilog="Exit status: 0 the stage is applied, 1 it is not (an `up` failed for another "
+        "reason than the drain's wait, a graceful drain past its timeout, or --rounds used up), "
+        "2 it could not run (--stage not the spec's, Temporal unreachable).",
+    )
+    stage.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml (its stack's name)")
+    stage.add_argument(
+        "--stage", required=True, choices=STAGES, help="the stage the merged pull request set"
+    )
+    stage.add_argument(
+        "--every-seconds",
+        type=_positive,
+        default=900,
+        help="the wait between two `up`s while the drain waits (default: 900)",
+    )
+    stage.add_argument("--rounds", type=_positive, default=200, help="`up`s at most (default: 200)")
+    stage.add_argument("--json", action="store_true", help="print the report as JSON")
+    stage.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
+    stage.add_argument("--task-queue", default=TASK_QUEUE, help=queue_help)
+    stage.add_argument(
+        "--project",
+        type=Path,
+        default=PROJECT,
+        help="the Pulumi project of the tenant's stack (default: $GPU_TENANTS_PROJECT when set, "
+        "else the checkout)",
+    )
     schedule = work.add_parser(
         "schedule",
         help="the drift check of every tenant stack on a Temporal Schedule (made or updated)",
@@ -337,39 +375,47 @@ def _positive(text: str) -> int:
 def _fleet(args: argparse.Namespace) -> int:
     # Imported here: the Temporal SDK takes about half a second to load, which no other command
     # should pay.
-    from tenant_stack.workflows.commands import fleet_drift, fleet_rollout, schedule_drift
+    from tenant_stack.workflows import commands
 
-    if args.workflow == "rollout":
-        _check_waves(Stacks(args.project), args.waves)
-        result = fleet_rollout(
-            args.project, args.waves, args.workers, args.task_queue, args.no_wait
-        )
-        if result is None:
-            return 0
-        waves = result.updates()
-        if args.json:
-            print(
-                json.dumps({"workflow": result.workflow, "pin": result.pin, "waves": result.waves})
-            )
-        else:
-            print(rollout_text(waves, wants_colour(sys.stdout)))
-        return rollout.exit_status(waves)
     if args.workflow == "schedule":
         minutes = load_platform(ROOT / "Pulumi.prod.yaml").fleet.drift_every_minutes
         every = timedelta(seconds=args.every_seconds or minutes * 60)
-        print(schedule_drift(args.project, every, args.workers, args.task_queue))
+        print(commands.schedule_drift(args.project, every, args.workers, args.task_queue))
         return 0
-    stacks = Stacks(args.project)
-    report = fleet_drift(
-        args.project, args.stacks or stacks.tenants(), args.workers, args.task_queue, args.no_wait
+    colour = wants_colour(sys.stdout)
+    if args.workflow == "stage":
+        check_stage(args.project, args.slug, args.stage, load_platform(ROOT / "Pulumi.prod.yaml"))
+        every = timedelta(seconds=args.every_seconds)
+        staged = commands.apply_stage(
+            args.project, args.slug, args.stage, every, args.rounds, args.task_queue, args.no_wait
+        )
+        if staged is None:
+            return 0
+        rounds = staged.updates()
+        print(
+            json.dumps(asdict(staged))
+            if args.json
+            else stage_text(args.slug, args.stage, rounds, colour)
+        )
+        return 0 if applied(rounds) else 1
+    if args.workflow == "rollout":
+        _check_waves(Stacks(args.project), args.waves)
+        rolled = commands.fleet_rollout(
+            args.project, args.waves, args.workers, args.task_queue, args.no_wait
+        )
+        if rolled is None:
+            return 0
+        waves = rolled.updates()
+        print(json.dumps(asdict(rolled)) if args.json else rollout_text(waves, colour))
+        return rollout.exit_status(waves)
+    stacks = args.stacks or Stacks(args.project).tenants()
+    checked = commands.fleet_drift(
+        args.project, stacks, args.workers, args.task_queue, args.no_wait
     )
-    if report is None:
+    if checked is None:
         return 0
-    drifts = report.drifts()
-    if args.json:
-        print(json.dumps({"workflow": report.workflow, "pin": report.pin, "stacks": report.stacks}))
-    else:
-        print(drift_text(drifts, wants_colour(sys.stdout)))
+    drifts = checked.drifts()
+    print(json.dumps(asdict(checked)) if args.json else drift_text(drifts, colour))
     return drift.exit_status(drifts)
 
 

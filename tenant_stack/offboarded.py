@@ -18,7 +18,6 @@ from providers.errors import BackendError
 from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
 from providers.retention.objects import RETENTION_UNTIL, tenant_prefix
-from providers.slurm.client import SlurmClient
 from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
@@ -78,7 +77,7 @@ def _kubernetes(spec: TenantSpec) -> Check:
 
 def _slurm(spec: TenantSpec) -> Check:
     settings = SlurmSettings.from_environment()
-    client = SlurmClient(settings.make_transport(), cluster=settings.cluster)
+    client = settings.client()
     left = [f"account {a}" for a in spec.slurm_accounts if client.account(a, all_clusters=True)]
     left += [f"QoS {q}" for q in (spec.qos_normal, spec.qos_interactive) if client.qos(q)]
     if client.partition(spec.partition) is not None:

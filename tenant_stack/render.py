@@ -11,13 +11,15 @@ from typing import Any, TextIO
 from tenant_stack.diagnosis.run import Status
 from tenant_stack.fleet.drift import StackDrift
 from tenant_stack.fleet.review import TenantPreview
-from tenant_stack.fleet.rollout import Wave
+from tenant_stack.fleet.rollout import StackUpdate, Wave
+from tenant_stack.fleet.stage import applied
 
 __all__ = [
     "drift_progress",
     "drift_text",
     "preview_line",
     "rollout_text",
+    "stage_text",
     "status_text",
     "table",
     "wants_colour",
@@ -74,18 +76,33 @@ def rollout_text(waves: Sequence[Wave], colour: bool) -> str:
     lines = []
     for number, wave in enumerate(waves, 1):
         lines.append(f"wave {number}:")
-        for stack in wave.stacks:
-            counts = ", ".join(f"{n} {op}" for op, n in stack.changes.items())
-            took = f" ({counts})" if counts else ""
-            took += f" {stack.seconds:.1f}s" if stack.status != "not run" else ""
-            lines.append(f"  {stack.stack}: {_paint(stack.status, colour)}{took}")
-            for said in (stack.recovered, stack.error):
-                lines.extend(f"    {line}" for line in said.splitlines())
+        lines += [_update_lines(f"  {stack.stack}", stack, colour) for stack in wave.stacks]
     changed = [s.stack for wave in waves for s in wave.stacks if s.status == "changed"]
     lines.append(f"changed: {', '.join(changed) or 'no stack'}")
     failed = next((number for number, wave in enumerate(waves, 1) if wave.failed), None)
     if failed is not None:
         lines.append(f"stopped at wave {failed} of {len(waves)}: a stack failed")
+    return "\n".join(lines)
+
+
+def stage_text(stack: str, stage: str, rounds: Sequence[StackUpdate], colour: bool) -> str:
+    """Each `up` of the stage's application, then whether the stage is applied."""
+    lines = [
+        _update_lines(f"{stack} up {number}", up, colour) for number, up in enumerate(rounds, 1)
+    ]
+    lines.append(f"{stack}: stage {stage} {'applied' if applied(rounds) else 'not applied'}")
+    return "\n".join(lines)
+
+
+def _update_lines(label: str, update: StackUpdate, colour: bool) -> str:
+    """One stack's `up`: its status, the engine's counts and time, then what it said."""
+    counts = ", ".join(f"{n} {op}" for op, n in update.changes.items())
+    took = f" ({counts})" if counts else ""
+    took += f" {update.seconds:.1f}s" if update.status != "not run" else ""
+    lines = [f"{label}: {_paint(update.status, colour)}{took}"]
+    indent = " " * (len(label) - len(label.lstrip()) + 2)
+    for said in (update.recovered, update.error):
+        lines += [f"{indent}{line}" for line in said.splitlines()]
     return "\n".join(lines)
 
 

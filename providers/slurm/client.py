@@ -11,12 +11,14 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TypeVar
 
 from providers.command import CommandResult, Transport
 from providers.errors import SlurmError
 from providers.files import exclusive_lock
+from providers.kubernetes.lease import LeaseLock
 from providers.slurm import partitions, sacctmgr
 from providers.slurm.partition_store import PartitionStore, StaleWriteError
 from providers.slurm.partitions import Partition
@@ -38,6 +40,8 @@ _T = TypeVar("_T")
 _WRITE_ATTEMPTS = 5
 # One lock for every sacctmgr write from this host, whichever stack or process makes it.
 WRITE_LOCK = Path(tempfile.gettempdir()) / "gpu-tenants-sacctmgr-writes.lock"
+# How long a write waits for the Lease that other hosts' writes hold (each holds it briefly).
+_LEASE_WAIT = 300.0
 _UNREACHABLE = (
     "check that slurmctld and slurmdbd answer (`scontrol ping`, `sacctmgr show cluster`) and "
     "run again"
@@ -58,9 +62,12 @@ _READ_BACKOFF = 0.5  # seconds, doubled after each attempt
 class SlurmClient:
     """Reads and writes Slurm objects on one cluster through a transport."""
 
-    def __init__(self, transport: Transport, *, cluster: str) -> None:
+    def __init__(
+        self, transport: Transport, *, cluster: str, write_lock: LeaseLock | None = None
+    ) -> None:
         self.transport = transport
         self.cluster = cluster
+        self.write_lock = write_lock
 
     # --- the one runner --------------------------------------------------------------------------
 
@@ -69,8 +76,9 @@ class SlurmClient:
         if "-i" in argv:
             # slurmdbd loses the user record of one of two `add user`s that run at once (seen on
             # 22.05: the association is there, `show user` is not), and Pulumi creates a
-            # tenant's users in parallel: writes from this host go one at a time.
-            with exclusive_lock(WRITE_LOCK, 0o666):
+            # tenant's users in parallel: writes from this host go one at a time, and from
+            # every host when a Lease is set (fleet workers on many machines).
+            with exclusive_lock(WRITE_LOCK, 0o666), self._across_hosts():
                 result = self.transport.run(argv)
         else:
             result = self.transport.run(argv)
@@ -82,6 +90,9 @@ class SlurmClient:
         if result.returncode is None:
             raise SlurmCommandError(doing, result, _UNREACHABLE)
         return result
+
+    def _across_hosts(self) -> AbstractContextManager[None]:
+        return self.write_lock.held(_LEASE_WAIT) if self.write_lock else nullcontext()
 
     def _must(self, argv: Sequence[str], doing: str, next_step: str = "") -> CommandResult:
         result = self._run(argv, doing)

@@ -27,9 +27,13 @@ from providers.slurm import values
 from providers.slurm.queue import Job, SlurmQueue
 from providers.slurm.settings import Settings
 
-__all__ = ["DrainStartProvider", "DrainedProvider"]
+__all__ = ["NEEDS_HARD_DRAIN", "STILL_DRAINING", "DrainStartProvider", "DrainedProvider"]
 
 _POLL_SECONDS = 5.0
+# What a drain still waiting for the queue says when its `up` gives up, and what one says that
+# only a new pull request can move on: whoever reruns `up` for the operator tells them apart.
+STILL_DRAINING = "jobs still in the queue"
+NEEDS_HARD_DRAIN = "switch lifecycle.drain_mode to hard"
 
 
 def _mode(value: Any) -> str:
@@ -156,7 +160,7 @@ def _progress(p: Mapping[str, Any], jobs: list[Job]) -> str:
     ends = sorted(job.end for job in running if job.end[:1].isdigit())
     latest = f"; the latest expected end is {ends[-1]}" if ends else ""
     listed = ", ".join(str(job) for job in jobs[:10])
-    return f"{len(jobs)} jobs still in the queue ({listed}){latest}"
+    return f"{len(jobs)} {STILL_DRAINING} ({listed}){latest}"
 
 
 def _next_step(p: Mapping[str, Any]) -> str:
@@ -169,8 +173,8 @@ def _next_step(p: Mapping[str, Any]) -> str:
         )
     if time.time() > started + p["timeout_seconds"]:
         return (
-            f"the drain started {_when(started)} and is past lifecycle.drain_timeout: switch "
-            "lifecycle.drain_mode to hard (TERM, then KILL after the grace) and run `pulumi up`"
+            f"the drain started {_when(started)} and is past lifecycle.drain_timeout: "
+            f"{NEEDS_HARD_DRAIN} (TERM, then KILL after the grace) and run `pulumi up`"
         )
     return (
         "the running jobs are left to finish (graceful drain): run `pulumi up` again later; it "

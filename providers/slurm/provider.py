@@ -50,7 +50,7 @@ __all__ = [
 def _client(recorded: Mapping[str, Any] | None = None) -> tuple[Settings, SlurmClient]:
     settings = Settings.from_environment()
     cluster = (recorded or {}).get("cluster") or settings.cluster
-    return settings, SlurmClient(settings.make_transport(), cluster=cluster)
+    return settings, settings.client(cluster)
 
 
 def _not_marked(doing: str, what: str, mark: str, fix: str) -> SlurmError:

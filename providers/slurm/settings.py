@@ -18,6 +18,9 @@ pickled into the state, so it keeps none of this):
                              before `scontrol reconfigure` (default 180: the kubelet takes ~1 min)
     SLURM_LOG_FILES          comma-separated paths, on the host the transport reaches, of the
                              controller's and nodes' logs that offboarding archives (step 3c)
+    SLURM_WRITE_LEASE        `namespace/name`: a Kubernetes Lease every sacctmgr write holds,
+                             so that writes from many hosts (fleet workers) go one at a time;
+                             unset: one at a time per host only (a file lock)
 
 See `partition_store` for the two forms.
 """
@@ -25,6 +28,7 @@ See `partition_store` for the two forms.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,8 @@ from pathlib import Path
 from providers import environment
 from providers.command import Transport, TransportSettings
 from providers.errors import SlurmError
+from providers.kubernetes.lease import LeaseLock
+from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import ConfigMapStore, FileStore, PartitionStore
 from providers.slurm.transport import BACKEND
 
@@ -50,6 +56,7 @@ class Settings:
     partitions_key: str = "partitions.conf"
     sync_timeout: float = 180.0
     log_files: tuple[str, ...] = ()
+    write_lease: tuple[str, str] | None = None  # (namespace, name)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -58,7 +65,8 @@ class Settings:
             transport = TransportSettings.from_environment(
                 env, "SLURM", namespace="slurm-control", target="deploy/slurmctld"
             )
-            configmap = _configmap(env.get("SLURM_PARTITIONS_CONFIGMAP") or "")
+            configmap = _namespaced(env, "SLURM_PARTITIONS_CONFIGMAP")
+            write_lease = _namespaced(env, "SLURM_WRITE_LEASE")
             sync_timeout = environment.seconds(env, "SLURM_PARTITIONS_SYNC_TIMEOUT", "180")
         except ValueError as error:
             raise SlurmError(_DOING, str(error)) from None
@@ -72,12 +80,28 @@ class Settings:
             partitions_key=env.get("SLURM_PARTITIONS_KEY") or "partitions.conf",
             sync_timeout=sync_timeout,
             log_files=tuple(f for f in (env.get("SLURM_LOG_FILES") or "").split(",") if f),
+            write_lease=write_lease,
         )
 
     def make_transport(self) -> Transport:
         return self.transport.make(
             BACKEND, {"SLURM_CONF": self.slurm_conf} if self.slurm_conf else None
         )
+
+    def client(self, cluster: str | None = None) -> SlurmClient:
+        """The client of `cluster` (default: this one), over this transport and write lock."""
+        return SlurmClient(
+            self.make_transport(), cluster=cluster or self.cluster, write_lock=self.write_lock()
+        )
+
+    def write_lock(self) -> LeaseLock | None:
+        """The Lease sacctmgr writes hold, if one is set. A write lasts at most the transport's
+        timeout; a holder that died is taken over after three times that."""
+        if self.write_lease is None:
+            return None
+        namespace, name = self.write_lease
+        holder = f"{socket.gethostname()}:{os.getpid()}"
+        return LeaseLock(namespace, name, holder, int(3 * self.transport.timeout) + 1)
 
     def partition_store(self, doing: str) -> PartitionStore:
         if self.partitions_file is None:
@@ -100,10 +124,11 @@ class Settings:
         )
 
 
-def _configmap(raw: str) -> tuple[str, str] | None:
+def _namespaced(env: Mapping[str, str], variable: str) -> tuple[str, str] | None:
+    raw = env.get(variable) or ""
     if not raw:
         return None
     namespace, _, name = raw.partition("/")
     if not namespace or not name or "/" in name:
-        raise ValueError(f"SLURM_PARTITIONS_CONFIGMAP={raw!r}: give namespace/name")
+        raise ValueError(f"{variable}={raw!r}: give namespace/name")
     return namespace, name

@@ -17,7 +17,6 @@ from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.slurm import values
 from providers.slurm.accounting_export import export
-from providers.slurm.client import SlurmClient
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
 from providers.weka.csi import WEKA_CSI_DRIVER
@@ -258,9 +257,7 @@ def partition_time(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     if spec.lifecycle.stage == "destroy":
         return
     settings = SlurmSettings.from_environment()
-    partition = SlurmClient(settings.make_transport(), cluster=settings.cluster).partition(
-        spec.partition
-    )
+    partition = settings.client().partition(spec.partition)
     if partition is None:
         yield Finding(
             "partition-missing",

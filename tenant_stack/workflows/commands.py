@@ -26,6 +26,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import StackDrift
 from tenant_stack.fleet.rollout import StackUpdate, Wave
+from tenant_stack.workflows.apply_stage import ApplyStage, StageReport, StageRun
 from tenant_stack.workflows.fleet_drift import FleetDrift, FleetReport, FleetRun
 from tenant_stack.workflows.pin import RunPin
 from tenant_stack.workflows.rollout import Rollout, RolloutReport, RolloutRun
@@ -74,6 +75,36 @@ def fleet_rollout(
     if report is None:
         return None
     return RolloutResult(workflow_id, asdict(report.pin), report.waves)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    workflow: str  # its id, for `temporal workflow show --workflow-id`
+    pin: dict[str, str]
+    stage: str
+    rounds: list[dict[str, Any]]  # each `up`, plus its worker
+
+    def updates(self) -> list[StackUpdate]:
+        return [StackUpdate.from_json(update) for update in self.rounds]
+
+
+def apply_stage(
+    project: Path,
+    stack: str,
+    stage: str,
+    every: timedelta,
+    rounds: int,
+    task_queue: str,
+    no_wait: bool,
+) -> StageResult | None:
+    """Starts an ApplyStage of `stack` at `stage`; its report, or None with its id printed."""
+    pin = RunPin.of(project)
+    run = StageRun(stack, stage, str(project.absolute()), pin, int(every.total_seconds()), rounds)
+    workflow_id = _workflow_id(f"stage-{stage}-{stack}")
+    report: StageReport | None = _run(ApplyStage.run, run, workflow_id, task_queue, no_wait)
+    if report is None:
+        return None
+    return StageResult(workflow_id, asdict(report.pin), report.stage, report.rounds)
 
 
 def _run(workflow: Any, run: Any, workflow_id: str, task_queue: str, no_wait: bool) -> Any:

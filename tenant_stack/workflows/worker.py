@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from tenant_stack.workflows.activities import drift_stack, tenant_stacks, update_stack
+from tenant_stack.workflows.apply_stage import ApplyStage
 from tenant_stack.workflows.fleet_drift import FleetDrift
 from tenant_stack.workflows.rollout import Rollout
 from tenant_stack.workflows.stack_operations import StackDriftCheck, StackUpdate
@@ -38,7 +39,7 @@ async def serve(client: Client, task_queue: str, concurrency: int) -> None:
         worker = Worker(
             client,
             task_queue=task_queue,
-            workflows=[FleetDrift, StackDriftCheck, Rollout, StackUpdate],
+            workflows=[FleetDrift, StackDriftCheck, Rollout, StackUpdate, ApplyStage],
             activities=[drift_stack, tenant_stacks, update_stack],
             activity_executor=executor,
             max_concurrent_activities=concurrency,

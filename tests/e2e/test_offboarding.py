@@ -46,6 +46,7 @@ from tests.backends import (
     squeue_job,
     wait_for,
 )
+from tests.fleet_workers import start_worker, stop_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -349,6 +350,48 @@ def test_rollback_from_drained_restores_the_tenant(bar: Tenant) -> None:
     bar.up()
     bar.pulumi("preview", "--expect-no-changes", "--refresh")
     assert partition_state(SLUG) == "UP"
+
+
+def test_a_merged_stage_applied_on_temporal_reruns_up_until_the_drain_completes(
+    bar: Tenant, tmp_path: Path
+) -> None:
+    running = bar.submit("dave", seconds=DRAIN_WAIT + 20)
+    wait_for(f"job {running} to run", lambda: job_state(running) == "RUNNING", timeout=60)
+    bar.at_stage("frozen")
+    bar.up()
+    bar.at_stage("drained")
+    queue = f"stage-{os.getpid()}"
+    options = ("--project", bar.project, "--task-queue", queue)
+    worker = start_worker(tmp_path, "worker", queue, bar.env)
+    try:
+        # Only the stage the spec says (the merged pull request's) is applied.
+        other = operator_command(
+            "fleet", "stage", SLUG, "--stage", "archived", *options, env=bar.env
+        )
+        applied = operator_command(
+            "fleet", "stage", SLUG, "--stage", "drained", "--every-seconds", "5", "--json",
+            *options, env=bar.env,
+        )  # fmt: skip
+    finally:
+        stop_workers([worker])
+    assert other.returncode == 2
+    assert "--stage archived: " in other.stderr
+    assert (
+        "says lifecycle.stage: drained; stages move only by a reviewed pull request" in other.stderr
+    )
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    report = json.loads(applied.stdout)
+    assert report["stage"] == "drained"
+    rounds = report["rounds"]
+    assert len(rounds) >= 2, rounds
+    for waiting in rounds[:-1]:
+        assert waiting["status"] == "failed"
+        assert f"1 jobs still in the queue ({running} (dave, running))" in waiting["error"]
+    assert rounds[-1]["status"] == "changed"
+    assert sacct_state(running) == "COMPLETED"  # left to finish: a graceful drain
+    assert bar.status()["blockers"] == ["a reviewed pull request setting lifecycle.stage: archived"]
+    bar.at_stage("active")
+    bar.up()
 
 
 # --- drained: hard cut-off ------------------------------------------------------------------------

@@ -534,10 +534,23 @@ def test_settings_come_from_the_environment() -> None:
         {"SLURM_TIMEOUT": "0"},
         {"SLURM_PARTITIONS_CONFIGMAP": "slurm-partitions"},
         {"SLURM_PARTITIONS_SYNC_TIMEOUT": "later"},
+        {"SLURM_WRITE_LEASE": "slurm-control/"},
     )
     for bad in bad_settings:
         with pytest.raises(SlurmError, match=next(iter(bad))):
             Settings.from_environment(bad)
+
+
+def test_writes_hold_a_lease_only_when_one_is_set() -> None:
+    assert Settings.from_environment({}).client().write_lock is None
+    settings = Settings.from_environment(
+        {"SLURM_WRITE_LEASE": "slurm-control/sacctmgr-writes", "SLURM_TIMEOUT": "20"}
+    )
+    lock = settings.client().write_lock
+    assert lock is not None
+    assert (lock.namespace, lock.name) == ("slurm-control", "sacctmgr-writes")
+    # Longer than any one write may take: a holder that died is taken over after it.
+    assert lock.duration > settings.transport.timeout
 
 
 def test_partitions_go_to_the_file_or_to_the_slurm_operators_configmap() -> None:

@@ -1,0 +1,54 @@
+"""Applying one tenant's merged offboarding stage on Temporal: the stack's `up` as a
+`StackUpdate` child workflow (its id: the stack), and while the drain still waits for the
+tenant's queue, a durable wait and the `up` again, up to `rounds` times. The workflow never moves
+a stage: it applies the one the pinned spec says, which a reviewed pull request set."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from tenant_stack.fleet.rollout import StackUpdate as Update
+    from tenant_stack.fleet.stage import still_draining
+    from tenant_stack.workflows.activities import StackTask
+    from tenant_stack.workflows.pin import RunPin
+    from tenant_stack.workflows.stack_operations import StackUpdate, on_stack
+
+
+@dataclass(frozen=True)
+class StageRun:
+    stack: str
+    stage: str  # what the pinned spec says, checked by the command that starts the run
+    project: str
+    pin: RunPin
+    every_seconds: int  # the wait between two `up`s while the drain waits
+    rounds: int  # `up`s at most
+
+
+@dataclass(frozen=True)
+class StageReport:
+    pin: RunPin
+    stage: str
+    rounds: list[dict[str, Any]]  # each `up` as Update.as_json, plus its worker
+
+
+@workflow.defn(name="ApplyStage")
+class ApplyStage:
+    @workflow.run
+    async def run(self, run: StageRun) -> StageReport:
+        def refused(why: str) -> dict[str, Any]:
+            return Update(run.stack, "failed", 0.0, error=why).as_json()
+
+        rounds: list[dict[str, Any]] = []
+        task = StackTask(run.stack, run.project, run.pin)
+        while len(rounds) < run.rounds:
+            if rounds:
+                await asyncio.sleep(run.every_seconds)  # a durable timer: no worker holds it
+            rounds.append(await on_stack(StackUpdate.run, task, refused))
+            if not still_draining(Update.from_json(rounds[-1])):
+                break
+        return StageReport(run.pin, run.stage, rounds)
