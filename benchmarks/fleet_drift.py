@@ -9,7 +9,10 @@ Printed, medians of --runs runs, all measured in this one run:
   the CPU of one such preview;
 - parallel efficiency = serial loop's wall / (fleet wall x workers), and like for like: the
   fleet's own check run one stack at a time against the fleet;
-- the sandbox daemons' share of the machine's CPU during the fleet run (they share the cores).
+- the sandbox daemons' share of the machine's CPU during the fleet run (they share the cores);
+- the same drift through Temporal (`fleet drift`, one worker process per core on the sandbox's
+  dev server) against `drift` alone, both as whole commands in turn: what Temporal adds per stack.
+  One machine's cores cannot show scale-out across machines; this measures the overhead only.
 
 Run with `make bench` (BENCH_TENANTS=N, default 12; up to 100 takes an hour to bring up), or in the
 `make -s env` environment: `python benchmarks/fleet_drift.py --tenants N`. Every stack is
@@ -122,6 +125,54 @@ def serial_previews(project: Path, env: dict[str, str], slugs: list[str]) -> Non
         run(["pulumi", "preview", "--refresh", "--non-interactive", "--stack", slug], project, env)
 
 
+def command_wall(argv: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of `python -m tenant_stack <argv>`, which must find the fleet clean."""
+    started = time.monotonic()
+    run([sys.executable, "-m", "tenant_stack", *argv], ROOT, env)
+    return time.monotonic() - started
+
+
+def through_temporal(
+    project: Path, env: dict[str, str], slugs: list[str], workers: int, runs: int
+) -> tuple[list[float], list[float]]:
+    """Walls of `drift` alone and of `fleet drift` with `workers` worker processes, in turn."""
+    queue = f"bench-{os.getpid()}"
+    serving = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tenant_stack",
+                "worker",
+                "--task-queue",
+                queue,
+                "--concurrency",
+                "1",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for _ in range(workers)
+    ]
+    options = ["--workers", str(workers), "--project", str(project), *slugs]
+    alone, temporal = [], []
+    try:
+        for worker in serving:  # each says so once it serves the queue
+            assert worker.stdout is not None
+            worker.stdout.readline()
+        for _ in range(runs):
+            alone.append(command_wall(["drift", *options], env))
+            temporal.append(command_wall(["fleet", "drift", "--task-queue", queue, *options], env))
+    finally:
+        for worker in serving:
+            worker.terminate()
+            worker.wait(timeout=60)
+    return alone, temporal
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tenants", type=int, default=int(os.environ.get("BENCH_TENANTS", 12)))
@@ -174,6 +225,7 @@ def main(argv: list[str]) -> int:
             alone.append(timed(lambda: check_fleet(stacks, slugs, 1))[0])
             serial.append(timed(lambda: serial_previews(project, env, slugs)))
             print(f"[bench] run {number}/{args.runs} done", file=sys.stderr)
+        alone, temporal = through_temporal(project, env, slugs, cores, args.runs)
     finally:
         in_batches(project, env, slugs, cores, "destroy")
 
@@ -201,6 +253,13 @@ def main(argv: list[str]) -> int:
         f"  sandbox daemons' CPU share   {statistics.median(daemons):7.1%} of {cores} cores "
         "during the fleet run"
     )
+    alone_wall, temporal_wall = statistics.median(alone), statistics.median(temporal)
+    print(f"through Temporal ({cores} worker processes, the sandbox's dev server), whole commands:")
+    print(f"  `drift` alone                {alone_wall:7.1f} s wall")
+    print(f"  `fleet drift`                {temporal_wall:7.1f} s wall "
+          f"(temporal/alone = {temporal_wall / alone_wall:.2f}x)")  # fmt: skip
+    print(f"  Temporal's cost per stack    {(temporal_wall - alone_wall) / len(slugs):7.2f} s "
+          "(one machine: the overhead, not scale-out across machines)")  # fmt: skip
     return 0
 
 
