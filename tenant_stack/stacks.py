@@ -68,30 +68,26 @@ class Stacks:
         """`pulumi up` of `stack`: the engine's output."""
         return self._pulumi("up", "--stack", stack, "--yes", "--skip-preview")
 
-    def start_up(self, stack: str) -> Running:
-        """`pulumi up` of `stack` started, its output the engine's events. It runs in a session
-        of its own: the engine and every plugin and program it starts share its process group,
-        which whoever finds it orphaned (its caller killed) can then kill whole."""
-        return self._start(
-            "up",
-            "--json",
-            "--yes",
-            "--skip-preview",
-            "--stack",
-            stack,
-            env=_NO_PLUGIN_INSTALLS,
-            session=True,
-        )
+    def start_write(self, *args: str) -> Running:
+        """`pulumi <args>`, a command that writes to the stack, started in a session of its own:
+        the engine and every plugin and program it starts share its process group, which
+        whoever finds the command orphaned (its caller killed) can then kill whole."""
+        return self._start(*args, env=_NO_PLUGIN_INSTALLS, session=True)
 
-    def recover_killed_run(self, stack: str) -> None:
-        """Makes `stack` usable again after a run that was killed while it wrote (its engine
-        surely gone): `pulumi cancel` releases the lock the run held, `pulumi refresh
-        --clear-pending-creates` drops the creates it began and never recorded. The next `up`
-        makes those again, and our providers adopt what the dead run made by its ownership
-        marks, so nothing is made twice (README: a killed `up`)."""
-        self._pulumi("cancel", "--stack", stack, "--yes")
-        self._pulumi(
-            "refresh", "--stack", stack, "--yes", "--skip-preview", "--clear-pending-creates"
+    def start_up(self, stack: str) -> Running:
+        """`pulumi up` of `stack` (start_write), its output the engine's events."""
+        return self.start_write("up", "--json", "--yes", "--skip-preview", "--stack", stack)
+
+    @staticmethod
+    def after_killed_run(stack: str) -> tuple[tuple[str, ...], ...]:
+        """The commands that make `stack` usable again after a run killed while it wrote (its
+        engine surely gone), in order: `pulumi cancel` releases the lock the run held, `pulumi
+        refresh --clear-pending-creates` drops the creates it began and never recorded. The
+        next `up` makes those again, and our providers adopt what the dead run made by its
+        ownership marks, so nothing is made twice (README: a killed `up`)."""
+        return (
+            ("cancel", "--stack", stack, "--yes"),
+            ("refresh", "--stack", stack, "--yes", "--skip-preview", "--clear-pending-creates"),
         )
 
     def refresh_preview(self, stack: str) -> Engine:

@@ -5,13 +5,12 @@ setting) reaches a few tenants before it reaches all. The waves run on Temporal
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tenant_stack.fleet.engine_events import failure
-from tenant_stack.stacks import Running
+from tenant_stack.stacks import Engine
 
 __all__ = ["StackUpdate", "Wave", "exit_status", "finish_update", "not_run"]
 
@@ -58,12 +57,9 @@ class Wave:
         return any(stack.status == "failed" for stack in self.stacks)
 
 
-def finish_update(stack: str, running: Running, recovered: str = "") -> StackUpdate:
-    """The update of `stack` once its `up` (Stacks.start_up) ends: what changed, by the engine's
-    own summary, or the engine's errors."""
-    started = time.monotonic()
-    result = running.wait()
-    seconds = time.monotonic() - started
+def finish_update(stack: str, result: Engine, seconds: float, recovered: str = "") -> StackUpdate:
+    """The update of `stack` from what its `up` (Stacks.start_up) printed: what changed, by the
+    engine's own summary, or the engine's errors."""
     events = result.events()
     if result.returncode != 0:
         return StackUpdate(

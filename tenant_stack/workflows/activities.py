@@ -12,6 +12,7 @@ import contextvars
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,8 +26,9 @@ from temporalio.exceptions import ApplicationError
 from providers.processes import kill_group, start_time
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import check_stack
+from tenant_stack.fleet.engine_events import failure
 from tenant_stack.fleet.rollout import finish_update
-from tenant_stack.stacks import Stacks
+from tenant_stack.stacks import Engine, Running, Stacks
 from tenant_stack.workflows.pin import RunPin
 
 HOST = socket.gethostname()
@@ -79,12 +81,18 @@ def update_stack(task: StackTask) -> dict[str, Any]:
     stacks = _pinned(task)
     earlier = activity.info().heartbeat_details
     recovered = _recover(stacks, task.stack, EngineRun(**earlier[0])) if earlier else ""
-    running = stacks.start_up(task.stack)
-    pgid = running.process.pid
-    engine = EngineRun(HOST, _boot_id(), pgid, start_time(pgid) or "")
-    with _heartbeats(engine):
-        update = finish_update(task.stack, running, recovered)
+    started = time.monotonic()
+    result = _in_own_group(stacks.start_up(task.stack))
+    update = finish_update(task.stack, result, time.monotonic() - started, recovered)
     return {**update.as_json(), "worker": WORKER}
+
+
+def _in_own_group(running: Running) -> Engine:
+    """What a command that writes to a stack printed, once it ends; meanwhile every heartbeat
+    names its process group, which the next attempt kills if this worker dies."""
+    pgid = running.process.pid
+    with _heartbeats(EngineRun(HOST, _boot_id(), pgid, start_time(pgid) or "")):
+        return running.wait()
 
 
 def _recover(stacks: Stacks, stack: str, earlier: EngineRun) -> str:
@@ -107,10 +115,11 @@ def _recover(stacks: Stacks, stack: str, earlier: EngineRun) -> str:
             kill_group(earlier.pgid, earlier.started)
         except TimeoutError as error:
             raise ApplicationError(f"{stack}: {error}", type="EngineStuck") from None
-    try:
-        stacks.recover_killed_run(stack)
-    except StackError as error:
-        raise ApplicationError(f"{stack}: {error}", type="RecoveryFailed") from None
+    for args in stacks.after_killed_run(stack):
+        result = _in_own_group(stacks.start_write(*args))
+        if result.returncode != 0:
+            said = failure(result, [])
+            raise ApplicationError(f"`{result.command}` failed: {said}", type="RecoveryFailed")
     return (
         f"an earlier attempt's worker died during `up` ({where}): its engine was killed, the "
         "stack's lock released and its pending creates cleared before this `up`"
