@@ -3,12 +3,13 @@ alone may by then name another process, so a process is named by its pid and sta
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 from pathlib import Path
 
-__all__ = ["group_members", "kill_group", "start_time"]
+__all__ = ["kill_session", "session_members", "start_time"]
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -29,29 +30,30 @@ def start_time(pid: int) -> str | None:
     return fields[19] if fields else None
 
 
-def group_members(pgid: int) -> list[int]:
-    """The live processes in process group `pgid`."""
+def session_members(sid: int) -> list[int]:
+    """The live processes in session `sid`, whatever their process groups."""
     members = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) and int(fields[2]) == pgid:
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) and int(fields[3]) == sid:
             members.append(int(entry.name))
     return members
 
 
-def kill_group(leader: int, started: str, timeout: float = 60.0) -> None:
-    """SIGKILLs the process group that the process `leader` (started at `started`) leads, and
-    returns once none of it is left. A leader pid since given to another process means the old
-    group is gone (the kernel never hands out a pid that is still a group's id), and nothing is
-    signalled. TimeoutError if the group outlives `timeout` (a process stuck in the kernel)."""
+def kill_session(leader: int, started: str, timeout: float = 60.0) -> None:
+    """SIGKILLs every process of the session that the process `leader` (started at `started`)
+    leads, and returns once none is left: a whole session, since a program may put its children
+    in process groups of their own (the Pulumi engine does so with its plugins). A leader pid
+    since given to another process means the old session is gone (the kernel never hands out a
+    pid that is still a session's id), and nothing is signalled. TimeoutError if the session
+    outlives `timeout` (a process stuck in the kernel)."""
     now = start_time(leader)
     if now is not None and now != started:
         return
-    try:
-        os.killpg(leader, signal.SIGKILL)
-    except ProcessLookupError:
-        return
     deadline = time.monotonic() + timeout
-    while members := group_members(leader):
+    while members := session_members(leader):
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if time.monotonic() > deadline:
-            raise TimeoutError(f"process group {leader} still has {members} after SIGKILL")
+            raise TimeoutError(f"session {leader} still has {members} after SIGKILL")
         time.sleep(0.1)

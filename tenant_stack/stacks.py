@@ -70,8 +70,9 @@ class Stacks:
 
     def start_write(self, *args: str) -> Running:
         """`pulumi <args>`, a command that writes to the stack, started in a session of its own:
-        the engine and every plugin and program it starts share its process group, which
-        whoever finds the command orphaned (its caller killed) can then kill whole."""
+        the engine and every plugin and program it starts stay in that session (each plugin in
+        a process group of its own), which whoever finds the command orphaned (its caller
+        killed) can then kill whole."""
         return self._start(*args, env=_NO_PLUGIN_INSTALLS, session=True)
 
     def start_up(self, stack: str) -> Running:

@@ -2,9 +2,10 @@
 fleet command reports for the stack, plus which worker did it.
 
 An update (`pulumi up`) writes to the backends, so it is retried only when its worker died, and
-only once the engine that worker started is surely gone: the engine runs in a process group of
-its own, named in every heartbeat (host, boot, group), and the next attempt kills that group
-whole before it clears what the dead run left (its lock, its pending creates)."""
+only once the engine that worker started is surely gone: the engine runs in a session of its own
+(with the plugins it starts, each in a process group of its own), named in every heartbeat
+(host, boot, session), and the next attempt kills that session whole before it clears what the
+dead run left (its lock, its pending creates)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from providers.processes import kill_group, start_time
+from providers.processes import kill_session, start_time
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import check_stack
 from tenant_stack.fleet.engine_events import failure
@@ -69,7 +70,7 @@ class EngineRun:
 
     host: str
     boot: str  # the host's boot id: a group on a host booted since is surely gone
-    pgid: int  # the engine's process group (the engine leads it)
+    session: int  # the engine's session: it and every plugin it started (the engine leads it)
     started: str  # the engine's start time, so that a reused pid is never taken for it
 
 
@@ -82,16 +83,16 @@ def update_stack(task: StackTask) -> dict[str, Any]:
     earlier = activity.info().heartbeat_details
     recovered = _recover(stacks, task.stack, EngineRun(**earlier[0])) if earlier else ""
     started = time.monotonic()
-    result = _in_own_group(stacks.start_up(task.stack))
+    result = _in_own_session(stacks.start_up(task.stack))
     update = finish_update(task.stack, result, time.monotonic() - started, recovered)
     return {**update.as_json(), "worker": WORKER}
 
 
-def _in_own_group(running: Running) -> Engine:
+def _in_own_session(running: Running) -> Engine:
     """What a command that writes to a stack printed, once it ends; meanwhile every heartbeat
-    names its process group, which the next attempt kills if this worker dies."""
-    pgid = running.process.pid
-    with _heartbeats(EngineRun(HOST, _boot_id(), pgid, start_time(pgid) or "")):
+    names its session, which the next attempt kills if this worker dies."""
+    sid = running.process.pid
+    with _heartbeats(EngineRun(HOST, _boot_id(), sid, start_time(sid) or "")):
         return running.wait()
 
 
@@ -99,12 +100,12 @@ def _recover(stacks: Stacks, stack: str, earlier: EngineRun) -> str:
     """Kills the earlier attempt's engine, if it may still run, then clears the stack; what was
     done, for the report. An engine on another host cannot be made sure of from here: that is
     a non-retryable failure naming the host and what to do there."""
-    where = f"host {earlier.host}, process group {earlier.pgid}"
+    where = f"host {earlier.host}, session {earlier.session}"
     if earlier.host != HOST:
         raise ApplicationError(
             f"an earlier attempt at `up` of {stack} ran its engine on {where}, and its worker "
             f"stopped answering: that engine may still be writing. On {earlier.host}, once "
-            f"`ps -g {earlier.pgid}` shows nothing (or after the host is rebooted or gone), run "
+            f"`ps -s {earlier.session}` shows nothing (or after the host is rebooted or gone), run "
             f"`pulumi cancel --stack {stack}`, `pulumi refresh --stack {stack} "
             "--clear-pending-creates` and `pulumi up`, or start the rollout again",
             type="EngineElsewhere",
@@ -112,11 +113,11 @@ def _recover(stacks: Stacks, stack: str, earlier: EngineRun) -> str:
         )
     if earlier.boot == _boot_id():
         try:
-            kill_group(earlier.pgid, earlier.started)
+            kill_session(earlier.session, earlier.started)
         except TimeoutError as error:
             raise ApplicationError(f"{stack}: {error}", type="EngineStuck") from None
     for args in stacks.after_killed_run(stack):
-        result = _in_own_group(stacks.start_write(*args))
+        result = _in_own_session(stacks.start_write(*args))
         if result.returncode != 0:
             said = failure(result, [])
             raise ApplicationError(f"`{result.command}` failed: {said}", type="RecoveryFailed")

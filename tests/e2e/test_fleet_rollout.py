@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from providers.processes import group_members
+from providers.processes import session_members
 from sandbox.layout import SandboxLayout
 from tests.backends import kubectl_json, operator_command, run_pulumi
 from tests.fleet_workers import (
@@ -278,10 +278,10 @@ def test_a_worker_killed_during_an_up_leaves_the_rollout_to_the_other(fleet: Fle
     (update,) = report["waves"][0]
     (survivor,) = [w for w in fleet.workers if w is not victim]
     assert update["worker"].endswith(f":{survivor.pid}")
-    assert f"process group {engine['pgid']}" in update["recovered"]
+    assert f"session {engine['session']}" in update["recovered"]
     # The dead worker's engine was killed mid-create (its `pause` never ended), not left to
     # finish beside the retry; the retry made `pause` once more, to its end.
-    assert group_members(int(engine["pgid"])) == []
+    assert session_members(int(engine["session"])) == []
     log = [line for line in fleet.pause_log(a) if line[2] == "4"]
     assert [line[0] for line in log] == ["start", "start", "end"], log
     assert log[0][1] != log[1][1] == log[2][1]
