@@ -1,7 +1,8 @@
-"""Applying one tenant's merged offboarding stage on Temporal: the stack's `up` as a
-`StackUpdate` child workflow (its id: the stack), and while the drain still waits for the
-tenant's queue, a durable wait and the `up` again, up to `rounds` times. The workflow never moves
-a stage: it applies the one the pinned spec says, which a reviewed pull request set."""
+"""Applying one tenant's merged offboarding stage on Temporal: the stack's `up`, and while the
+drain still waits for the tenant's queue, a durable wait and the `up` again, up to `rounds`
+times. The workflow's id is the stack's name, so no other operation runs on the stack for as
+long as it applies the stage, waits included. It never moves a stage: it applies the one the
+pinned spec says, which a reviewed pull request set."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from tenant_stack.fleet.stage import still_draining
     from tenant_stack.workflows.activities import StackTask
     from tenant_stack.workflows.pin import RunPin
-    from tenant_stack.workflows.stack_operations import StackUpdate, on_stack
+    from tenant_stack.workflows.stack_operations import update
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,12 @@ class StageReport:
 class ApplyStage:
     @workflow.run
     async def run(self, run: StageRun) -> StageReport:
-        def refused(why: str) -> dict[str, Any]:
-            return Update(run.stack, "failed", 0.0, error=why).as_json()
-
         rounds: list[dict[str, Any]] = []
         task = StackTask(run.stack, run.project, run.pin)
         while len(rounds) < run.rounds:
             if rounds:
                 await asyncio.sleep(run.every_seconds)  # a durable timer: no worker holds it
-            rounds.append(await on_stack(StackUpdate.run, task, refused))
+            rounds.append(await update(task))
             if not still_draining(Update.from_json(rounds[-1])):
                 break
         return StageReport(run.pin, run.stage, rounds)

@@ -22,6 +22,7 @@ from temporalio.client import (
     WorkflowFailureError,
 )
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import StackDrift
@@ -30,6 +31,7 @@ from tenant_stack.workflows.apply_stage import ApplyStage, StageReport, StageRun
 from tenant_stack.workflows.fleet_drift import FleetDrift, FleetReport, FleetRun
 from tenant_stack.workflows.pin import RunPin
 from tenant_stack.workflows.rollout import Rollout, RolloutReport, RolloutRun
+from tenant_stack.workflows.stack_operations import busy
 from tenant_stack.workflows.worker import connect, serve
 
 
@@ -100,11 +102,11 @@ def apply_stage(
     """Starts an ApplyStage of `stack` at `stage`; its report, or None with its id printed."""
     pin = RunPin.of(project)
     run = StageRun(stack, stage, str(project.absolute()), pin, int(every.total_seconds()), rounds)
-    workflow_id = _workflow_id(f"stage-{stage}-{stack}")
-    report: StageReport | None = _run(ApplyStage.run, run, workflow_id, task_queue, no_wait)
+    # Its id is the stack's: no other operation runs on the stack while the stage is applied.
+    report: StageReport | None = _run(ApplyStage.run, run, stack, task_queue, no_wait)
     if report is None:
         return None
-    return StageResult(workflow_id, asdict(report.pin), report.stage, report.rounds)
+    return StageResult(stack, asdict(report.pin), report.stage, report.rounds)
 
 
 def _run(workflow: Any, run: Any, workflow_id: str, task_queue: str, no_wait: bool) -> Any:
@@ -112,13 +114,16 @@ def _run(workflow: Any, run: Any, workflow_id: str, task_queue: str, no_wait: bo
 
     async def start() -> Any:
         client = await _client()
-        handle = await client.start_workflow(
-            workflow,
-            run,
-            id=workflow_id,
-            task_queue=task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-        )
+        try:
+            handle = await client.start_workflow(
+                workflow,
+                run,
+                id=workflow_id,
+                task_queue=task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            )
+        except WorkflowAlreadyStartedError:
+            raise StackError(busy(workflow_id)) from None
         if no_wait:
             print(workflow_id)
             return None

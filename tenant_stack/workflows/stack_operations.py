@@ -53,14 +53,19 @@ class StackDriftCheck:
 class StackUpdate:
     @workflow.run
     async def run(self, task: StackTask) -> dict[str, Any]:
-        report: dict[str, Any] = await workflow.execute_activity(
-            update_stack,
-            task,
-            start_to_close_timeout=STACK_OPERATION_TIMEOUT,
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
-            retry_policy=STACK_UPDATE_RETRIES,
-        )
-        return report
+        return await update(task)
+
+
+async def update(task: StackTask) -> dict[str, Any]:
+    """The stack's `up` as an activity, from a workflow that holds the stack (its id)."""
+    report: dict[str, Any] = await workflow.execute_activity(
+        update_stack,
+        task,
+        start_to_close_timeout=STACK_OPERATION_TIMEOUT,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=STACK_UPDATE_RETRIES,
+    )
+    return report
 
 
 async def on_stack(
@@ -80,12 +85,17 @@ async def on_stack(
         )
         return report
     except WorkflowAlreadyStartedError:
-        return refused(
-            f"another operation on {task.stack} is running (workflow id {task.stack}); "
-            f"`temporal workflow describe --workflow-id {task.stack}` shows which"
-        )
+        return refused(busy(task.stack))
     except ChildWorkflowError as failed:
         return refused(_first_cause(failed))
+
+
+def busy(stack: str) -> str:
+    """Why an operation on `stack` is refused while another holds it."""
+    return (
+        f"another operation on {stack} is running (workflow id {stack}); "
+        f"`temporal workflow describe --workflow-id {stack}` shows which"
+    )
 
 
 def _first_cause(error: BaseException) -> str:

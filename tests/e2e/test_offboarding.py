@@ -46,7 +46,7 @@ from tests.backends import (
     squeue_job,
     wait_for,
 )
-from tests.fleet_workers import start_worker, stop_workers
+from tests.fleet_workers import start_worker, stop_workers, temporal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -361,26 +361,30 @@ def test_a_merged_stage_applied_on_temporal_reruns_up_until_the_drain_completes(
     bar.up()
     bar.at_stage("drained")
     queue = f"stage-{os.getpid()}"
-    options = ("--project", bar.project, "--task-queue", queue)
+
+    def stage(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        options = ("--project", bar.project, "--task-queue", queue)
+        return operator_command("fleet", "stage", SLUG, "--stage", name, *args, *options,
+                                env=bar.env)  # fmt: skip
+
     worker = start_worker(tmp_path, "worker", queue, bar.env)
     try:
         # Only the stage the spec says (the merged pull request's) is applied.
-        other = operator_command(
-            "fleet", "stage", SLUG, "--stage", "archived", *options, env=bar.env
-        )
-        applied = operator_command(
-            "fleet", "stage", SLUG, "--stage", "drained", "--every-seconds", "5", "--json",
-            *options, env=bar.env,
-        )  # fmt: skip
+        other = stage("archived")
+        started = stage("drained", "--every-seconds", "5", "--no-wait")
+        # The stack is the workflow's for as long as it applies the stage, waits included.
+        again = stage("drained")
+        finished = temporal("workflow", "result", "--workflow-id", SLUG, "--output", "json")
     finally:
         stop_workers([worker])
     assert other.returncode == 2
     assert "--stage archived: " in other.stderr
-    assert (
-        "says lifecycle.stage: drained; stages move only by a reviewed pull request" in other.stderr
-    )
-    assert applied.returncode == 0, applied.stdout + applied.stderr
-    report = json.loads(applied.stdout)
+    assert "says lifecycle.stage: drained; stages move only by a reviewed pull" in other.stderr
+    assert (started.returncode, started.stdout.strip()) == (0, SLUG), started.stderr
+    assert again.returncode == 2
+    assert f"another operation on {SLUG} is running (workflow id {SLUG})" in again.stderr
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads(finished.stdout)["result"]
     assert report["stage"] == "drained"
     rounds = report["rounds"]
     assert len(rounds) >= 2, rounds
