@@ -289,13 +289,15 @@ def _workflow_parsers(commands: Any) -> None:
     stage = work.add_parser(
         "stage",
         help="a tenant's merged offboarding stage applied: its `up`, rerun while it drains",
-        description="Runs the tenant stack's `up` (a child workflow whose id is the stack), and "
-        "while the drain still waits for the tenant's queue, waits and runs it again, as an "
-        "operator would. It never moves a stage: --stage must be what the tenant's spec says "
-        "(the stage a reviewed pull request set), checked before anything runs.",
+        description="Runs the tenant stack's `up`, and while the drain still waits for the "
+        "tenant's queue, waits and runs it again, as an operator would, in a workflow whose id "
+        "is the stack's name (no other operation runs on the stack meanwhile). It never moves a "
+        "stage: --stage must be what the tenant's spec says (the stage a reviewed pull request "
+        "set), checked before anything runs.",
         epilog="Exit status: 0 the stage is applied, 1 it is not (an `up` failed for another "
         "reason than the drain's wait, a graceful drain past its timeout, or --rounds used up), "
-        "2 it could not run (--stage not the spec's, Temporal unreachable).",
+        "2 it could not run (--stage not the spec's, another operation holds the stack, "
+        "Temporal unreachable).",
     )
     stage.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml (its stack's name)")
     stage.add_argument(
