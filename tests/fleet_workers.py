@@ -10,6 +10,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.backends import run_pulumi
@@ -105,3 +108,33 @@ def started_on(stack: str, worker: subprocess.Popen[str]) -> bool:
         and activity.get("state") == "PENDING_ACTIVITY_STATE_STARTED"
         for activity in pending_activities(stack)
     )
+
+
+@dataclass(frozen=True)
+class Fleet:
+    project: Path
+    stacks: list[str]
+    env: dict[str, str]  # the stacks' backend (S3), for the commands and the engine
+    queue: str
+    workers: list[subprocess.Popen[str]]
+
+
+@contextmanager
+def fleet_of(tmp: Path, tag: str, program: str, workers: int) -> Iterator[Fleet]:
+    """Three stacks of `program` (`<tag>-a`, `-b`, `-c`) brought up in the S3 state backend,
+    and `workers` worker processes on a queue of their own; all gone afterwards."""
+    project = tmp / "project"
+    env = s3_project(project, tag, program)
+    stacks = [f"{tag}-{name}" for name in ("a", "b", "c")]
+    queue = f"{tag}-queue"
+    serving: list[subprocess.Popen[str]] = []
+    try:
+        for stack in stacks:
+            run_pulumi(env, project, "stack", "init", stack)
+            run_pulumi(env, project, "up", "--stack", stack, "--yes", "--skip-preview")
+        for index in range(1, workers + 1):
+            serving.append(start_worker(tmp, f"worker-{index}", queue, env))
+        yield Fleet(project, stacks, env, queue, serving)
+    finally:
+        stop_workers(serving)
+        remove_stacks(env, project, stacks)

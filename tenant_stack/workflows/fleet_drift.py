@@ -13,12 +13,12 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from tenant_stack.fleet.drift import StackDrift
-    from tenant_stack.workflows.activities import StackTask, tenant_stacks
+    from tenant_stack.workflows.activities import tenant_stacks
     from tenant_stack.workflows.pin import RunPin
     from tenant_stack.workflows.stack_operations import (
         STACK_CHECK_RETRIES,
         StackDriftCheck,
-        on_stack,
+        each_stack,
     )
 
 
@@ -40,17 +40,10 @@ class FleetReport:
 class FleetDrift:
     @workflow.run
     async def run(self, run: FleetRun) -> FleetReport:
-        at_once = asyncio.Semaphore(max(run.workers, 1))
+        def refused(stack: str, why: str) -> dict[str, Any]:
+            return StackDrift(stack, "error", 0.0, error=why).as_json()
 
-        async def check(stack: str) -> dict[str, Any]:
-            def refused(why: str) -> dict[str, Any]:
-                return StackDrift(stack, "error", 0.0, error=why).as_json()
-
-            async with at_once:
-                return await on_stack(
-                    StackDriftCheck.run, StackTask(stack, run.project, run.pin), refused
-                )
-
+        check = each_stack(StackDriftCheck.run, run.project, run.pin, run.workers, refused)
         stacks = run.stacks or await workflow.execute_activity(
             tenant_stacks,
             run.project,

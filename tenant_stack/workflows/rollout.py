@@ -14,9 +14,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from tenant_stack.fleet.rollout import StackUpdate as Update
     from tenant_stack.fleet.rollout import not_run
-    from tenant_stack.workflows.activities import StackTask
     from tenant_stack.workflows.pin import RunPin
-    from tenant_stack.workflows.stack_operations import StackUpdate, on_stack
+    from tenant_stack.workflows.stack_operations import StackUpdate, each_stack
 
 
 @dataclass(frozen=True)
@@ -37,17 +36,10 @@ class RolloutReport:
 class Rollout:
     @workflow.run
     async def run(self, run: RolloutRun) -> RolloutReport:
-        at_once = asyncio.Semaphore(max(run.workers, 1))
+        def refused(stack: str, why: str) -> dict[str, Any]:
+            return Update(stack, "failed", 0.0, error=why).as_json()
 
-        async def update(stack: str) -> dict[str, Any]:
-            def refused(why: str) -> dict[str, Any]:
-                return Update(stack, "failed", 0.0, error=why).as_json()
-
-            async with at_once:
-                return await on_stack(
-                    StackUpdate.run, StackTask(stack, run.project, run.pin), refused
-                )
-
+        update = each_stack(StackUpdate.run, run.project, run.pin, run.workers, refused)
         waves: list[list[dict[str, Any]]] = []
         for wave in run.waves:
             if any(stack["status"] == "failed" for done in waves for stack in done):

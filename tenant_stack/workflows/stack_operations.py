@@ -4,6 +4,7 @@ lock stays the guard against anything outside Temporal.)"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -19,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
         drift_stack,
         update_stack,
     )
+    from tenant_stack.workflows.pin import RunPin
 
 # A refresh preview of a large stack reads every resource from its backend; an `up` of a new
 # tenant waits on its reservation and every backend.
@@ -39,14 +41,7 @@ STACK_UPDATE_RETRIES = RetryPolicy(
 class StackDriftCheck:
     @workflow.run
     async def run(self, task: StackTask) -> dict[str, Any]:
-        report: dict[str, Any] = await workflow.execute_activity(
-            drift_stack,
-            task,
-            start_to_close_timeout=STACK_OPERATION_TIMEOUT,
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
-            retry_policy=STACK_CHECK_RETRIES,
-        )
-        return report
+        return await _on_a_worker(drift_stack, task, STACK_CHECK_RETRIES)
 
 
 @workflow.defn(name="StackUpdate")
@@ -58,14 +53,40 @@ class StackUpdate:
 
 async def update(task: StackTask) -> dict[str, Any]:
     """The stack's `up` as an activity, from a workflow that holds the stack (its id)."""
+    return await _on_a_worker(update_stack, task, STACK_UPDATE_RETRIES)
+
+
+async def _on_a_worker(
+    work: Callable[[StackTask], dict[str, Any]], task: StackTask, retries: RetryPolicy
+) -> dict[str, Any]:
     report: dict[str, Any] = await workflow.execute_activity(
-        update_stack,
+        work,
         task,
         start_to_close_timeout=STACK_OPERATION_TIMEOUT,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        retry_policy=STACK_UPDATE_RETRIES,
+        retry_policy=retries,
     )
     return report
+
+
+def each_stack(
+    operation: Callable[[Any, StackTask], Awaitable[dict[str, Any]]],
+    project: str,
+    pin: RunPin,
+    workers: int,
+    refused: Callable[[str, str], dict[str, Any]],
+) -> Callable[[str], Awaitable[dict[str, Any]]]:
+    """`operation` on one stack (on_stack), at most `workers` stacks at a time across the
+    calls; `refused(stack, why)` is a stack's report when it could not be run."""
+    at_once = asyncio.Semaphore(max(workers, 1))
+
+    async def on(stack: str) -> dict[str, Any]:
+        async with at_once:
+            return await on_stack(
+                operation, StackTask(stack, project, pin), lambda why: refused(stack, why)
+            )
+
+    return on
 
 
 async def on_stack(

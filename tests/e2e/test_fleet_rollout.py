@@ -11,7 +11,6 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,7 @@ from tests.backends import (
     sacctmgr,
     weka,
 )
-from tests.fleet_workers import (
-    pending_activities,
-    remove_stacks,
-    s3_project,
-    start_worker,
-    stop_workers,
-    temporal,
-)
+from tests.fleet_workers import Fleet, fleet_of, pending_activities, temporal
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -99,51 +91,31 @@ settings("second", [pause])
 '''
 
 
-@dataclass(frozen=True)
-class Fleet:
-    project: Path
-    stacks: list[str]
-    env: dict[str, str]  # the stacks' backend (S3), for the commands and the engine
-    queue: str
-    workers: list[subprocess.Popen[str]]
-
-    def config(self, stack: str, key: str, value: str | None) -> None:
-        if value is None:
-            run_pulumi(self.env, self.project, "config", "rm", key, "--stack", stack)
-        else:
-            run_pulumi(self.env, self.project, "config", "set", key, value, "--stack", stack)
-
-    def rollout(self, *waves: list[str]) -> subprocess.CompletedProcess[str]:
-        options = ["--project", str(self.project), "--task-queue", self.queue, "--workers", "2"]
-        for wave in waves:
-            options += ["--wave", ",".join(wave)]
-        return operator_command("fleet", "rollout", "--json", *options, env=self.env)
-
-    def pause_log(self, stack: str) -> list[list[str]]:
-        log = self.project / f"pause-{stack}.log"
-        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
-
-
 @pytest.fixture(scope="module")
 def fleet(sandbox: SandboxLayout, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    # Three workers: each test that kills one leaves the others to finish its rollout.
     tmp = tmp_path_factory.mktemp("fleet-rollout")
-    tag = f"fr{os.getpid()}"
-    project = tmp / "project"
-    env = s3_project(project, tag, PROGRAM)
-    stacks = [f"{tag}-{name}" for name in ("a", "b", "c")]
-    queue = f"{tag}-queue"
-    workers: list[subprocess.Popen[str]] = []
-    try:
-        for stack in stacks:
-            run_pulumi(env, project, "stack", "init", stack)
-            run_pulumi(env, project, "up", "--stack", stack, "--yes", "--skip-preview")
-        # Three: each test that kills one leaves the others to finish its rollout.
-        for index in (1, 2, 3):
-            workers.append(start_worker(tmp, f"worker-{index}", queue, env))
-        yield Fleet(project, stacks, env, queue, workers)
-    finally:
-        stop_workers(workers)
-        remove_stacks(env, project, stacks)
+    with fleet_of(tmp, f"fr{os.getpid()}", PROGRAM, 3) as made:
+        yield made
+
+
+def set_config(fleet: Fleet, stack: str, key: str, value: str | None) -> None:
+    if value is None:
+        run_pulumi(fleet.env, fleet.project, "config", "rm", key, "--stack", stack)
+    else:
+        run_pulumi(fleet.env, fleet.project, "config", "set", key, value, "--stack", stack)
+
+
+def rollout(fleet: Fleet, *waves: list[str]) -> subprocess.CompletedProcess[str]:
+    options = ["--project", str(fleet.project), "--task-queue", fleet.queue, "--workers", "2"]
+    for wave in waves:
+        options += ["--wave", ",".join(wave)]
+    return operator_command("fleet", "rollout", "--json", *options, env=fleet.env)
+
+
+def pause_log(fleet: Fleet, stack: str) -> list[list[str]]:
+    log = fleet.project / f"pause-{stack}.log"
+    return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def release_of(stack: str, name: str) -> str:
@@ -166,8 +138,8 @@ def times(stack: str) -> tuple[str, str]:
 def test_waves_run_one_after_another_and_the_report_says_what_changed(fleet: Fleet) -> None:
     a, b, c = fleet.stacks
     for stack in fleet.stacks:
-        fleet.config(stack, "release", "2")
-    result = fleet.rollout([a], [b, c])
+        set_config(fleet, stack, "release", "2")
+    result = rollout(fleet, [a], [b, c])
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert statuses(report) == [[(a, "changed")], [(b, "changed"), (c, "changed")]]
@@ -182,7 +154,7 @@ def test_waves_run_one_after_another_and_the_report_says_what_changed(fleet: Fle
         f"{os.uname().nodename}:{worker.pid}" for worker in fleet.workers
     }
     # Run again, nothing is left to change.
-    again = fleet.rollout([a], [b, c])
+    again = rollout(fleet, [a], [b, c])
     assert again.returncode == 0, again.stderr
     assert statuses(json.loads(again.stdout)) == [
         [(a, "unchanged")],
@@ -193,12 +165,12 @@ def test_waves_run_one_after_another_and_the_report_says_what_changed(fleet: Fle
 def test_the_first_wave_with_a_failed_stack_is_the_last(fleet: Fleet) -> None:
     a, b, c = fleet.stacks
     for stack in fleet.stacks:
-        fleet.config(stack, "release", "3")
-    fleet.config(b, "broken", "true")
+        set_config(fleet, stack, "release", "3")
+    set_config(fleet, b, "broken", "true")
     try:
-        result = fleet.rollout([a], [b], [c])
+        result = rollout(fleet, [a], [b], [c])
     finally:
-        fleet.config(b, "broken", None)
+        set_config(fleet, b, "broken", None)
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert statuses(report) == [[(a, "changed")], [(b, "failed")], [(c, "not run")]]
@@ -224,7 +196,7 @@ def test_a_stack_another_operation_holds_fails_its_wave(fleet: Fleet) -> None:
     started = temporal("workflow", "start", *idle, "--workflow-id", busy)
     assert started.returncode == 0, started.stderr
     try:
-        result = fleet.rollout([busy, free], [fleet.stacks[1]])
+        result = rollout(fleet, [busy, free], [fleet.stacks[1]])
     finally:
         temporal("workflow", "terminate", "--workflow-id", busy, "--reason", "test over")
     assert result.returncode == 1, result.stderr
@@ -240,10 +212,10 @@ def test_waves_naming_an_unknown_stack_or_one_twice_are_refused_before_anything_
     fleet: Fleet,
 ) -> None:
     a = fleet.stacks[0]
-    unknown = fleet.rollout([a], ["tenant-nobody"])
+    unknown = rollout(fleet, [a], ["tenant-nobody"])
     assert unknown.returncode == 2
     assert "--wave 2: tenant-nobody is not a tenant stack" in unknown.stderr
-    twice = fleet.rollout([a], [a])
+    twice = rollout(fleet, [a], [a])
     assert twice.returncode == 2
     assert f"--wave 2: {a} is in an earlier wave already" in twice.stderr
 
@@ -323,8 +295,8 @@ def engine_of(stack: str, worker: subprocess.Popen[str]) -> dict[str, Any] | Non
 def test_a_worker_killed_during_an_up_leaves_the_rollout_to_the_other(fleet: Fleet) -> None:
     a, b, c = fleet.stacks
     for stack in fleet.stacks:
-        fleet.config(stack, "release", "4")
-    fleet.config(a, "pause", "45")
+        set_config(fleet, stack, "release", "4")
+    set_config(fleet, a, "pause", "45")
     started = operator_command(
         "fleet", "rollout", "--wave", a, "--wave", f"{b},{c}", "--no-wait",
         "--project", str(fleet.project), "--task-queue", fleet.queue, env=fleet.env,
@@ -333,7 +305,7 @@ def test_a_worker_killed_during_an_up_leaves_the_rollout_to_the_other(fleet: Fle
     workflow_id = started.stdout.strip()
     deadline = time.monotonic() + 120
     while not (
-        any(line[0] == "start" and line[2] == "4" for line in fleet.pause_log(a))
+        any(line[0] == "start" and line[2] == "4" for line in pause_log(fleet, a))
         and (victim := next((w for w in fleet.workers if engine_of(a, w)), None))
     ):
         assert time.monotonic() < deadline, "the update of a never reached `pause`"
@@ -353,7 +325,7 @@ def test_a_worker_killed_during_an_up_leaves_the_rollout_to_the_other(fleet: Fle
     # The dead worker's engine was killed mid-create (its `pause` never ended), not left to
     # finish beside the retry; the retry made `pause` once more, to its end.
     assert session_members(int(engine["session"])) == []
-    log = [line for line in fleet.pause_log(a) if line[2] == "4"]
+    log = [line for line in pause_log(fleet, a) if line[2] == "4"]
     assert [line[0] for line in log] == ["start", "start", "end"], log
     assert log[0][1] != log[1][1] == log[2][1]
     # Exactly one of everything, all at release 4, and nothing pending in the state.

@@ -10,23 +10,13 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sandbox.layout import SandboxLayout
-from tests.backends import operator_command, run_pulumi
-from tests.fleet_workers import (
-    events,
-    remove_stacks,
-    s3_project,
-    start_worker,
-    started_on,
-    stop_workers,
-    temporal,
-)
+from tests.backends import operator_command
+from tests.fleet_workers import Fleet, events, fleet_of, started_on, temporal
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -43,15 +33,6 @@ k8s.core.v1.ConfigMap(
 '''
 
 
-@dataclass(frozen=True)
-class Fleet:
-    project: Path
-    stacks: list[str]
-    env: dict[str, str]  # the stacks' backend (S3), for the commands and the engine
-    queue: str
-    workers: list[subprocess.Popen[str]]
-
-
 def set_owner(stack: str, owner: str) -> None:
     """The stack's ConfigMap changed behind Pulumi's back (or put back)."""
     patch = json.dumps({"data": {"owner": owner}})
@@ -64,23 +45,10 @@ def set_owner(stack: str, owner: str) -> None:
 
 @pytest.fixture(scope="module")
 def fleet(sandbox: SandboxLayout, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    tmp = tmp_path_factory.mktemp("fleet-temporal")
-    tag = f"ft{os.getpid()}"
-    project = tmp / "project"
-    env = s3_project(project, tag, PROGRAM)
-    stacks = [f"{tag}-{name}" for name in ("a", "b", "c")]
-    queue = f"{tag}-queue"
-    workers: list[subprocess.Popen[str]] = []
-    try:
-        for stack in stacks:
-            run_pulumi(env, project, "stack", "init", stack)
-            run_pulumi(env, project, "up", "--stack", stack, "--yes", "--skip-preview")
-        for index in (1, 2):
-            workers.append(start_worker(tmp, f"worker-{index}", queue, env))
-        yield Fleet(project, stacks, env, queue, workers)
-    finally:
-        stop_workers(workers)
-        remove_stacks(env, project, stacks)
+    with fleet_of(
+        tmp_path_factory.mktemp("fleet-temporal"), f"ft{os.getpid()}", PROGRAM, 2
+    ) as made:
+        yield made
 
 
 def fleet_command(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
