@@ -69,7 +69,7 @@ class EngineRun:
     """Where an attempt's engine runs: its heartbeats' details, read by the next attempt."""
 
     host: str
-    boot: str  # the host's boot id: a group on a host booted since is surely gone
+    boot: str  # the host's boot id: a session on a host booted since is surely gone
     session: int  # the engine's session: it and every plugin it started (the engine leads it)
     started: str  # the engine's start time, so that a reused pid is never taken for it
 
