@@ -31,6 +31,7 @@ from sandbox.retention_store import (
     client_environment,
     retention_store_service,
     seed_bucket,
+    seed_state_owner,
     state_backend_environment,
 )
 from sandbox.service import Service
@@ -155,11 +156,12 @@ class SandboxLayout:
         return seed_parent_group(self.root / "authentik", self.ports.authentik)
 
     def seed_retention_store(self) -> bool:
-        """Creates the bucket offboarding archives into, and the ledger's (with Object Lock), if
-        missing. Returns whether it had to create one."""
+        """Creates the bucket offboarding archives into, the ledger's (with Object Lock), and
+        the Pulumi state's with its owner, if missing. Returns whether it had to create one."""
         store, port = self.retention_store, self.ports.retention_store
         made = seed_bucket(store, port)
         made = seed_bucket(store, port, STATE_BUCKET) or made
+        made = seed_state_owner(store, port) or made
         return seed_bucket(store, port, LEDGER_BUCKET, object_lock=True) or made
 
     def seed_weka(self) -> list[str]:

@@ -128,13 +128,15 @@ def fleet_of(tmp: Path, tag: str, program: str, workers: int) -> Iterator[Fleet]
     stacks = [f"{tag}-{name}" for name in ("a", "b", "c")]
     queue = f"{tag}-queue"
     serving: list[subprocess.Popen[str]] = []
+    made: list[str] = []
     try:
         for stack in stacks:
             run_pulumi(env, project, "stack", "init", stack)
+            made.append(stack)
             run_pulumi(env, project, "up", "--stack", stack, "--yes", "--skip-preview")
         for index in range(1, workers + 1):
             serving.append(start_worker(tmp, f"worker-{index}", queue, env))
         yield Fleet(project, stacks, env, queue, serving)
     finally:
         stop_workers(serving)
-        remove_stacks(env, project, stacks)
+        remove_stacks(env, project, made)

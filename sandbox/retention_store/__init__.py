@@ -16,7 +16,10 @@ from sandbox.retention_store.service import (
     retention_store_service,
     secret_key_file,
     seed_bucket,
+    seed_state_owner,
+    state_access_key_file,
     state_backend_environment,
+    state_secret_key_file,
 )
 
 __all__ = [
@@ -29,5 +32,8 @@ __all__ = [
     "retention_store_service",
     "secret_key_file",
     "seed_bucket",
+    "seed_state_owner",
+    "state_access_key_file",
     "state_backend_environment",
+    "state_secret_key_file",
 ]

@@ -1,8 +1,11 @@
 """The retention object store as a sandbox service: versitygw's posix backend over `data/`, plain
-HTTP on loopback, and the bucket offboarding writes to."""
+HTTP on loopback, and the bucket offboarding writes to. Its internal IAM (`iam/`) holds one
+account besides root: the Pulumi state bucket's owner, so the keys that reach the state never
+reach the retention archives (versitygw's `user` role sees only the buckets it owns)."""
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import string
 import sys
@@ -57,6 +60,18 @@ def state_credentials_file(state_dir: Path) -> Path:
     return state_dir / "aws-credentials"
 
 
+def state_access_key_file(state_dir: Path) -> Path:
+    return state_dir / "state-access-key"
+
+
+def state_secret_key_file(state_dir: Path) -> Path:
+    return state_dir / "state-secret-key"
+
+
+def iam_dir(state_dir: Path) -> Path:
+    return state_dir / "iam"
+
+
 def state_backend_environment(state_dir: Path, port: int) -> dict[str, str]:
     """What a Pulumi CLI needs to keep stacks in the state bucket: the backend's URL (for
     PULUMI_BACKEND_URL, when a shared backend is wanted) and the shared credentials file that
@@ -77,25 +92,32 @@ def data_dir(state_dir: Path) -> Path:
 
 
 def ensure_credentials(state_dir: Path) -> None:
-    """Makes the root access key and secret once, as 0600 files; later starts keep them, so the
-    paths `make -s env` exported stay good."""
+    """Makes the root's and the state bucket owner's access keys and secrets once, as 0600
+    files; later starts keep them, so the paths `make -s env` exported stay good."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    # The shape of an AWS access key id: 20 uppercase letters and digits.
-    access_key = "".join(secrets.choice(_ACCESS_KEY_ALPHABET) for _ in range(20))
-    made = {
-        access_key_file(state_dir): access_key,
-        secret_key_file(state_dir): secrets.token_urlsafe(30),
-    }
-    for path, value in made.items():
-        if not path.is_file() or not path.read_text().strip():
-            write_atomic(path, value + "\n", new_file_mode=0o600)
-        path.chmod(0o600)
+    for access, secret in (
+        (access_key_file(state_dir), secret_key_file(state_dir)),
+        (state_access_key_file(state_dir), state_secret_key_file(state_dir)),
+    ):
+        # The shape of an AWS access key id: 20 uppercase letters and digits.
+        made = {
+            access: "".join(secrets.choice(_ACCESS_KEY_ALPHABET) for _ in range(20)),
+            secret: secrets.token_urlsafe(30),
+        }
+        for path, value in made.items():
+            if not path.is_file() or not path.read_text().strip():
+                write_atomic(path, value + "\n", new_file_mode=0o600)
+            path.chmod(0o600)
     profile = (
         f"[{STATE_PROFILE}]\n"
-        f"aws_access_key_id = {access_key_file(state_dir).read_text().strip()}\n"
-        f"aws_secret_access_key = {secret_key_file(state_dir).read_text().strip()}\n"
+        f"aws_access_key_id = {_read(state_access_key_file(state_dir))}\n"
+        f"aws_secret_access_key = {_read(state_secret_key_file(state_dir))}\n"
     )
     write_atomic(state_credentials_file(state_dir), profile, new_file_mode=0o600)
+
+
+def _read(path: Path) -> str:
+    return path.read_text().strip()
 
 
 def retention_store_service(state_dir: Path, port: int) -> Service:
@@ -109,6 +131,7 @@ def retention_store_service(state_dir: Path, port: int) -> Service:
     def prepare() -> None:
         ensure_credentials(state_dir)
         data_dir(state_dir).mkdir(parents=True, exist_ok=True)
+        iam_dir(state_dir).mkdir(mode=0o700, exist_ok=True)
 
     return Service(
         name="retention-store",
@@ -125,6 +148,7 @@ def retention_store_service(state_dir: Path, port: int) -> Service:
             f"--health={HEALTH_PATH}",
             # No line per request in the log: uploads of a large snapshot send thousands.
             "--quiet",
+            f"--iam-dir={iam_dir(state_dir)}",
             "posix",
             str(data_dir(state_dir)),
         ],
@@ -150,8 +174,8 @@ def seed_bucket(
         "s3",
         endpoint_url=retention_store_endpoint(port),
         region_name=REGION,
-        aws_access_key_id=access_key_file(state_dir).read_text().strip(),
-        aws_secret_access_key=secret_key_file(state_dir).read_text().strip(),
+        aws_access_key_id=_read(access_key_file(state_dir)),
+        aws_secret_access_key=_read(secret_key_file(state_dir)),
         config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
     )
     try:
@@ -165,3 +189,52 @@ def seed_bucket(
     finally:
         s3.close()
     return True
+
+
+def seed_state_owner(state_dir: Path, port: int) -> bool:
+    """Makes the state bucket's owner, an IAM account of the `user` role with the keys the
+    state's credentials file holds, if missing, and hands it the bucket. Returns whether it had
+    to make the account."""
+    access = _read(state_access_key_file(state_dir))
+    account = (
+        f"<Account><Access>{access}</Access><Secret>{_read(state_secret_key_file(state_dir))}"
+        "</Secret><Role>user</Role></Account>"
+    )
+    made = _admin(state_dir, port, "/create-user", {}, account.encode(), "XAdminUserExists")
+    _admin(state_dir, port, "/change-bucket-owner", {"bucket": STATE_BUCKET, "owner": access})
+    return made
+
+
+def _admin(
+    state_dir: Path,
+    port: int,
+    path: str,
+    params: dict[str, str],
+    body: bytes = b"",
+    fine_if: str = "",
+) -> bool:
+    """One call of versitygw's admin API (PATCH, signed with the root's keys, as its own admin
+    CLI signs it); False when it answers with the error code `fine_if`."""
+    # Imported here: boto3 takes about 0.2 s, and `make -s env` imports this module.
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    url = str(httpx.URL(f"{retention_store_endpoint(port)}{path}", params=params))
+    request = AWSRequest(
+        method="PATCH",
+        url=url,
+        data=body,
+        headers={"X-Amz-Content-Sha256": hashlib.sha256(body).hexdigest()},
+    )
+    root = Credentials(_read(access_key_file(state_dir)), _read(secret_key_file(state_dir)))
+    SigV4Auth(root, "s3", REGION).add_auth(request)
+    try:
+        reply = httpx.patch(url, content=body, headers=dict(request.headers), timeout=30)
+    except httpx.HTTPError as error:
+        raise SandboxError(f"retention-store's admin API ({path}): {error}") from None
+    if reply.is_success:
+        return True
+    if fine_if and f"<Code>{fine_if}</Code>" in reply.text:
+        return False
+    raise SandboxError(f"retention-store's admin API refused {path}: {reply.text}")

@@ -8,13 +8,23 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from sandbox.layout import SandboxLayout
-from sandbox.retention_store import STATE_BUCKET, access_key_file, secret_key_file
+from sandbox.retention_store import (
+    BUCKET,
+    LEDGER_BUCKET,
+    STATE_BUCKET,
+    access_key_file,
+    secret_key_file,
+    state_access_key_file,
+    state_secret_key_file,
+)
 from sandbox.retention_store.service import REGION, retention_store_endpoint
 from tests.backends import run_pulumi
 
@@ -67,18 +77,48 @@ def test_stacks_live_in_the_state_bucket_with_keys_from_the_credentials_file(
         run_pulumi(env, project, "up", "--stack", stack, "--yes", "--skip-preview")
         outputs = json.loads(run_pulumi(env, project, "stack", "output", "--stack", stack, "-j"))
         assert outputs == {"where": "s3"}
-        store = sandbox.retention_store
-        s3 = boto3.session.Session().client(
-            "s3",
-            endpoint_url=retention_store_endpoint(sandbox.ports.retention_store),
-            region_name=REGION,
-            aws_access_key_id=access_key_file(store).read_text().strip(),
-            aws_secret_access_key=secret_key_file(store).read_text().strip(),
-            config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-        )
+        s3 = store_client(sandbox, access_key_file, secret_key_file)
         key = f".pulumi/stacks/shared-state/{stack}.json"
         checkpoint = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=key)["Body"].read())
         resources = checkpoint["checkpoint"]["latest"]["resources"]
         assert [r["type"] for r in resources] == ["pulumi:pulumi:Stack"]
     finally:
         run_pulumi(env, project, "stack", "rm", stack, "--yes", "--force")
+
+
+def store_client(sandbox: SandboxLayout, access: Any, secret: Any) -> Any:
+    """An S3 client of the sandbox's store with the keys in the files `access` and `secret`
+    name for its state directory."""
+    store = sandbox.retention_store
+    return boto3.session.Session().client(
+        "s3",
+        endpoint_url=retention_store_endpoint(sandbox.ports.retention_store),
+        region_name=REGION,
+        aws_access_key_id=access(store).read_text().strip(),
+        aws_secret_access_key=secret(store).read_text().strip(),
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )
+
+
+def test_the_state_keys_reach_the_state_bucket_and_no_retention_archive(
+    sandbox: SandboxLayout,
+) -> None:
+    state = store_client(sandbox, state_access_key_file, state_secret_key_file)
+    # The credentials file Pulumi reads holds the state bucket owner's keys, not the root's.
+    profile = Path(os.environ["AWS_SHARED_CREDENTIALS_FILE"]).read_text()
+    assert state_access_key_file(sandbox.retention_store).read_text().strip() in profile
+    assert access_key_file(sandbox.retention_store).read_text().strip() not in profile
+    key = f"probe-{os.getpid()}"
+    state.put_object(Bucket=STATE_BUCKET, Key=key, Body=b"state")
+    try:
+        assert state.get_object(Bucket=STATE_BUCKET, Key=key)["Body"].read() == b"state"
+        assert [b["Name"] for b in state.list_buckets()["Buckets"]] == [STATE_BUCKET]
+        for archive in (BUCKET, LEDGER_BUCKET):
+            with pytest.raises(ClientError) as refused:
+                state.list_objects_v2(Bucket=archive)
+            assert refused.value.response["Error"]["Code"] == "AccessDenied"
+            with pytest.raises(ClientError) as refused:
+                state.put_object(Bucket=archive, Key=key, Body=b"not mine")
+            assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    finally:
+        state.delete_object(Bucket=STATE_BUCKET, Key=key)
