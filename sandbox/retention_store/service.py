@@ -181,7 +181,11 @@ def seed_bucket(
     try:
         s3.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=object_lock)
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") == "BucketAlreadyOwnedByYou":
+        # The state bucket belongs to its own account once seed_state_owner has run.
+        if error.response.get("Error", {}).get("Code") in (
+            "BucketAlreadyOwnedByYou",
+            "BucketAlreadyExists",
+        ):
             return False
         raise SandboxError(f"retention-store refused to create bucket {bucket}: {error}") from None
     except BotoCoreError as error:
