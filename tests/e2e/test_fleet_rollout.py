@@ -286,14 +286,13 @@ def test_a_tenant_whose_worker_dies_mid_up_is_onboarded_once_in_every_backend(
 
 
 def engine_of(stack: str, worker: subprocess.Popen[str]) -> dict[str, Any] | None:
-    """The engine the stack's update runs on `worker`, as its heartbeats name it, once it is
-    making `pause` (the log says so)."""
+    """The engine the stack's update runs on `worker`, as its heartbeats name it (the Temporal
+    CLI shows JSON payloads as their values)."""
     for activity in pending_activities(stack):
         if str(activity.get("lastWorkerIdentity", "")).startswith(f"{worker.pid}@"):
-            details = activity.get("heartbeatDetails") or {}
-            payloads = details.get("payloads") if isinstance(details, dict) else None
-            if payloads:
-                return dict(payloads[0])
+            details = activity.get("heartbeatDetails") or []
+            if isinstance(details, list) and details:
+                return dict(details[0])
     return None
 
 
