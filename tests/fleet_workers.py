@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.backends import run_pulumi
 
@@ -92,7 +93,7 @@ def remove_stacks(env: dict[str, str], project: Path, stacks: list[str]) -> None
         run_pulumi(env, project, "stack", "rm", stack, "--yes")
 
 
-def pending_activities(workflow_id: str) -> list[dict[str, object]]:
+def pending_activities(workflow_id: str) -> list[dict[str, Any]]:
     """The workflow's activities that are scheduled or running now, as Temporal describes them
     (each with its state, lastWorkerIdentity `pid@host` and heartbeat details)."""
     described = temporal("workflow", "describe", "--workflow-id", workflow_id, "--output", "json")

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,13 +32,18 @@ from tenant_stack.fleet.rollout import finish_update
 from tenant_stack.stacks import Engine, Running, Stacks
 from tenant_stack.workflows.pin import RunPin
 
-HOST = socket.gethostname()
+# The host this worker is on, as the engine sessions it starts are named: a worker on another
+# machine asks this one's own queue (`<queue>@<host>`) to make sure they are gone.
+# GPU_TENANTS_WORKER_HOST overrides the hostname where machines share one (containers).
+HOST = os.environ.get("GPU_TENANTS_WORKER_HOST") or socket.gethostname()
 # Which worker ran an activity, in its report: its host and process.
 WORKER = f"{HOST}:{os.getpid()}"
 # A worker beats this often while a stack command runs; the workflows give up on an attempt after
 # HEARTBEAT_TIMEOUT without one (the worker died), and retry it where that is safe.
 HEARTBEAT_EVERY = 5.0
 HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+# The failure type of an `up` whose earlier attempt's engine ran on another host.
+ENGINE_ELSEWHERE = "EngineElsewhere"
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,9 @@ class StackTask:
     stack: str
     project: str  # the project's folder, the same path on every worker
     pin: RunPin
+    # The session of an earlier attempt's engine that its own host has since made sure is gone
+    # (reap_session): what it left must be cleared before this `up`.
+    reaped: dict[str, Any] | None = None
 
 
 @activity.defn(name="tenant_stacks")
@@ -81,7 +89,12 @@ def update_stack(task: StackTask) -> dict[str, Any]:
     makes sure that worker's engine is gone, and clears what it left."""
     stacks = _pinned(task)
     earlier = activity.info().heartbeat_details
-    recovered = _recover(stacks, task.stack, EngineRun(**earlier[0])) if earlier else ""
+    if earlier:
+        recovered = _recover(stacks, task.stack, EngineRun(**earlier[0]))
+    elif task.reaped:
+        recovered = _clear(stacks, task.stack, EngineRun(**task.reaped))
+    else:
+        recovered = ""
     started = time.monotonic()
     result = _in_own_session(stacks.start_up(task.stack))
     update = finish_update(task.stack, result, time.monotonic() - started, recovered)
@@ -98,24 +111,37 @@ def _in_own_session(running: Running) -> Engine:
 
 def _recover(stacks: Stacks, stack: str, earlier: EngineRun) -> str:
     """Kills the earlier attempt's engine, if it may still run, then clears the stack; what was
-    done, for the report. An engine on another host cannot be made sure of from here: that is
-    a non-retryable failure naming the host and what to do there."""
-    where = f"host {earlier.host}, session {earlier.session}"
+    done, for the report. An engine on another host cannot be made sure of from here: the
+    failure (EngineElsewhere, with the engine in its details) has the workflow ask that host."""
     if earlier.host != HOST:
         raise ApplicationError(
-            f"an earlier attempt at `up` of {stack} ran its engine on {where}, and its worker "
-            f"stopped answering: that engine may still be writing. On {earlier.host}, once "
-            f"`ps -s {earlier.session}` shows nothing (or after the host is rebooted or gone), run "
-            f"`pulumi cancel --stack {stack}`, `pulumi refresh --stack {stack} "
-            "--clear-pending-creates` and `pulumi up`, or start the rollout again",
-            type="EngineElsewhere",
+            f"an earlier attempt at `up` of {stack} ran its engine on host {earlier.host} "
+            f"(session {earlier.session}), whose worker stopped answering: only that host can "
+            "make sure it is gone",
+            asdict(earlier),
+            type=ENGINE_ELSEWHERE,
             non_retryable=True,
         )
-    if earlier.boot == _boot_id():
+    reap_session(earlier)
+    return _clear(stacks, stack, earlier)
+
+
+@activity.defn(name="reap_session")
+def reap_session(engine: EngineRun) -> None:
+    """Makes sure an engine session this host started is gone: SIGKILL to every process of it,
+    and back once none is left (on a host booted since, nothing is left to kill). Run on the
+    host's own queue when another host asks."""
+    if engine.boot == _boot_id():
         try:
-            kill_session(earlier.session, earlier.started)
+            kill_session(engine.session, engine.started)
         except TimeoutError as error:
-            raise ApplicationError(f"{stack}: {error}", type="EngineStuck") from None
+            raise ApplicationError(str(error), type="EngineStuck") from None
+
+
+def _clear(stacks: Stacks, stack: str, earlier: EngineRun) -> str:
+    """Clears what a run whose engine is surely gone left of the stack (its lock, its pending
+    creates); what was done, for the report."""
+    where = f"host {earlier.host}, session {earlier.session}"
     for args in stacks.after_killed_run(stack):
         result = _in_own_session(stacks.start_write(*args))
         if result.returncode != 0:

@@ -6,18 +6,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
 
 with workflow.unsafe.imports_passed_through():
     from tenant_stack.workflows.activities import (
+        ENGINE_ELSEWHERE,
         HEARTBEAT_TIMEOUT,
         StackTask,
         drift_stack,
+        reap_session,
         update_stack,
     )
     from tenant_stack.workflows.pin import RunPin
@@ -33,8 +41,10 @@ STACK_CHECK_RETRIES = RetryPolicy(maximum_attempts=3, initial_interval=timedelta
 STACK_UPDATE_RETRIES = RetryPolicy(
     maximum_attempts=3,
     initial_interval=timedelta(seconds=2),
-    non_retryable_error_types=["PinMismatch", "EngineElsewhere"],
+    non_retryable_error_types=["PinMismatch", ENGINE_ELSEWHERE],
 )
+# How long a dead engine's host has to come back and make sure it is gone.
+REAP_WAIT = timedelta(hours=1)
 
 
 @workflow.defn(name="StackDriftCheck")
@@ -52,8 +62,43 @@ class StackUpdate:
 
 
 async def update(task: StackTask) -> dict[str, Any]:
-    """The stack's `up` as an activity, from a workflow that holds the stack (its id)."""
-    return await _on_a_worker(update_stack, task, STACK_UPDATE_RETRIES)
+    """The stack's `up` as an activity, from a workflow that holds the stack (its id). When a
+    dead attempt's engine ran on another host, that host's own queue makes sure it is gone
+    first (a worker there reaps it); the `up` then runs again, after clearing the stack."""
+    try:
+        return await _on_a_worker(update_stack, task, STACK_UPDATE_RETRIES)
+    except ActivityError as failed:
+        cause = failed.cause
+        if not (isinstance(cause, ApplicationError) and cause.type == ENGINE_ELSEWHERE):
+            raise
+        (engine,) = cause.details
+    host = engine["host"]
+    try:
+        await workflow.execute_activity(
+            reap_session,
+            engine,
+            task_queue=host_queue(workflow.info().task_queue, host),
+            schedule_to_start_timeout=REAP_WAIT,
+            start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(maximum_attempts=3),
+        )
+    except ActivityError as failed:
+        raise ApplicationError(
+            f"{task.stack}: a dead worker's engine ran on host {host} (session "
+            f"{engine['session']}), and no worker there made sure it is gone within "
+            f"{REAP_WAIT}: {failed.cause}. Start a worker on {host}, or, once the session is "
+            f"surely gone (the host is off), run `pulumi cancel --stack {task.stack}` and "
+            f"`pulumi refresh --stack {task.stack} --clear-pending-creates`, then the rollout "
+            "again",
+            type="EngineNotReaped",
+            non_retryable=True,
+        ) from None
+    return await _on_a_worker(update_stack, replace(task, reaped=engine), STACK_UPDATE_RETRIES)
+
+
+def host_queue(task_queue: str, host: str) -> str:
+    """The queue that only the workers on `host` serve, for what only that host can do."""
+    return f"{task_queue}@{host}"
 
 
 async def _on_a_worker(

@@ -11,11 +11,17 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from tenant_stack.workflows.activities import drift_stack, tenant_stacks, update_stack
+from tenant_stack.workflows.activities import (
+    HOST,
+    drift_stack,
+    reap_session,
+    tenant_stacks,
+    update_stack,
+)
 from tenant_stack.workflows.apply_stage import ApplyStage
 from tenant_stack.workflows.fleet_drift import FleetDrift
 from tenant_stack.workflows.rollout import Rollout
-from tenant_stack.workflows.stack_operations import StackDriftCheck, StackUpdate
+from tenant_stack.workflows.stack_operations import StackDriftCheck, StackUpdate, host_queue
 
 # The dev server's default; production names its own (TEMPORAL_ADDRESS, as the temporal CLI).
 DEFAULT_ADDRESS = "127.0.0.1:7233"
@@ -29,13 +35,18 @@ async def connect() -> Client:
 
 
 async def serve(client: Client, task_queue: str, concurrency: int) -> None:
-    """Runs a worker on `task_queue`, `concurrency` stack operations at a time, until SIGTERM or
-    SIGINT; then it finishes what it started and returns."""
+    """Runs a worker on `task_queue`, `concurrency` stack operations at a time, and on its
+    host's own queue (what only this host can do: make sure an engine it started is gone),
+    until SIGTERM or SIGINT; then it finishes what it started and returns."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    with ThreadPoolExecutor(max_workers=concurrency) as executor:
+    # The host's own queue has threads of its own: a reap never waits behind an `up`.
+    with (
+        ThreadPoolExecutor(max_workers=concurrency) as executor,
+        ThreadPoolExecutor(max_workers=1) as reaper,
+    ):
         worker = Worker(
             client,
             task_queue=task_queue,
@@ -44,6 +55,13 @@ async def serve(client: Client, task_queue: str, concurrency: int) -> None:
             activity_executor=executor,
             max_concurrent_activities=concurrency,
         )
-        async with worker:
+        this_host = Worker(
+            client,
+            task_queue=host_queue(task_queue, HOST),
+            activities=[reap_session],
+            activity_executor=reaper,
+            max_concurrent_activities=1,
+        )
+        async with worker, this_host:
             print(f"worker on {task_queue}: {concurrency} at a time", flush=True)
             await stop.wait()

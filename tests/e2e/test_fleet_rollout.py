@@ -30,7 +30,14 @@ from tests.backends import (
     sacctmgr,
     weka,
 )
-from tests.fleet_workers import Fleet, fleet_of, pending_activities, temporal
+from tests.fleet_workers import (
+    Fleet,
+    fleet_of,
+    pending_activities,
+    start_worker,
+    stop_workers,
+    temporal,
+)
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -347,3 +354,59 @@ def test_a_worker_killed_during_an_up_leaves_the_rollout_to_the_other(fleet: Fle
     assert mine == [f"rollout-{a}-first", f"rollout-{a}-second"]
     assert (release_of(a, "first"), release_of(a, "second")) == ("4", "4")
     run_pulumi(fleet.env, fleet.project, "preview", "--stack", a, "--expect-no-changes")
+
+
+def test_an_engine_on_another_host_is_reaped_there_before_the_up_runs_again(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    # Two workers as if on two machines (GPU_TENANTS_WORKER_HOST names each worker's host), on a
+    # queue of their own. The one that takes the update dies; the other cannot make sure from
+    # its host that the dead one's engine is gone, so the update waits for a worker on that
+    # host (the machine back) to kill it, and only then runs again.
+    b = fleet.stacks[1]
+    set_config(fleet, b, "release", "5")
+    set_config(fleet, b, "pause", "60")
+    queue = f"{fleet.queue}-hosts"
+    hosts = {}
+    for host in ("host-a", "host-b"):
+        env = {**fleet.env, "GPU_TENANTS_WORKER_HOST": host}
+        hosts[host] = start_worker(tmp_path, host, queue, env)
+    options = ("--project", str(fleet.project), "--task-queue", queue)
+    started = operator_command(
+        "fleet", "rollout", "--wave", b, "--no-wait", *options, env=fleet.env
+    )
+    assert started.returncode == 0, started.stderr
+    workflow_id = started.stdout.strip()
+    back: subprocess.Popen[str] | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while not (
+            any(line[0] == "start" and line[2] == "5" for line in pause_log(fleet, b))
+            and (victim := running_on(b, list(hosts.values())))
+        ):
+            assert time.monotonic() < deadline, "the update of b never reached `pause`"
+            time.sleep(0.2)
+        (dead_host,) = [host for host, worker in hosts.items() if worker is victim]
+        victim.kill()
+        victim.wait()
+        # The other worker's retry asks the dead worker's host; nobody answers there yet.
+        deadline = time.monotonic() + 120
+        while not any(
+            a.get("activityType", {}).get("name") == "reap_session" for a in pending_activities(b)
+        ):
+            assert time.monotonic() < deadline, "no reap was asked of the dead worker's host"
+            time.sleep(0.5)
+        back = start_worker(tmp_path, f"{dead_host}-back", queue,
+                            {**fleet.env, "GPU_TENANTS_WORKER_HOST": dead_host})  # fmt: skip
+        finished = temporal("workflow", "result", "--workflow-id", workflow_id, "--output", "json")
+    finally:
+        stop_workers([w for w in (*hosts.values(), back) if w is not None and w.poll() is None])
+    assert finished.returncode == 0, finished.stderr
+    ((update,),) = json.loads(finished.stdout)["result"]["waves"]
+    assert (update["stack"], update["status"]) == (b, "changed"), update
+    assert f"host {dead_host}" in update["recovered"]
+    # The dead worker's engine was killed on its host mid-create, not left to finish.
+    log = [line for line in pause_log(fleet, b) if line[2] == "5"]
+    assert [line[0] for line in log] == ["start", "start", "end"], log
+    assert log[0][1] != log[1][1] == log[2][1]
+    run_pulumi(fleet.env, fleet.project, "preview", "--stack", b, "--expect-no-changes")
