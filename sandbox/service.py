@@ -5,9 +5,21 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+def _python() -> str:
+    """The interpreter the Python services run on, named the same whichever way this process was
+    started (`python`, `python3` or a script's shebang all name one virtualenv's interpreter):
+    a service's argv is part of its fingerprint, and another name would restart it for nothing."""
+    named = Path(sys.prefix) / "bin" / "python3"
+    return str(named) if named.exists() else sys.executable
+
+
+PYTHON = _python()
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import httpx
 
-from sandbox.service import Service, source_revision
+from sandbox.service import PYTHON, Service, source_revision
 
 
 def authentik_url(port: int) -> str:
@@ -29,7 +28,7 @@ def authentik_service(state_dir: Path, port: int) -> Service:
     return Service(
         name="authentik-emulator",
         argv=[
-            sys.executable,
+            PYTHON,
             "-m",
             "sandbox.authentik",
             "--host=127.0.0.1",

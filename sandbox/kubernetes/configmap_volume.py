@@ -20,7 +20,7 @@ import httpx
 from providers.files import write_atomic
 from sandbox.kubernetes.client import KubeClient, KubeError
 from sandbox.pki import Pki
-from sandbox.service import Service, source_revision
+from sandbox.service import PYTHON, Service, source_revision
 
 NAMESPACE = "slurm-control"
 NAME = "slurm-partitions"
@@ -74,7 +74,7 @@ def configmap_volume_service(
     return Service(
         name="partitions-configmap-volume",
         argv=[
-            sys.executable,
+            PYTHON,
             "-m",
             "sandbox.kubernetes.configmap_volume",
             f"--server={server}",

@@ -4,7 +4,6 @@ and the stand-in reservation operator, all on 127.0.0.1."""
 from __future__ import annotations
 
 import ssl
-import sys
 from pathlib import Path
 
 import httpx
@@ -12,7 +11,7 @@ import httpx
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki, kubeconfig
 from sandbox.ports import Ports
-from sandbox.service import Service, built_tool, source_revision
+from sandbox.service import PYTHON, Service, built_tool, source_revision
 
 SERVICE_CIDR = "10.43.0.0/16"
 
@@ -132,7 +131,7 @@ class KubernetesSandbox:
         operator = Service(
             name="reservation-operator",
             argv=[
-                sys.executable,
+                PYTHON,
                 "-m",
                 "sandbox.kubernetes.reservation_operator",
                 f"--server={self.server}",

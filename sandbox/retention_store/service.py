@@ -8,13 +8,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 import string
-import sys
 from pathlib import Path
 
 import httpx
 
 from providers.files import write_atomic
-from sandbox.service import Service, built_tool, source_revision
+from sandbox.service import PYTHON, Service, built_tool, source_revision
 from sandbox.supervisor import SandboxError
 
 BUCKET = "retention"
@@ -136,7 +135,7 @@ def retention_store_service(state_dir: Path, port: int) -> Service:
     return Service(
         name="retention-store",
         argv=[
-            sys.executable,
+            PYTHON,
             "-m",
             "sandbox.retention_store",
             f"--access-key-file={access_key_file(state_dir)}",

@@ -4,7 +4,6 @@ object store bucket in the retention store, where its snapshots are uploaded."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import httpx
 
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki
-from sandbox.service import Service, source_revision
+from sandbox.service import PYTHON, Service, source_revision
 from sandbox.supervisor import SandboxError
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -54,7 +53,7 @@ def weka_service(
     return Service(
         name="weka-emulator",
         argv=[
-            sys.executable,
+            PYTHON,
             "-m",
             "sandbox.weka",
             "--host=127.0.0.1",
