@@ -16,6 +16,8 @@
     worker                     a fleet worker: serves the fleet's workflows from a task queue
     status [SLUG...]           each tenant's conditions per layer, Ready, stage and next step
     diagnose <slug>            every known failure of a tenant, with evidence, cause and fix
+    import <slug> --term S:E   a tenant onboarded by hand, read from every backend and written
+                               as tenants/<slug>.yaml for review (read-only on the backends)
     review --base REF          the pull-request check: rules across tenants, a preview of each
                                tenant the change touches, one Markdown comment and a JSON report
 
@@ -28,6 +30,7 @@ run. `fleet drift|rollout|stage --no-wait` and `fleet schedule`: 0 once the work
 Schedule is made (its id is printed).
 `worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
+`import`: 0 the spec is written, 1 the tenant is refused (nothing written; the output says why).
 `status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
 """
 
@@ -38,13 +41,14 @@ import json
 import os
 import sys
 from dataclasses import asdict
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
 from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
+from providers.weka.settings import Credentials
 from tenant_stack import retention_job
 from tenant_stack.diagnosis.run import diagnose, read_status
 from tenant_stack.diagnosis.stages import applied_stage
@@ -55,6 +59,8 @@ from tenant_stack.fleet.review import TenantPreview, review
 from tenant_stack.fleet.review_report import markdown
 from tenant_stack.fleet.stage import applied, check_stage
 from tenant_stack.handover import connection_sheet
+from tenant_stack.importing.inferred_spec import Contract
+from tenant_stack.importing.run import import_tenant
 from tenant_stack.offboarded import as_json, checklist, verify
 from tenant_stack.platform import load_platform
 from tenant_stack.render import (
@@ -134,7 +140,84 @@ def _parser() -> argparse.ArgumentParser:
     _health_parsers(commands)
     _review_parser(commands)
     _retention_parser(commands)
+    _import_parser(commands)
     return parser
+
+
+def _term(text: str) -> tuple[date, date]:
+    start, _, end = text.partition(":")
+    try:
+        return date.fromisoformat(start), date.fromisoformat(end)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not START:END in ISO dates, such as 2026-01-05:2027-01-04"
+        ) from None
+
+
+def _import_parser(commands: Any) -> None:
+    command = commands.add_parser(
+        "import",
+        help="a tenant onboarded by hand: read it from every backend and write its spec",
+        description="Reads the tenant as the runbook built it (Reservation and nodes, namespace "
+        "and its objects, Slurm account, teams, users, QoS and partition, Authentik groups and "
+        "users, Weka organization or directories and quotas), refuses it in the runbook's words "
+        "if it contradicts itself, and writes tenants/<slug>.yaml with a comment on every value "
+        "inferred or held by no backend, once it passes the spec's and the fleet's rules. "
+        "Read-only on every backend.",
+        epilog="Exit status: 0 the spec is written, 1 the tenant is refused (nothing written), "
+        "2 the command could not run (a backend unreachable, bad arguments).",
+    )
+    command.add_argument("slug", help="the tenant's slug: its namespace and Slurm account")
+    command.add_argument(
+        "--term",
+        type=_term,
+        required=True,
+        help="the contract's term START:END (ISO dates): the change ticket has it, no backend",
+    )
+    command.add_argument("--gpu-sku", help="the contract's SKU, for a tenant without nodes")
+    command.add_argument(
+        "--partition-type",
+        choices=("on-demand", "spot"),
+        help="the contract's partition type, for a tenant without nodes",
+    )
+    command.add_argument(
+        "--weka-org-admin", help="the tenant's Weka organization admin (org isolation)"
+    )
+    command.add_argument(
+        "--weka-org-password-file",
+        type=Path,
+        help="a file holding that admin's password (never the password itself)",
+    )
+    command.add_argument(
+        "--uid-start", type=int, default=2000, help="the outpost's uid_start_number (2000)"
+    )
+    command.add_argument(
+        "--gid-start", type=int, default=4000, help="the outpost's gid_start_number (4000)"
+    )
+    command.add_argument("--tenants", type=Path, default=ROOT / "tenants", help="where to write")
+    command.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _import(args: argparse.Namespace) -> int:
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    org_admin = None
+    if args.weka_org_admin:
+        if args.weka_org_password_file is None:
+            raise TenantError("--weka-org-admin needs --weka-org-password-file")
+        password = args.weka_org_password_file.read_text().strip()
+        org_admin = Credentials(args.weka_org_admin, password, args.slug)
+    start, end = args.term
+    report = import_tenant(
+        args.slug,
+        args.tenants,
+        platform,
+        Contract(start, end, args.partition_type, args.gpu_sku),
+        org_admin=org_admin,
+        uid_start=args.uid_start,
+        gid_start=args.gid_start,
+    )
+    print(json.dumps(report.as_json()) if args.json else "\n".join(report.lines()))
+    return 0 if report.written else 1
 
 
 def _drift_parser(commands: Any) -> None:
@@ -666,6 +749,7 @@ _COMMANDS = {
     "status": _health,
     "diagnose": _health,
     "retention": _retention,
+    "import": _import,
 }
 
 

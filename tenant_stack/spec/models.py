@@ -236,6 +236,19 @@ class Lifecycle(StrictModel):
         return said
 
 
+class Imported(StrictModel):
+    """A tenant onboarded by hand before this program managed it, brought in by `import`. The
+    names the runbook let its operator choose stay as they are: the rules that are this project's
+    own naming conventions (a team's name ending in the short name) do not apply to it."""
+
+    date: Day  # when `import` read the live tenant
+    # The Weka organization's admin, as the runbook's operator named it (this program's own
+    # tenants have `<slug>-admin`).
+    weka_org_admin: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = (
+        None
+    )
+
+
 class TenantSpec(StrictModel):
     """One tenant. Names derived from the slug are properties, so they cannot drift apart."""
 
@@ -251,6 +264,7 @@ class TenantSpec(StrictModel):
     network: Network
     login: Login
     lifecycle: Lifecycle
+    imported: Imported | None = None
 
     @property
     def short_name(self) -> str:

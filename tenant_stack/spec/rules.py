@@ -196,7 +196,9 @@ def _slurm(spec: TenantSpec) -> Iterator[Problem]:
     for index, first in _repeats(t.name for t in teams):
         yield Problem(f"slurm.teams.{index}.name", f"already slurm.teams.{first}.name")
     for index, team in enumerate(teams):
-        if not team.name.endswith(f"-{spec.short_name}") or team.name == spec.slug:
+        if team.name == spec.slug or (
+            spec.imported is None and not team.name.endswith(f"-{spec.short_name}")
+        ):
             yield Problem(
                 f"slurm.teams.{index}.name",
                 f"{team.name!r}: Slurm accounts are cluster-wide, so a team's name ends in "

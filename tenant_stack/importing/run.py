@@ -1,0 +1,136 @@
+"""`import <slug>`: a tenant onboarded by hand, read from every backend, checked against the
+runbook's validation, and written as `tenants/<slug>.yaml` for review, once the spec it makes
+passes the spec's rules and the fleet's. Nothing is written to any backend, and nothing at all
+when the tenant is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from providers.weka.settings import Credentials
+from tenant_stack.errors import Problem
+from tenant_stack.importing.consistency import contradictions
+from tenant_stack.importing.inferred_spec import Contract, Note, infer_spec
+from tenant_stack.importing.live_tenant import read_tenant
+from tenant_stack.importing.spec_file import render
+from tenant_stack.platform import Platform, problems_from
+from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.models import TenantSpec
+from tenant_stack.spec.rules import check_spec
+
+__all__ = ["ImportReport", "import_tenant"]
+
+
+@dataclass
+class ImportReport:
+    tenant: str
+    spec: Path
+    written: bool = False
+    notes: list[Note] = field(default_factory=list)
+    refusals: list[Problem] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "spec": str(self.spec),
+            "written": self.written,
+            "notes": [note.as_json() for note in self.notes],
+            "refused": [{"field": p.location, "reason": p.message} for p in self.refusals],
+        }
+
+    def lines(self) -> list[str]:
+        if self.refusals:
+            return [
+                f"{self.tenant}: not imported, nothing written; the live tenant contradicts "
+                "itself or lacks what a spec needs:",
+                *(f"  {p.location or 'tenant'}: {p.message}" for p in self.refusals),
+            ]
+        out = [f"{self.tenant}: wrote {self.spec}; review it in a pull request of its own"]
+        for kind, title in (
+            ("todo", "no backend holds these (review each)"),
+            ("inferred", "inferred (check the rule)"),
+            ("found", "read as they are"),
+        ):
+            notes = [n for n in self.notes if n.kind == kind]
+            if notes:
+                out.append(f"{title}:")
+                out += [f"  {n.location}: {n.text}" for n in notes]
+        return out
+
+
+def _header(slug: str, today: date) -> list[str]:
+    return [
+        f"{slug}: onboarded by hand, imported from the live backends on {today.isoformat()}",
+        "by `python -m tenant_stack import`. Every value was read from a backend unless a",
+        "comment says it was inferred (with the rule) or is a TODO (no backend holds it).",
+        "",
+    ]
+
+
+def _validated(document: dict[str, Any], spec_path: Path, platform: Platform) -> list[Problem]:
+    try:
+        spec = TenantSpec.model_validate(document)
+    except ValidationError as error:
+        return problems_from(error)
+    problems = check_spec(spec, platform)
+    specs, _ = load_fleet(spec_path.parent, platform)
+    specs = {path: other for path, other in specs.items() if path != spec_path}
+    specs[spec_path] = spec
+    problems += [
+        Problem(collision.places[0].field, str(collision))
+        for collision in check_fleet(specs, platform)
+        if collision.involves(spec_path)
+    ]
+    return problems
+
+
+def import_tenant(
+    slug: str,
+    tenants: Path,
+    platform: Platform,
+    contract: Contract,
+    *,
+    org_admin: Credentials | None = None,
+    uid_start: int = 2000,
+    gid_start: int = 4000,
+    today: date | None = None,
+) -> ImportReport:
+    """Reads `slug` from the backends and writes its spec, or reports why it cannot."""
+    today = today or date.today()
+    path = tenants / f"{slug}.yaml"
+    report = ImportReport(slug, path)
+    if path.exists():
+        report.refusals.append(
+            Problem(
+                "",
+                f"{path} exists: the tenant is managed already (import is for tenants "
+                "onboarded by hand)",
+            )
+        )
+        return report
+    live = read_tenant(slug, platform, org_admin, uid_start, gid_start)
+    if live.kubernetes.namespace is None and live.slurm.account is None:
+        report.refusals.append(
+            Problem("", f"no tenant '{slug}' in the cluster: neither namespace nor Slurm account")
+        )
+        return report
+    report.refusals += contradictions(live)
+    inferred = infer_spec(live, platform, contract, today)
+    report.notes = inferred.notes
+    report.refusals += inferred.missing
+    if report.refusals:
+        return report
+    text = render(inferred.document, inferred.notes, _header(slug, today))
+    report.refusals += _validated(yaml.safe_load(text), path, platform)
+    if report.refusals:
+        return report
+    path.write_text(text)
+    report.written = True
+    return report
