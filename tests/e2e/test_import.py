@@ -173,12 +173,11 @@ def _build_authentik(parent: str) -> HandBuilt:
         tenants = api.get("/core/groups/", params={"name": parent}).json()["results"][0]
         group = api.post("/core/groups/", json={"name": SLUG, "parents": [tenants["pk"]]})
         admins = api.post("/core/groups/", json={"name": f"{SLUG}-admins"})
-        group.raise_for_status(), admins.raise_for_status()
+        group.raise_for_status()
+        admins.raise_for_status()
         pks = {}
         for username, (name, key) in USERS.items():
-            member_of = [group.json()["pk"]] + (
-                [admins.json()["pk"]] if username == "ivo" else []
-            )
+            member_of = [group.json()["pk"]] + ([admins.json()["pk"]] if username == "ivo" else [])
             made = api.post(
                 "/core/users/",
                 json={
@@ -199,13 +198,12 @@ def _build_weka(built: HandBuilt) -> None:
     filesystems, made on the mount host, and their quotas through the REST API."""
     gid = 4000 + built.group_number
     home, scratch = mounted("Root", "cluster-home", SLUG), mounted("Root", "cluster-scratch", SLUG)
-    home.mkdir()
-    os.chown(home, 0, gid), os.chmod(home, 0o750)
-    scratch.mkdir()
-    os.chown(scratch, 0, gid), os.chmod(scratch, 0o2770)
-    for user, pk in built.user_pks.items():
-        (home / user).mkdir()
-        os.chown(home / user, 2000 + pk, gid), os.chmod(home / user, 0o700)
+    directories = [(home, 0, 0o750), (scratch, 0, 0o2770)]
+    directories += [(home / user, 2000 + pk, 0o700) for user, pk in built.user_pks.items()]
+    for directory, uid, mode in directories:
+        directory.mkdir()
+        os.chown(directory, uid, gid)
+        os.chmod(directory, mode)
     with weka() as api:
         for filesystem, path, soft, hard in (
             ("cluster-home", f"/{SLUG}", 0, 2000 * GB),
