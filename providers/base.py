@@ -27,12 +27,14 @@ from pulumi.runtime.rpc import UNKNOWN
 from providers.errors import BackendError
 
 __all__ = [
+    "ADOPT",
     "LIFECYCLE",
     "REQUIRED",
     "Field",
     "Rule",
     "Schema",
     "SchemaProvider",
+    "adopting",
     "gone",
     "is_unknown",
     "nonempty_text",
@@ -201,6 +203,17 @@ def _lifecycle(value: Any) -> dict[str, Any] | None:
 # does not run the program, so this record is all a delete knows of where the tenant stands;
 # None (a team's sub-account, or a state from before stages were recorded) gates nothing.
 LIFECYCLE = Field("lifecycle", _lifecycle, default=None)
+
+
+# The reviewed flag of a tenant brought in by `import` (its spec's imported.adopt): create takes
+# over an object it finds that carries no tenant's ownership mark, and marks it, instead of
+# refusing it. Not a field: it decides what create does with what it finds, never what the object
+# is, so it is no change in a diff and removing it later changes nothing.
+ADOPT = "adopt"
+
+
+def adopting(inputs: Mapping[str, Any]) -> bool:
+    return inputs.get(ADOPT) is True
 
 
 def nonempty_text(value: Any) -> str:

@@ -11,6 +11,7 @@ from providers.retention.ledger import Ledger
 from providers.weka.props import weka_client
 from providers.weka.settings import Settings as WekaSettings
 from providers.weka.settings import ca_certificate
+from tenant_stack.adoption import adopt_existing, existing_objects
 from tenant_stack.components import (
     CapacityReservation,
     IdentityGroup,
@@ -240,6 +241,8 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: L
         declare_offboarded(spec, platform)
         return
     preflight(spec, platform, spec_path, live)
+    if spec.imported is not None and spec.imported.adopt:
+        adopt_existing(spec.slug, existing_objects(spec.slug))
     if lifecycle.restore:
         pulumi.log.warn(
             f"restoring {spec.slug} from what offboarding kept: each filesystem is made from "

@@ -38,7 +38,7 @@ from providers.authentik.props import (
     split_keys,
 )
 from providers.authentik.settings import Settings
-from providers.base import SchemaProvider, gone
+from providers.base import SchemaProvider, adopting, gone
 from providers.errors import AuthentikError
 from providers.retention.objects import kept_until, refuse_while_retained
 
@@ -64,11 +64,15 @@ def _client() -> Iterator[AuthentikClient]:
         yield client
 
 
-def _require_mark(attributes: Mapping[str, Any], tenant: str, what: str, doing: str) -> None:
+def _require_mark(
+    attributes: Mapping[str, Any], inputs: Mapping[str, Any], what: str, doing: str
+) -> None:
     """Adopt only what this tenant made: a create that finds the object already there (after a
-    crash between Authentik's reply and the state write) takes it over only when it is marked."""
+    crash between Authentik's reply and the state write) takes it over only when it is marked;
+    for a tenant brought in by `import`, also when it carries no tenant's mark at all."""
+    tenant = inputs["tenant"]
     found = attributes.get(MARK_ATTRIBUTE)
-    if found == tenant:
+    if found == tenant or (found is None and adopting(inputs)):
         return
     has = "no such attribute" if found is None else f"{MARK_ATTRIBUTE}: {found!r}"
     raise AuthentikError(
@@ -168,7 +172,7 @@ class TenantGroupProvider(SchemaProvider):
                     name=name, parent=parent.pk, attributes=_group_attributes({}, props, ())
                 )
             else:
-                _require_mark(existing.attributes, tenant, f"group {name!r}", doing)
+                _require_mark(existing.attributes, props, f"group {name!r}", doing)
                 group = client.patch_group(
                     existing,
                     parent=parent.pk,
@@ -349,7 +353,7 @@ class TenantUserProvider(SchemaProvider):
                     attributes=_user_attributes({}, props),
                 )
             else:
-                _require_mark(existing.attributes, tenant, f"user {username!r}", doing)
+                _require_mark(existing.attributes, props, f"user {username!r}", doing)
                 user = _apply_user(client, existing, props, wanted, {})
             outputs = _user_outputs(client, user, tenant, props["groups"])
             erased = _forget_logins(client, user, props)

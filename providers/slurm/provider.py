@@ -23,7 +23,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from providers.base import SchemaProvider, gone
+from providers.base import SchemaProvider, adopting, gone
 from providers.errors import SlurmError
 from providers.slurm import partitions, props, values
 from providers.slurm.client import SlurmClient
@@ -108,7 +108,8 @@ class SlurmQosProvider(_SlurmProvider):
         if not client.add_qos(name, settings):
             live = client.qos(name)
             found = live.description if live else ""
-            if found != settings.description:
+            unmarked = not found.startswith(values.OWNER_PREFIX)
+            if found != settings.description and not (adopting(inputs) and unmarked):
                 raise _not_marked(
                     doing,
                     f"QoS '{name}'",
@@ -187,9 +188,9 @@ class SlurmAccountProvider(_SlurmProvider):
         settings = _account_settings(p)
         # Read first, unlike a QoS: `add` succeeds on a record left without associations and
         # keeps its Organization, so adding blindly could take over another tenant's account.
-        record = self._marked(client, p, doing)
+        record = self._marked(client, p, doing, adopting(inputs))
         if record is None and not client.add_account(p["name"], p["parent"], settings):
-            record = self._marked(client, p, doing)
+            record = self._marked(client, p, doing, adopting(inputs))
         if record is not None:
             if record.association(client.cluster) is None:
                 client.add_account(p["name"], p["parent"], settings)
@@ -198,13 +199,18 @@ class SlurmAccountProvider(_SlurmProvider):
         return CreateResult(p["name"], self._outputs(client, p, doing))
 
     @staticmethod
-    def _marked(client: SlurmClient, p: Mapping[str, Any], doing: str) -> AccountRecord | None:
-        """The existing account if it carries the tenant's mark; None if there is none."""
+    def _marked(
+        client: SlurmClient, p: Mapping[str, Any], doing: str, adopt: bool
+    ) -> AccountRecord | None:
+        """The existing account if it carries the tenant's mark (or, adopting, if sacctmgr's
+        default Organization stands: the account's own name, or its parent's); None if there is
+        none."""
         name, tenant = p["name"], p["tenant"]
         record = client.account(name)
         if record is None:
             return None
-        if record.organization != tenant:
+        defaults = ("", name, p["parent"])
+        if record.organization != tenant and not (adopt and record.organization in defaults):
             raise _not_marked(
                 doing,
                 f"account '{name}'",
@@ -447,7 +453,7 @@ class SlurmPartitionProvider(_SlurmProvider):
         def adopt_only_marked(line: dict[str, str] | None) -> None:
             if line is not None:
                 allowed = line.get("AllowAccounts", "").split(",")
-                if p["tenant"] not in allowed:
+                if p["tenant"] not in allowed and not adopting(inputs):
                     raise _not_marked(
                         doing,
                         f"partition '{name}' in {store.describe()}",

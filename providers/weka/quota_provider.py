@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
-from providers.base import Field, Schema, gone
+from providers.base import Field, Schema, adopting, gone
 from providers.errors import WekaError
 from providers.weka.props import (
     CREDENTIALS,
@@ -99,7 +99,8 @@ class DirectoryQuotaProvider(WekaProvider):
                     "create it), then run `pulumi up` again",
                 )
             existing = weka.get_quota(fs_uid, inode)
-            if existing is not None and existing.owner != owner:
+            adopted = adopting(props) and existing is not None and not existing.owner
+            if existing is not None and existing.owner != owner and not adopted:
                 raise WekaError(
                     doing,
                     f"the directory has a quota already, owned by {existing.owner or 'nobody'!r}",

@@ -477,7 +477,15 @@ def infer_spec(live: LiveTenant, platform: Platform, given: Contract, today: dat
         },
         "login": _login(b, live),
         "lifecycle": _lifecycle(b, live),
-        "imported": {"date": today},
+        "imported": {
+            "date": today,
+            "adopt": b.todo(
+                "imported.adopt",
+                True,
+                "the first `up` adopts what was made by hand and adds the ownership marks the "
+                "import report lists; set it false in the pull request after that `up`",
+            ),
+        },
     }
     if live.storage.org_admin is not None:
         document["imported"]["weka_org_admin"] = b.found(

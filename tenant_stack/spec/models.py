@@ -247,6 +247,9 @@ class Imported(StrictModel):
     weka_org_admin: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = (
         None
     )
+    # The reviewed flag of the first `up`: the objects made by hand are adopted, marked as the
+    # tenant's, rather than refused (tenant_stack/adoption.py). Set false once they are.
+    adopt: bool = False
 
 
 class TenantSpec(StrictModel):

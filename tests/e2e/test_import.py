@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,15 +21,18 @@ import pytest
 import yaml
 
 from sandbox.layout import SandboxLayout
+from sandbox.project import project_copy
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 from tenant_stack.spec.fleet import check_fleet, load_fleet
 from tests.backends import (
     ROOT,
     authentik,
+    file_backend,
     mounted,
     operator_command,
     run,
+    run_pulumi,
     sacctmgr,
     wait_for,
     weka,
@@ -48,11 +52,15 @@ USERS = {
 }
 GiB, GB = 1024**3, 1000**3
 TERM = "2026-02-01:2027-01-31"
+PARTITION_LINE = (
+    f"PartitionName={SLUG} Nodes=gpu-[13,15] AllowAccounts={SLUG},research Default=NO State=UP "
+    "MaxTime=24:00:00 DefaultTime=01:00:00 PreemptMode=OFF OverSubscribe=EXCLUSIVE\n"
+)
 
 MANIFESTS = f"""
 apiVersion: scheduling.example.io/v1alpha1
 kind: Reservation
-metadata: {{name: {SLUG}-reservation}}
+metadata: {{name: {SLUG}-reservation, labels: {{tenant: {SLUG}}}}}
 spec:
   tenant: {SLUG}
   nodeSelector: {{matchLabels: {{hardware-pool: gpu-h100-rack-a}}}}
@@ -65,7 +73,11 @@ apiVersion: v1
 kind: Namespace
 metadata:
   name: {SLUG}
-  labels: {{tenant: {SLUG}, pod-security.kubernetes.io/enforce: restricted}}
+  labels:
+    tenant: {SLUG}
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/audit: restricted
+    pod-security.kubernetes.io/warn: restricted
 ---
 apiVersion: v1
 kind: ResourceQuota
@@ -93,6 +105,43 @@ kind: NetworkPolicy
 metadata: {{name: {SLUG}-deny-all, namespace: {SLUG}}}
 spec: {{podSelector: {{}}, policyTypes: [Ingress, Egress]}}
 ---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: {SLUG}-allow, namespace: {SLUG}}}
+spec:
+  podSelector: {{}}
+  policyTypes: [Ingress, Egress]
+  ingress:
+    - from:
+        - namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {SLUG}}}}}
+        - namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: slurm-control}}}}
+  egress:
+    - to: [namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {SLUG}}}}}]
+    - to: [namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: slurm-control}}}}]
+      ports:
+        - {{port: 6817, protocol: TCP}}
+        - {{port: 6818, protocol: TCP}}
+        - {{port: 6819, protocol: TCP}}
+    - to: [namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: auth}}}}]
+      ports: [{{port: 636, protocol: TCP}}, {{port: 443, protocol: TCP}}]
+    - to: [namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: kube-system}}}}]
+      ports: [{{port: 53, protocol: UDP}}, {{port: 53, protocol: TCP}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: {SLUG}-admins, namespace: {SLUG}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: {SLUG}-admins}}]
+---
+apiVersion: scheduling.example.io/v1alpha1
+kind: ReservationBinding
+metadata: {{name: {SLUG}-binding, namespace: {SLUG}}}
+spec:
+  reservationName: {SLUG}-reservation
+  podSelector: {{matchLabels: {{app.kubernetes.io/managed-by: {SLUG}}}}}
+  injectAffinity: true
+  injectToleration: true
+---
 apiVersion: helm.example.io/v1
 kind: HelmRelease
 metadata: {{name: login-{SLUG}, namespace: {SLUG}}}
@@ -106,6 +155,13 @@ spec:
       annotations: {{external-dns.alpha.kubernetes.io/hostname: login.{SLUG}.example.internal}}
     homeMount: {{type: weka, filesystem: cluster-home/{SLUG}, path: /home}}
     scratchMount: {{type: weka, filesystem: cluster-scratch, path: /scratch}}
+    ldap:
+      uri: ldaps://authentik-ldap-outpost.auth.svc:636
+      baseDN: dc=auth,dc=example,dc=internal
+      bindDN: cn=ldap-bind,ou=users,dc=auth,dc=example,dc=internal
+      bindPasswordSecret: ldap-bind-creds
+    slurm: {{controllerHost: slurmctld.slurm-control.svc}}
+    sshKeysSecret: {SLUG}-authorized-keys
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -130,6 +186,16 @@ def _kubectl(*args: str, stdin: str | None = None) -> None:
 
 def _build_kubernetes() -> None:
     _kubectl("apply", "-f", "-", stdin=MANIFESTS)
+    # The LDAP bind Secret copied from auth (the runbook's sidebar), and the users' keys.
+    bind = json.loads(
+        run("kubectl", "get", "secret", "-n", "auth", "ldap-bind-creds", "-o", "json")
+    )
+    keys = {user: f"{key}\n" for user, (_, key) in USERS.items()}
+    for name, data in (("ldap-bind-creds", bind["data"]), (f"{SLUG}-authorized-keys", None)):
+        secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque"}
+        secret["metadata"] = {"name": name, "namespace": SLUG}
+        secret.update({"data": data} if data else {"stringData": keys})
+        _kubectl("apply", "-f", "-", stdin=json.dumps(secret))
     wait_for(
         "the reservation operator to label the tenant's nodes",
         lambda: (
@@ -160,19 +226,35 @@ def _build_slurm() -> None:
              "DefaultQOS=normal-hand")  # fmt: skip
     for user in USERS:
         sacctmgr("-i", "add", "user", user, "Account=research", "DefaultAccount=research",
-                 f"Cluster={cluster}", "DefaultQOS=normal-hand", "qos=normal-hand,interactive-hand",
-                 "MaxJobs=8", "GrpTRESMins=gres/gpu=50000")  # fmt: skip
-    run("scontrol", "create", f"PartitionName={SLUG}", "Nodes=gpu-[13,15]",
-        f"AllowAccounts={SLUG},research", "Default=NO", "State=UP", "MaxTime=1-00:00:00",
-        "DefaultTime=01:00:00", "PreemptMode=OFF", "OverSubscribe=EXCLUSIVE")  # fmt: skip
+                 f"Cluster={cluster}", "Fairshare=parent", "DefaultQOS=normal-hand",
+                 "qos=normal-hand,interactive-hand", "MaxJobs=8",
+                 "GrpTRESMins=gres/gpu=50000")  # fmt: skip
+    _partition_lines(PARTITION_LINE)
+
+
+def _partition_lines(line: str | None) -> None:
+    """Runbook 4d: the tenant's line added to (or, with None, removed from) the Slurm
+    operator's ConfigMap, and the controller reconfigured once its copy shows the change."""
+    namespace, name = os.environ["SLURM_PARTITIONS_CONFIGMAP"].split("/")
+    configmap = json.loads(run("kubectl", "get", "configmap", "-n", namespace, name, "-o", "json"))
+    text = "".join(
+        kept
+        for kept in configmap["data"]["partitions.conf"].splitlines(keepends=True)
+        if not kept.startswith(f"PartitionName={SLUG} ")
+    ) + (line or "")
+    patch = json.dumps({"data": {"partitions.conf": text}})
+    _kubectl("patch", "configmap", "-n", namespace, name, "--type=merge", "-p", patch)
+    copy = Path(os.environ["SLURM_PARTITIONS_FILE"])
+    wait_for("the controller's copy of the ConfigMap", lambda: copy.read_text() == text)
+    run("scontrol", "reconfigure")
 
 
 def _build_authentik(parent: str) -> HandBuilt:
     """Runbook 2a and 2b: groups and users with no numbers pinned, left to the outpost."""
     with authentik() as api:
         tenants = api.get("/core/groups/", params={"name": parent}).json()["results"][0]
-        group = api.post("/core/groups/", json={"name": SLUG, "parents": [tenants["pk"]]})
-        admins = api.post("/core/groups/", json={"name": f"{SLUG}-admins"})
+        group = api.post("/core/groups/", json={"name": SLUG, "parent": tenants["pk"]})
+        admins = api.post("/core/groups/", json={"name": f"{SLUG}-admins", "parent": tenants["pk"]})
         group.raise_for_status()
         admins.raise_for_status()
         pks = {}
@@ -218,7 +300,7 @@ def _build_weka(built: HandBuilt) -> None:
 
 
 def _tear_down() -> None:
-    subprocess.run(["scontrol", "delete", f"PartitionName={SLUG}"], capture_output=True)
+    _partition_lines(None)
     for user in USERS:
         subprocess.run(["sacctmgr", "-i", "delete", "user", user], capture_output=True)
     for name in ("research", SLUG):
@@ -233,6 +315,9 @@ def _tear_down() -> None:
             for found in api.get("/core/groups/", params={"name": name}).json()["results"]:
                 api.delete(f"/core/groups/{found['pk']}/")
     with weka() as api:
+        for user in api.get("/users").json()["data"]:
+            if user["username"] == f"{SLUG}-csi":
+                api.delete(f"/users/{user['uid']}")
         for filesystem in ("cluster-home", "cluster-scratch"):
             fs = api.get("/fileSystems", params={"name": filesystem}).json()["data"][0]
             for quota in api.get(f"/fileSystems/{fs['uid']}/quota").json()["data"]:
@@ -241,6 +326,7 @@ def _tear_down() -> None:
             shutil.rmtree(mounted("Root", filesystem, SLUG), ignore_errors=True)
     subprocess.run(["kubectl", "delete", "namespace", SLUG, "--timeout=90s"], capture_output=True)
     subprocess.run(["kubectl", "delete", "reservation", f"{SLUG}-reservation"], capture_output=True)
+    subprocess.run(["kubectl", "delete", "storageclass", f"weka-{SLUG}"], capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -258,30 +344,46 @@ def hand_built(sandbox: SandboxLayout) -> Iterator[HandBuilt]:
 def _backends() -> dict[str, Any]:
     """Everything of the tenant each backend holds, to compare before and after."""
     with authentik() as api:
-        users = {u: api.get("/core/users/", params={"username": u}).json() for u in USERS}
-        groups = {
-            g: api.get("/core/groups/", params={"name": g}).json() for g in (SLUG, f"{SLUG}-admins")
-        }
+        found = [api.get("/core/users/", params={"username": u}).json() for u in USERS]
+        for group in (SLUG, f"{SLUG}-admins"):
+            found.append(api.get("/core/groups/", params={"name": group}).json())
     quotas = {}
     with weka() as api:
         for name in ("cluster-home", "cluster-scratch"):
             fs = api.get("/fileSystems", params={"name": name}).json()["data"][0]
             quotas[name] = api.get(f"/fileSystems/{fs['uid']}/quota").json()
+    associations = "account,user,parentname,fairshare,grptres,grpjobs,maxjobs,grptresmins,qos"
+    kinds = "resourcequota,limitrange,networkpolicy,rolebinding,reservationbinding,helmrelease"
+    inside = run("kubectl", "get", "-n", SLUG, f"{kinds},secret,pvc", "-o", "json")
+    outside = run(
+        "kubectl", "get", f"namespace/{SLUG}", f"reservation/{SLUG}-reservation", "-o", "json"
+    )
     return {
         "slurm": [
-            sacctmgr(
-                "show",
-                "assoc",
-                "format=account,user,parentname,fairshare,grptres,grpjobs,maxjobs,grptresmins,qos",
+            *sacctmgr("show", "assoc", f"account={SLUG},research", f"format={associations}"),
+            *sacctmgr(
+                "show", "account", SLUG, "research", "format=account,description,organization"
             ),
-            sacctmgr("show", "account", SLUG, "format=account,description,organization"),
+            *(
+                f"qos:{line}"
+                for line in sacctmgr(
+                    "show", "qos", "normal-hand,interactive-hand", "format=name,description"
+                )
+            ),
+            *(
+                f"qos-limits:{line}"
+                for line in sacctmgr(
+                    "show",
+                    "qos",
+                    "normal-hand,interactive-hand",
+                    "format=name,priority,grptres,maxwall,flags,preempt",
+                )
+            ),
             run("scontrol", "show", "partition", SLUG, "-o"),
         ],
-        "authentik": [users, groups],
+        "authentik": found,
         "weka": quotas,
-        "kubernetes": run(
-            "kubectl", "get", "-n", SLUG, "resourcequota,limitrange,helmrelease,pvc", "-o", "json"
-        ),
+        "kubernetes": json.loads(inside)["items"] + json.loads(outside)["items"],
     }
 
 
@@ -393,3 +495,88 @@ def test_a_node_in_another_tenants_reservation_is_refused(
         _kubectl("delete", "reservation", "tenant-other-reservation")
     assert done.returncode == 1
     assert "node gpu-15 is held by two tenants (tenant-hand and tenant-other)" in done.stdout
+
+
+# What adoption may change in a backend: the ownership marks and the numbers pinned to what
+# the outpost already hands out (and the Kubernetes objects' control annotations).
+MARK_ATTRIBUTES = ("gpu_tenants_tenant", "tenant_slug", "uidNumber", "gidNumber")
+# What the hand-built tenant lacks and the first `up` makes: the CSI driver's credentials (a Weka
+# user of its own, whose password the stack holds, and their Secret) and the StorageClass.
+MADE = {("Secret", f"weka-{SLUG}-creds")}
+MARK_ANNOTATIONS = (
+    "pulumi.com/",
+    "gpu-tenants.example.io/",
+    "kubectl.kubernetes.io/",
+    # Kubernetes' own volume controller names the provisioner on the claim once its
+    # StorageClass exists.
+    "volume.beta.kubernetes.io/",
+    "volume.kubernetes.io/",
+)
+
+
+def _unmarked(backends: dict[str, Any]) -> dict[str, Any]:
+    """`backends` less the marks adoption adds."""
+    directory = []
+    for found in backends["authentik"]:
+        for item in found["results"]:
+            attributes = {k: v for k, v in item["attributes"].items() if k not in MARK_ATTRIBUTES}
+            kept = {
+                k: v for k, v in item.items() if k not in ("attributes", "users_obj", "groups_obj")
+            }
+            directory.append({**kept, "attributes": attributes})
+    quotas = {
+        fs: sorted(
+            (q["path"], q["soft_limit_bytes"], q["hard_limit_bytes"])
+            for q in found["data"]
+            if q["path"].startswith(f"/{SLUG}")
+        )
+        for fs, found in backends["weka"].items()
+    }
+    objects = []
+    for item in backends["kubernetes"]:
+        metadata = item["metadata"]
+        annotations = {
+            k: v
+            for k, v in (metadata.get("annotations") or {}).items()
+            if not k.startswith(MARK_ANNOTATIONS)
+        }
+        rest = {k: v for k, v in item.items() if k not in ("metadata", "status")}
+        if (item["kind"], metadata["name"]) not in MADE:
+            objects.append(
+                (item["kind"], metadata["name"], metadata.get("labels"), annotations, rest)
+            )
+    slurm = [
+        # Slurm keeps AllowAccounts in the order written; the provider writes it sorted.
+        re.sub(r"AllowAccounts=(\S+)", lambda m: ",".join(sorted(m[1].split(","))), line)
+        for line in backends["slurm"]
+        if not line.startswith("qos:")
+    ]
+    return {"slurm": slurm, "authentik": directory, "weka": quotas, "kubernetes": objects}
+
+
+def test_the_first_up_adopts_the_tenant_adding_only_marks(
+    hand_built: HandBuilt, tmp_path: Path
+) -> None:
+    project = project_copy(tmp_path / "project")
+    done = operator_command("import", SLUG, "--term", TERM, "--tenants", project / "tenants")
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = file_backend(tmp_path / "state")
+    run_pulumi(env, project, "stack", "init", SLUG)
+    before = _backends()
+
+    up = run_pulumi(env, project, "up", "--yes", "--stack", SLUG, timeout=600)
+    assert "imported" in up
+    after = _backends()
+    unmarked, was = _unmarked(after), _unmarked(before)
+    for backend in ("slurm", "authentik", "weka", "kubernetes"):
+        assert unmarked[backend] == was[backend], backend
+    # The marks: a QoS's Description, the quotas' owner, Authentik's attribute.
+    assert f"qos:normal-hand|gpu-tenants:{SLUG}" in after["slurm"]
+    assert all(q["owner"] == SLUG for f in after["weka"].values() for q in f["data"]
+               if q["path"].startswith(f"/{SLUG}"))  # fmt: skip
+    assert all(
+        item["attributes"]["gpu_tenants_tenant"] == SLUG
+        for found in after["authentik"]
+        for item in found["results"]
+    )
+    run_pulumi(env, project, "preview", "--stack", SLUG, "--expect-no-changes", "--refresh")
