@@ -192,7 +192,7 @@ def _build_kubernetes() -> None:
     )
     keys = {user: f"{key}\n" for user, (_, key) in USERS.items()}
     for name, data in (("ldap-bind-creds", bind["data"]), (f"{SLUG}-authorized-keys", None)):
-        secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque"}
+        secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque"}
         secret["metadata"] = {"name": name, "namespace": SLUG}
         secret.update({"data": data} if data else {"stringData": keys})
         _kubectl("apply", "-f", "-", stdin=json.dumps(secret))
