@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from tests.backends import (
     ROOT,
     authentik,
     file_backend,
+    fresh_ledger,
     mounted,
     operator_command,
     run,
@@ -52,6 +53,7 @@ USERS = {
 }
 GiB, GB = 1024**3, 1000**3
 TERM = "2026-02-01:2027-01-31"
+SIGN_OFF = {"by": "Ida Operator", "date": "2026-12-01", "ticket": "OPS-5150"}
 PARTITION_LINE = (
     f"PartitionName={SLUG} Nodes=gpu-[13,15] AllowAccounts={SLUG},research Default=NO State=UP "
     "MaxTime=24:00:00 DefaultTime=01:00:00 PreemptMode=OFF OverSubscribe=EXCLUSIVE\n"
@@ -554,23 +556,54 @@ def _unmarked(backends: dict[str, Any]) -> dict[str, Any]:
     return {"slurm": slurm, "authentik": directory, "weka": quotas, "kubernetes": objects}
 
 
-def test_the_first_up_adopts_the_tenant_adding_only_marks(
-    hand_built: HandBuilt, tmp_path: Path
-) -> None:
-    project = project_copy(tmp_path / "project")
+@dataclass
+class Adopted:
+    project: Path
+    env: dict[str, str]
+    before: dict[str, Any]  # the backends before the first `up`
+    after: dict[str, Any]
+    up: str  # what it said
+
+    @property
+    def spec_file(self) -> Path:
+        return self.project / "tenants" / f"{SLUG}.yaml"
+
+    def edit(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """A pull request on the imported spec (its comments go, as an editor's might)."""
+        spec = yaml.safe_load(self.spec_file.read_text())
+        change(spec)
+        self.spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    def pulumi(self, *args: str) -> str:
+        return run_pulumi(self.env, self.project, *args, "--stack", SLUG, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def adopted(
+    hand_built: HandBuilt, tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout
+) -> Adopted:
+    """The hand-built tenant imported into a project of its own and adopted by its first `up`;
+    the tests after share its stack, in the file's order."""
+    work = tmp_path_factory.mktemp("adopted")
+    project = project_copy(work / "project")
     done = operator_command("import", SLUG, "--term", TERM, "--tenants", project / "tenants")
     assert done.returncode == 0, done.stdout + done.stderr
-    env = file_backend(tmp_path / "state")
+    # A ledger of its own: the sandbox's keeps earlier runs' entries (Object Lock).
+    env = {**file_backend(work / "state"), **fresh_ledger(sandbox)}
     run_pulumi(env, project, "stack", "init", SLUG)
+    run_pulumi(env, project, "config", "set", "drain_wait_seconds", "15", "--stack", SLUG)
     before = _backends()
-
     up = run_pulumi(env, project, "up", "--yes", "--stack", SLUG, timeout=600)
-    assert "imported" in up
-    after = _backends()
-    unmarked, was = _unmarked(after), _unmarked(before)
+    return Adopted(project, env, before, _backends(), up)
+
+
+def test_the_first_up_adopts_the_tenant_adding_only_marks(adopted: Adopted) -> None:
+    assert "imported" in adopted.up
+    unmarked, was = _unmarked(adopted.after), _unmarked(adopted.before)
     for backend in ("slurm", "authentik", "weka", "kubernetes"):
         assert unmarked[backend] == was[backend], backend
     # The marks: a QoS's Description, the quotas' owner, Authentik's attribute.
+    after = adopted.after
     assert f"qos:normal-hand|gpu-tenants:{SLUG}" in after["slurm"]
     assert all(q["owner"] == SLUG for f in after["weka"].values() for q in f["data"]
                if q["path"].startswith(f"/{SLUG}"))  # fmt: skip
@@ -579,4 +612,59 @@ def test_the_first_up_adopts_the_tenant_adding_only_marks(
         for found in after["authentik"]
         for item in found["results"]
     )
-    run_pulumi(env, project, "preview", "--stack", SLUG, "--expect-no-changes", "--refresh")
+    adopted.pulumi("preview", "--expect-no-changes", "--refresh")
+
+
+NEW_USER = {
+    "username": "jun",
+    "name": "Jun Hand",
+    "email": f"jun@{SLUG}.example",
+    "uid": 2950,
+    "team": "research",
+    "ssh_keys": [
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGm1vXq8wJ3cFh2kLp9sQe7rTn4yUo6bDz0aVi5xWc1N jun"
+    ],
+}
+
+
+def test_the_imported_tenant_takes_a_normal_change(adopted: Adopted) -> None:
+    def add_user(spec: dict[str, Any]) -> None:
+        spec["imported"]["adopt"] = False  # the pull request after the first `up`
+        spec["users"].append(NEW_USER)
+        spec["contract"]["gpu_minutes"] = 50000 * len(spec["users"])
+
+    adopted.edit(add_user)
+    adopted.pulumi("up", "--yes", "--skip-preview")
+    with authentik() as api:
+        jun = api.get("/core/users/", params={"username": "jun"}).json()["results"][0]
+    assert jun["attributes"]["uidNumber"] == "2950"
+    assert sacctmgr("show", "assoc", "user=jun", "format=account,maxjobs,grptresmins") == [
+        "research|8|gres/gpu=50000"
+    ]
+    home = mounted("Root", "cluster-home", f"{SLUG}/jun").stat()
+    assert (home.st_uid, oct(home.st_mode & 0o7777)) == (2950, "0o700")
+    adopted.pulumi("preview", "--expect-no-changes")
+
+
+def test_the_imported_tenant_is_offboarded_stage_by_stage(adopted: Adopted) -> None:
+    for stage in ("frozen", "drained", "archived", "snapshotted", "destroy"):
+
+        def move(spec: dict[str, Any], stage: str = stage) -> None:
+            spec["lifecycle"]["stage"] = stage
+            spec["lifecycle"]["no_jobs"] = True  # it never ran one: the export is empty
+            if stage == "destroy":
+                spec["lifecycle"]["sign_off"] = SIGN_OFF
+
+        adopted.edit(move)
+        adopted.pulumi("up", "--yes", "--skip-preview")
+        assert json.loads(adopted.pulumi("stack", "output", "lifecycle_stage", "--json")) == stage
+        if stage == "frozen":
+            assert "State=DOWN" in run("scontrol", "show", "partition", SLUG, "-o")
+    adopted.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
+    assert sacctmgr("show", "account", SLUG, "format=account") == []
+    assert subprocess.run(["kubectl", "get", "namespace", SLUG], capture_output=True).returncode
+    with authentik() as api:
+        users = api.get("/core/users/", params={"username": "hana"}).json()["results"]
+    assert [u["is_active"] for u in users] == [False]  # the audit trail's tombstone
+    kept = json.loads(adopted.pulumi("stack", "output", "archives", "--json"))
+    assert kept
