@@ -344,6 +344,7 @@ def storage_args(
         retained_locators=retention.locators,
         object_store=platform.weka.object_store,
         after=after,
+        org_admin=spec.imported.weka_org_admin if spec.imported else None,
     )
 
 

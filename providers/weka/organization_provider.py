@@ -5,7 +5,9 @@ Ownership, when create finds the organization already there: it is adopted only 
 `<name>-admin` logs in with the password this provider derives for it (`org_admin_password`),
 which only a create of this provider, with this cluster's admin credential, can have set. Weka
 organizations carry no metadata to mark them; that login is the mark. Otherwise refused, and the
-error says how to clear it.
+error says how to clear it. An imported tenant's organization, made by hand, is adopted (flag
+`adopt`) under the admin its operator made (`admin_username`), who must log in with the password
+the adopting `up` is given: nothing of the organization changes, its admin's login included.
 
 Pulumi pickles the provider into the state by module and class name: renaming either breaks
 existing stacks (see `provider`).
@@ -14,6 +16,7 @@ existing stacks (see `provider`).
 from __future__ import annotations
 
 import hmac
+import os
 import re
 import string
 from collections.abc import Mapping
@@ -21,7 +24,8 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
-from providers.base import Field, Schema, gone
+from providers import environment
+from providers.base import Field, Schema, adopting, gone
 from providers.errors import WekaError
 from providers.weka.props import (
     WekaProvider,
@@ -33,7 +37,11 @@ from providers.weka.props import (
 )
 from providers.weka.settings import Credentials, Settings
 
-__all__ = ["OrganizationProvider", "org_admin_password"]
+__all__ = ["ADOPTED_PASSWORD", "OrganizationProvider", "org_admin_password"]
+
+# The variable (or `<it>_FILE`) holding the admin password of an organization made by hand, for
+# the `up` that adopts it (spec imported.adopt).
+ADOPTED_PASSWORD = "WEKA_ORG_ADMIN_PASSWORD"
 
 _SLUG = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 
@@ -68,7 +76,7 @@ class OrganizationProvider(WekaProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = self.schema.recorded(props)
         name = inputs["name"]
-        admin = f"{name}-admin"
+        admin = str(props.get("admin_username") or f"{name}-admin")
         settings = Settings.from_environment()
         password = org_admin_password(settings.password, name)
         with weka_client(settings) as weka:
@@ -78,13 +86,30 @@ class OrganizationProvider(WekaProvider):
                     name, admin, password, inputs["ssd_quota"], inputs["total_quota"]
                 )
             else:
-                self._require_ours(settings, Credentials(admin, password, name), inputs)
+                if adopting(props):
+                    password = self._adopted_password(settings, admin, inputs)
+                self._require_ours(settings, Credentials(admin, password, name), props)
                 org = weka.set_organization_limits(
                     existing.uid, inputs["ssd_quota"], inputs["total_quota"]
                 )
         return CreateResult(
             org.uid, {**inputs, "admin_username": admin, "admin_password": password}
         )
+
+    def _adopted_password(self, settings: Settings, admin: str, inputs: Mapping[str, Any]) -> str:
+        """The password of the admin an organization made by hand has: an organization carries no
+        mark, and adopting one must leave its admin's login as it is, so the first `up` of an
+        imported tenant is given it, and the state keeps it (secret) for the tenant's objects."""
+        try:
+            return environment.secret(os.environ, ADOPTED_PASSWORD)
+        except ValueError as error:
+            raise WekaError(
+                self._doing("adopting", inputs),
+                f"{error}: adopting organization {inputs['name']!r} logs in as its admin "
+                f"{admin!r}, whose password only its operator knows",
+                f"export {ADOPTED_PASSWORD}_FILE naming a file that holds it (0600) for this "
+                "`pulumi up`, then run it again",
+            ) from None
 
     def _require_ours(
         self, settings: Settings, admin: Credentials, inputs: Mapping[str, Any]
@@ -94,6 +119,14 @@ class OrganizationProvider(WekaProvider):
             if org_admin.logs_in():
                 return
         name = inputs["name"]
+        if adopting(inputs):
+            raise WekaError(
+                self._doing("adopting", inputs),
+                f"organization {name!r} exists, and its admin {admin.username!r} does not log in "
+                f"with the password in {ADOPTED_PASSWORD}_FILE",
+                "give the organization admin's current password (imported.weka_org_admin names "
+                "the admin) and run `pulumi up` again",
+            )
         raise WekaError(
             self._doing("creating", inputs),
             f"an organization named {name!r} exists already, and it is not one that an "

@@ -45,7 +45,9 @@ def _secret(value: pulumi.Input[str] | None) -> pulumi.Input[str] | None:
 
 class WekaOrganization(Resource, module="weka", name="Organization"):
     """An organization of its own for a tenant with strict isolation, with its admin user
-    `<name>-admin`. A same-named organization found at create is refused, never adopted."""
+    `<name>-admin`, or `admin_username` for an organization made by hand that an imported
+    tenant keeps. A same-named organization found at create is refused unless it is adopted
+    (see OrganizationProvider)."""
 
     name: pulumi.Output[str]
     ssd_quota: pulumi.Output[int]
@@ -60,6 +62,7 @@ class WekaOrganization(Resource, module="weka", name="Organization"):
         name: pulumi.Input[str],
         ssd_quota: pulumi.Input[int] = 0,
         total_quota: pulumi.Input[int] = 0,
+        admin_username: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`name` is the tenant's slug; quotas in bytes, 0 for unlimited."""
@@ -67,7 +70,7 @@ class WekaOrganization(Resource, module="weka", name="Organization"):
             "name": name,
             "ssd_quota": ssd_quota,
             "total_quota": total_quota,
-            "admin_username": None,
+            "admin_username": admin_username,
             "admin_password": None,
         }
         super().__init__(

@@ -113,6 +113,8 @@ class WekaStorageArgs:
     retained_locators: Mapping[str, pulumi.Input[str]]
     object_store: str
     after: list[pulumi.Resource]
+    # Org isolation, an imported tenant: the admin its operator gave the organization by hand.
+    org_admin: str | None = None
 
 
 CLAIM_ACCESS_MODES = ("ReadWriteMany",)
@@ -139,6 +141,7 @@ class WekaStorage(pulumi.ComponentResource):
                 f"{name}-org",
                 name=tenant,
                 total_quota=args.home_capacity + args.scratch_hard,
+                admin_username=args.org_admin,
                 opts=first,
             )
             credentials = OrgCredentials(org.name, org.admin_username, org.admin_password)

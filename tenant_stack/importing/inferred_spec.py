@@ -26,6 +26,7 @@ from tenant_stack.spec.quantities import format_size, parse_duration
 __all__ = ["Contract", "Inferred", "Note", "infer_spec"]
 
 # What no backend holds and the runbook's change ticket carries: the operator gives it.
+PARTITION_DEFAULTS = {"default_time": "1h", "oversubscribe": "exclusive", "preempt_mode": "off"}
 DRAIN_DEFAULTS = {"drain_mode": "graceful", "drain_timeout": "48h", "retention_days": 30}
 
 
@@ -181,8 +182,21 @@ def _contract(b: _Builder, live: LiveTenant, platform: Platform, given: Contract
     return contract
 
 
-def _reservation(b: _Builder, live: LiveTenant) -> dict[str, Any]:
-    spec = (live.kubernetes.reservation or {}).get("spec", {})
+def _reservation(
+    b: _Builder, live: LiveTenant, platform: Platform, given: Contract
+) -> dict[str, Any]:
+    if live.kubernetes.reservation is None:
+        pools = [name for name, p in platform.node_pools.items() if p.sku == given.gpu_sku]
+        return {
+            "hardware_pool": b.inferred(
+                "reservation.hardware_pool",
+                pools[0] if pools else None,
+                f"the platform's pool of SKU {given.gpu_sku!r}: no Reservation, no node held",
+            ),
+            "nodes": [],
+            "evict_on_release": False,
+        }
+    spec = live.kubernetes.reservation.get("spec", {})
     pool = (spec.get("nodeSelector") or {}).get("matchLabels", {}).get("hardware-pool")
     where = f"Reservation '{live.slug}-reservation'"
     return {
@@ -318,6 +332,13 @@ def _slurm(b: _Builder, live: LiveTenant) -> dict[str, Any]:
         }
     elif live.kubernetes.reservation is not None:
         b.lacking("slurm.partition", f"Slurm partition '{slug}' does not exist (step 4d)")
+    else:
+        found["partition"] = b.todo(
+            "slurm.partition",
+            dict(PARTITION_DEFAULTS),
+            "the runbook's 4d values: a tenant without reserved nodes has no partition of its "
+            "own, so no backend holds them until it gets one",
+        )
     return found
 
 
@@ -461,7 +482,7 @@ def infer_spec(live: LiveTenant, platform: Platform, given: Contract, today: dat
             "the Slurm account's Description (slurmdbd keeps it lowercased: recapitalize it)",
         ),
         "contract": _contract(b, live, platform, given),
-        "reservation": _reservation(b, live),
+        "reservation": _reservation(b, live, platform, given),
         "identity": _identity(b, live),
         "users": _users(b, live),
         "slurm": _slurm(b, live),

@@ -47,6 +47,7 @@ class LiveKubernetes:
     authorized_keys: dict[str, Any] | None
     network_policies: list[str]
     claims: list[dict[str, Any]]
+    csi_objects: list[str]  # the CSI driver's Secret and StorageClass, those that exist
     labelled_nodes: list[str]  # nodes the reservation operator labelled for this tenant
     # Every node's holders: its label's tenant, and each Reservation that lists it.
     holders: dict[str, set[str]] = field(default_factory=dict)
@@ -88,6 +89,7 @@ class LiveStorage:
     home_quota: Quota | None  # directory isolation: the quota on <shared home>/<slug>
     scratch_quota: Quota | None
     homes: dict[str, UserHome]
+    csi_user: bool  # the CSI driver's Weka user `<slug>-csi` exists
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,14 @@ def read_kubernetes(slug: str) -> LiveKubernetes:
             p["metadata"]["name"] for p in _items("networkpolicies", *inside) if namespace
         ),
         claims=_items("persistentvolumeclaims", *inside) if namespace else [],
+        csi_objects=[
+            kind
+            for kind, found in (
+                ("Secret", _get("secret", f"weka-{slug}-creds", *inside) if namespace else None),
+                ("StorageClass", _get("storageclass", f"weka-{slug}")),
+            )
+            if found is not None
+        ],
         labelled_nodes=sorted(n for n, tenants in holders.items() if slug in tenants),
         holders=holders,
     )
@@ -226,6 +236,7 @@ def read_storage(
                 home_quota,
                 scratch_quota,
                 homes,
+                any(u.username == f"{slug}-csi" for u in root.list_users()),
             )
     if org_admin is None:
         raise ClusterError(
@@ -254,6 +265,7 @@ def read_storage(
             None,
             _quota(weka, scratch_fs, f"/{slug}"),
             homes,
+            any(u.username == f"{slug}-csi" for u in weka.list_users()),
         )
 
 

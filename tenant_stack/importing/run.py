@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from providers.weka.settings import Credentials
 from tenant_stack.errors import Problem
 from tenant_stack.importing.consistency import contradictions
+from tenant_stack.importing.first_up import first_up_changes
 from tenant_stack.importing.inferred_spec import Contract, Note, infer_spec
 from tenant_stack.importing.live_tenant import read_tenant
 from tenant_stack.importing.spec_file import render
@@ -35,6 +36,7 @@ class ImportReport:
     written: bool = False
     notes: list[Note] = field(default_factory=list)
     refusals: list[Problem] = field(default_factory=list)
+    first_up: list[str] = field(default_factory=list)  # what adopting it changes
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +45,7 @@ class ImportReport:
             "written": self.written,
             "notes": [note.as_json() for note in self.notes],
             "refused": [{"field": p.location, "reason": p.message} for p in self.refusals],
+            "first_up": self.first_up,
         }
 
     def lines(self) -> list[str]:
@@ -52,7 +55,11 @@ class ImportReport:
                 "itself or lacks what a spec needs:",
                 *(f"  {p.location or 'tenant'}: {p.message}" for p in self.refusals),
             ]
-        out = [f"{self.tenant}: wrote {self.spec}; review it in a pull request of its own"]
+        out = [
+            f"{self.tenant}: wrote {self.spec}; review it in a pull request of its own",
+            "the first `up` (imported.adopt: true) adopts the tenant and changes only:",
+            *(f"  {change}" for change in self.first_up),
+        ]
         for kind, title in (
             ("todo", "no backend holds these (review each)"),
             ("inferred", "inferred (check the rule)"),
@@ -122,6 +129,7 @@ def import_tenant(
         )
         return report
     report.refusals += contradictions(live)
+    report.first_up = first_up_changes(live)
     inferred = infer_spec(live, platform, contract, today)
     report.notes = inferred.notes
     report.refusals += inferred.missing

@@ -7,6 +7,7 @@ outpost, as the runbook does.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -668,3 +669,191 @@ def test_the_imported_tenant_is_offboarded_stage_by_stage(adopted: Adopted) -> N
     assert [u["is_active"] for u in users] == [False]  # the audit trail's tombstone
     kept = json.loads(adopted.pulumi("stack", "output", "archives", "--json"))
     assert kept
+
+
+# A second tenant built by hand, with a Weka organization of its own (runbook 6a) whose admin
+# its operator named, and no reserved nodes.
+ORG_SLUG = "tenant-org"
+ORG_ADMIN, ORG_PASSWORD = "admin-org", "Hand1madeAdminPassword"
+KAI = (
+    "kai",
+    "Kai Org",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC3pWq8yT5nRk2dLv7hXa9sQe4bUz1oMf6jGc0iNt8Yw kai",
+)
+ORG_HOME, ORG_SCRATCH = 500 * GB, 1000 * GB
+
+
+def _org_manifests() -> list[dict[str, Any]]:
+    """The first tenant's namespace objects, for this one: its own filesystems in the login
+    release, and neither Reservation nor its binding nor a claim."""
+    kept = []
+    for document in yaml.safe_load_all(MANIFESTS.replace(SLUG, ORG_SLUG)):
+        if document["kind"] in ("Reservation", "ReservationBinding", "PersistentVolumeClaim"):
+            continue
+        if document["kind"] == "HelmRelease":
+            values = document["spec"]["values"]
+            values["homeMount"]["filesystem"] = f"{ORG_SLUG}-home"
+            values["scratchMount"]["filesystem"] = f"{ORG_SLUG}-scratch"
+        kept.append(document)
+    bind = json.loads(
+        run("kubectl", "get", "secret", "-n", "auth", "ldap-bind-creds", "-o", "json")
+    )
+    for name, data in (
+        ("ldap-bind-creds", bind["data"]),
+        (
+            f"{ORG_SLUG}-authorized-keys",
+            {KAI[0]: base64.b64encode(f"{KAI[2]}\n".encode()).decode()},
+        ),
+    ):
+        kept.append({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                     "metadata": {"name": name, "namespace": ORG_SLUG}, "data": data})  # fmt: skip
+    return kept
+
+
+def _org_tear_down() -> None:
+    cluster = os.environ.get("SLURM_CLUSTER", "production")
+    subprocess.run(["sacctmgr", "-i", "delete", "user", KAI[0]], capture_output=True)
+    subprocess.run(["sacctmgr", "-i", "delete", "account", ORG_SLUG, f"cluster={cluster}"],
+                   capture_output=True)  # fmt: skip
+    for name in ("normal-org", "interactive-org"):
+        subprocess.run(["sacctmgr", "-i", "delete", "qos", name], capture_output=True)
+    with authentik() as api:
+        for found in api.get("/core/users/", params={"username": KAI[0]}).json()["results"]:
+            api.delete(f"/core/users/{found['pk']}/")
+        for name in (ORG_SLUG, f"{ORG_SLUG}-admins"):
+            for found in api.get("/core/groups/", params={"name": name}).json()["results"]:
+                api.delete(f"/core/groups/{found['pk']}/")
+    with weka() as root:
+        org = next(
+            (o for o in root.get("/organizations").json()["data"] if o["name"] == ORG_SLUG), None
+        )
+        if org is not None:
+            with weka((ORG_SLUG, ORG_ADMIN, ORG_PASSWORD)) as api:
+                for fs in api.get("/fileSystems").json()["data"]:
+                    api.delete(f"/fileSystems/{fs['uid']}")
+            root.delete(f"/organizations/{org['uid']}")
+    subprocess.run(
+        ["kubectl", "delete", "namespace", ORG_SLUG, "--timeout=90s"], capture_output=True
+    )
+    subprocess.run(["kubectl", "delete", "storageclass", f"weka-{ORG_SLUG}"], capture_output=True)
+
+
+def _build_org_tenant(parent: str, filesystem_group: str) -> int:
+    """The tenant by hand; returns the user's pk."""
+    _kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": _org_manifests()}),
+    )
+    sacctmgr(
+        "-i", "add", "qos", "normal-org", "Priority=100", "GrpTRES=gres/gpu=8", "MaxWall=12:00:00"
+    )
+    sacctmgr(
+        "-i",
+        "add",
+        "qos",
+        "interactive-org",
+        "Priority=200",
+        "GrpTRES=gres/gpu=8",
+        "MaxWall=02:00:00",
+    )
+    cluster = os.environ.get("SLURM_CLUSTER", "production")
+    sacctmgr("-i", "add", "account", ORG_SLUG, "Description=Tenant Org", f"Organization={ORG_SLUG}",
+             f"Cluster={cluster}", "Fairshare=50", "GrpTRES=gres/gpu=8", "GrpJobs=20")  # fmt: skip
+    sacctmgr("-i", "modify", "account", ORG_SLUG, "set", "qos=normal-org,interactive-org",
+             "DefaultQOS=normal-org")  # fmt: skip
+    sacctmgr("-i", "add", "user", KAI[0], f"Account={ORG_SLUG}", f"DefaultAccount={ORG_SLUG}",
+             f"Cluster={cluster}", "Fairshare=parent", "DefaultQOS=normal-org",
+             "qos=normal-org,interactive-org", "MaxJobs=4",
+             "GrpTRESMins=gres/gpu=10000")  # fmt: skip
+    with authentik() as api:
+        tenants = api.get("/core/groups/", params={"name": parent}).json()["results"][0]
+        groups = [
+            api.post("/core/groups/", json={"name": name, "parent": tenants["pk"]}).json()
+            for name in (ORG_SLUG, f"{ORG_SLUG}-admins")
+        ]
+        kai = api.post("/core/users/", json={
+            "username": KAI[0], "name": KAI[1], "email": f"kai@{ORG_SLUG}.example",
+            "groups": [g["pk"] for g in groups], "attributes": {"ssh_keys": KAI[2]},
+        }).json()  # fmt: skip
+    gid, uid = 4000 + groups[0]["num_pk"], 2000 + kai["pk"]
+    with weka() as root:
+        root.post("/organizations", json={
+            "name": ORG_SLUG, "username": ORG_ADMIN, "password": ORG_PASSWORD,
+            "ssd_quota": 0, "total_quota": ORG_HOME + ORG_SCRATCH,
+        }).raise_for_status()  # fmt: skip
+    with weka((ORG_SLUG, ORG_ADMIN, ORG_PASSWORD)) as api:
+        made = {}
+        for kind, capacity in (("home", ORG_HOME), ("scratch", ORG_SCRATCH)):
+            made[kind] = api.post("/fileSystems", json={
+                "name": f"{ORG_SLUG}-{kind}", "group_name": filesystem_group,
+                "total_capacity": capacity, "ssd_capacity": capacity,
+            }).json()["data"]  # fmt: skip
+        home, scratch = (
+            mounted(ORG_SLUG, f"{ORG_SLUG}-home"),
+            mounted(ORG_SLUG, f"{ORG_SLUG}-scratch"),
+        )
+        for directory, owner, mode in (
+            (home, 0, 0o750),
+            (home / KAI[0], uid, 0o700),
+            (scratch / ORG_SLUG, 0, 0o2770),
+        ):
+            directory.mkdir(exist_ok=True)
+            os.chown(directory, owner, gid)
+            os.chmod(directory, mode)
+        for kind, path, soft, hard in (
+            ("home", f"/{KAI[0]}", 90 * GB, 100 * GB),
+            ("scratch", f"/{ORG_SLUG}", 900 * GB, ORG_SCRATCH),
+        ):
+            uid_fs = made[kind]["uid"]
+            found = api.get(f"/fileSystems/{uid_fs}/resolvePath", params={"path": path})
+            limits = {"hard_limit_bytes": hard, "soft_limit_bytes": soft, "grace_seconds": 0}
+            inode = found.json()["data"]["inode_id"]
+            api.put(f"/fileSystems/{uid_fs}/quota/{inode}", json=limits).raise_for_status()
+    return int(kai["pk"])
+
+
+@pytest.fixture(scope="module")
+def org_tenant(sandbox: SandboxLayout) -> Iterator[int]:
+    _org_tear_down()
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    yield _build_org_tenant(platform.authentik.tenants_group, platform.weka.filesystem_group)
+    _org_tear_down()
+
+
+def test_a_hand_made_weka_organization_is_adopted_with_its_admin(
+    org_tenant: int, tmp_path: Path
+) -> None:
+    password = tmp_path / "org-admin-password"
+    password.write_text(ORG_PASSWORD)
+    password.chmod(0o600)
+    project = project_copy(tmp_path / "project")
+    done = operator_command(
+        "import", ORG_SLUG, "--term", TERM, "--tenants", project / "tenants",
+        "--gpu-sku", "h100-8x", "--partition-type", "on-demand",
+        "--weka-org-admin", ORG_ADMIN, "--weka-org-password-file", password,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ORG_PASSWORD not in done.stdout
+    assert f"logs in as its admin '{ORG_ADMIN}' with the password in" in done.stdout
+    spec = yaml.safe_load((project / "tenants" / f"{ORG_SLUG}.yaml").read_text())
+    assert spec["imported"]["weka_org_admin"] == ORG_ADMIN
+    assert (spec["storage"]["isolation"], spec["reservation"]["nodes"]) == ("org", [])
+    with weka() as root:
+        org_uid = next(
+            o["uid"] for o in root.get("/organizations").json()["data"] if o["name"] == ORG_SLUG
+        )
+
+    env = {**file_backend(tmp_path / "state"), "WEKA_ORG_ADMIN_PASSWORD_FILE": str(password)}
+    run_pulumi(env, project, "stack", "init", ORG_SLUG)
+    run_pulumi(env, project, "up", "--yes", "--stack", ORG_SLUG, timeout=600)
+    state = json.loads(run_pulumi(env, project, "stack", "export", "--stack", ORG_SLUG))
+    orgs = [r for r in state["deployment"]["resources"] if r["type"].endswith("weka:Organization")]
+    assert [r["id"] for r in orgs] == [org_uid]  # adopted, not made again
+    assert ORG_PASSWORD not in json.dumps(state)  # the state keeps it encrypted
+    with weka((ORG_SLUG, ORG_ADMIN, ORG_PASSWORD)) as api:  # its admin's login is unchanged
+        home = api.get("/fileSystems", params={"name": f"{ORG_SLUG}-home"}).json()["data"][0]
+        quotas = api.get(f"/fileSystems/{home['uid']}/quota").json()["data"]
+    assert [(q["path"], q["owner"]) for q in quotas] == [(f"/{KAI[0]}", ORG_SLUG)]
+    run_pulumi(env, project, "preview", "--stack", ORG_SLUG, "--expect-no-changes", "--refresh")
