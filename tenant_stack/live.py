@@ -30,6 +30,7 @@ __all__ = [
     "LiveCluster",
     "LiveReads",
     "NodeState",
+    "kubectl_get",
     "kubectl_json",
     "quantity_bytes",
     "read_cluster",
@@ -175,6 +176,17 @@ def kubectl_json(argv: Sequence[str]) -> Any:
     """`argv` (a kubectl get) with JSON output and a bounded wait; ClusterError with kubectl's
     words when it fails."""
     return KubectlGet(argv).json()
+
+
+def kubectl_get(*args: str) -> dict[str, Any] | None:
+    """`kubectl get <args>` as JSON, None when the object does not exist."""
+    try:
+        found: dict[str, Any] = kubectl_json(["kubectl", "get", *args])
+    except ClusterError as error:
+        if "NotFound" in str(error) or "not found" in str(error):
+            return None
+        raise
+    return found
 
 
 def _cluster_get(namespace: str, kubectl: str) -> KubectlGet:

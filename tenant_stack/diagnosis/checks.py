@@ -25,7 +25,7 @@ from tenant_stack.components.tenant_namespace import workload_labels
 from tenant_stack.diagnosis.findings import Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.errors import ClusterError
-from tenant_stack.live import kubectl_json
+from tenant_stack.live import kubectl_get
 from tenant_stack.mapping import filesystems
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
@@ -46,28 +46,17 @@ class Check:
     run: Callable[[TenantSpec, Platform], Iterator[Finding]]
 
 
-def _get(*args: str) -> dict[str, Any] | None:
-    """`kubectl get <args>` as JSON, None when the object does not exist."""
-    try:
-        found: dict[str, Any] = kubectl_json(["kubectl", "get", *args])
-    except ClusterError as error:
-        if "NotFound" in str(error) or "not found" in str(error):
-            return None
-        raise
-    return found
-
-
 def _namespace_usable(spec: TenantSpec) -> bool:
     """The namespace exists and is not being deleted: else the namespace check's finding
     explains whatever is missing inside it, and the checks of what is inside stand down."""
-    found = _get("namespace", spec.namespace)
+    found = kubectl_get("namespace", spec.namespace)
     return found is not None and (found.get("status") or {}).get("phase") != "Terminating"
 
 
 def reservation(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     if not spec.reservation.nodes or spec.lifecycle.stage == "destroy":
         return
-    found = _get("reservation", spec.reservation_name)
+    found = kubectl_get("reservation", spec.reservation_name)
     if found is None:
         yield Finding(
             "reservation-missing",
@@ -96,7 +85,7 @@ def leftover_nodes(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     """Nodes that carry the tenant's label or taint without being in its reservation: what the
     operator leaves when a reservation is deleted without its finalizer running."""
     reserved = set(spec.reservation.nodes) if spec.lifecycle.stage != "destroy" else set()
-    nodes = (_get("nodes") or {}).get("items") or []
+    nodes = (kubectl_get("nodes") or {}).get("items") or []
     stale = sorted(
         node["metadata"]["name"]
         for node in nodes
@@ -125,7 +114,7 @@ def leftover_nodes(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
 
 
 def namespace(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
-    found = _get("namespace", spec.namespace)
+    found = kubectl_get("namespace", spec.namespace)
     if found is None:
         if spec.lifecycle.stage != "destroy":
             yield Finding(
@@ -164,7 +153,7 @@ def binding(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     if not _namespace_usable(spec):
         return
     name = f"{spec.slug}-binding"
-    found = _get("reservationbinding", name, f"--namespace={spec.namespace}")
+    found = kubectl_get("reservationbinding", name, f"--namespace={spec.namespace}")
     selector = ((found or {}).get("spec") or {}).get("podSelector", {}).get("matchLabels")
     wanted = workload_labels(spec.slug)
     if found is not None and selector == wanted:
@@ -185,7 +174,7 @@ def ldap_bind_secret(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
     if spec.lifecycle.stage == "destroy" or not _namespace_usable(spec):
         return
     name = platform.kubernetes.ldap_bind_secret
-    found = _get("secret", name, f"--namespace={spec.namespace}")
+    found = kubectl_get("secret", name, f"--namespace={spec.namespace}")
     if found is not None and found.get("data"):
         return
     yield Finding(
@@ -204,7 +193,7 @@ def authorized_keys(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     if spec.lifecycle.stage == "destroy" or not _namespace_usable(spec):
         return
     name = f"{spec.slug}-authorized-keys"
-    data = (_get("secret", name, f"--namespace={spec.namespace}") or {}).get("data") or {}
+    data = (kubectl_get("secret", name, f"--namespace={spec.namespace}") or {}).get("data") or {}
     empty = [
         user.username
         for user in spec.users
@@ -378,11 +367,12 @@ def volumes_in_use(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
         )
 
     volumes = {
-        v["metadata"]["name"]: v for v in (_get("persistentvolumes") or {}).get("items") or []
+        v["metadata"]["name"]: v
+        for v in (kubectl_get("persistentvolumes") or {}).get("items") or []
     }
     attached = sorted(
         (a["spec"]["nodeName"], a["metadata"]["name"], name)
-        for a in (_get("volumeattachments") or {}).get("items") or []
+        for a in (kubectl_get("volumeattachments") or {}).get("items") or []
         if (name := a["spec"].get("source", {}).get("persistentVolumeName")) in volumes
         and tenants(volumes[name])
     )

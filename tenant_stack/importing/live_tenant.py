@@ -20,10 +20,10 @@ from providers.slurm.sacctmgr import AccountRecord, Association, QosRecord
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import FileSystem, Organization, Quota, WekaClient
 from providers.weka.mount import DirectoryStat, mount_client
-from providers.weka.settings import ROOT_ORG, Credentials
+from providers.weka.settings import Credentials
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.errors import ClusterError
-from tenant_stack.live import TENANT_LABEL, kubectl_json
+from tenant_stack.live import TENANT_LABEL, kubectl_get
 from tenant_stack.platform import Platform
 
 __all__ = [
@@ -101,24 +101,20 @@ class LiveTenant:
     storage: LiveStorage
 
 
-def _get(*args: str) -> dict[str, Any] | None:
-    try:
-        found: dict[str, Any] = kubectl_json(["kubectl", "get", *args])
-    except ClusterError as error:
-        if "NotFound" in str(error) or "not found" in str(error):
-            return None
-        raise
-    return found
-
-
 def _items(*args: str) -> list[dict[str, Any]]:
-    found = _get(*args)
+    found = kubectl_get(*args)
     return list(found["items"]) if found else []
 
 
 def read_kubernetes(slug: str) -> LiveKubernetes:
-    namespace = _get("namespace", slug)
-    inside = ("--namespace", slug)
+    namespace = kubectl_get("namespace", slug)
+
+    def inside(kind: str, name: str) -> dict[str, Any] | None:
+        return kubectl_get(kind, name, "--namespace", slug) if namespace else None
+
+    def all_inside(kind: str) -> list[dict[str, Any]]:
+        return _items(kind, "--namespace", slug) if namespace else []
+
     holders: dict[str, set[str]] = {}
     for node in _items("nodes"):
         tenant = (node["metadata"].get("labels") or {}).get(TENANT_LABEL)
@@ -128,25 +124,20 @@ def read_kubernetes(slug: str) -> LiveKubernetes:
         tenant = (reservation.get("spec") or {}).get("tenant") or reservation["metadata"]["name"]
         for node in (reservation.get("spec") or {}).get("reservedNodes") or []:
             holders.setdefault(node, set()).add(tenant)
+    csi = {
+        "Secret": inside("secret", f"weka-{slug}-creds"),
+        "StorageClass": kubectl_get("storageclass", f"weka-{slug}"),
+    }
     return LiveKubernetes(
         namespace=namespace,
-        reservation=_get("reservation", f"{slug}-reservation"),
-        quota=_get("resourcequota", f"{slug}-quota", *inside) if namespace else None,
-        limit_range=_get("limitrange", f"{slug}-defaults", *inside) if namespace else None,
-        release=_get("helmrelease", f"login-{slug}", *inside) if namespace else None,
-        authorized_keys=(_get("secret", f"{slug}-authorized-keys", *inside) if namespace else None),
-        network_policies=sorted(
-            p["metadata"]["name"] for p in _items("networkpolicies", *inside) if namespace
-        ),
-        claims=_items("persistentvolumeclaims", *inside) if namespace else [],
-        csi_objects=[
-            kind
-            for kind, found in (
-                ("Secret", _get("secret", f"weka-{slug}-creds", *inside) if namespace else None),
-                ("StorageClass", _get("storageclass", f"weka-{slug}")),
-            )
-            if found is not None
-        ],
+        reservation=kubectl_get("reservation", f"{slug}-reservation"),
+        quota=inside("resourcequota", f"{slug}-quota"),
+        limit_range=inside("limitrange", f"{slug}-defaults"),
+        release=inside("helmrelease", f"login-{slug}"),
+        authorized_keys=inside("secret", f"{slug}-authorized-keys"),
+        network_policies=sorted(p["metadata"]["name"] for p in all_inside("networkpolicies")),
+        claims=all_inside("persistentvolumeclaims"),
+        csi_objects=[kind for kind, found in csi.items() if found is not None],
         labelled_nodes=sorted(n for n, tenants in holders.items() if slug in tenants),
         holders=holders,
     )
@@ -205,11 +196,26 @@ def _quota(weka: WekaClient, filesystem: FileSystem | None, path: str) -> Quota 
     return weka.get_quota(filesystem.uid, inode) if inode is not None else None
 
 
+def _homes(
+    weka: WekaClient, filesystem: FileSystem | None, under: str, users: list[str], doing: str
+) -> dict[str, UserHome]:
+    """Each user's home directory `<under>/<user>` of `filesystem`: its owner and its quota."""
+    if filesystem is None:
+        return {}
+    mount = mount_client()
+    return {
+        user: UserHome(
+            mount.stat(weka.org, filesystem.name, f"{under}/{user}", doing),
+            _quota(weka, filesystem, f"{under}/{user}"),
+        )
+        for user in users
+    }
+
+
 def read_storage(
     slug: str, usernames: list[str], platform: Platform, org_admin: Credentials | None
 ) -> LiveStorage:
     settings = WekaSettings.from_environment()
-    mount = mount_client()
     with WekaClient.from_settings(settings) as root:
         organization = root.find_organization(slug)
         if organization is None:
@@ -218,14 +224,7 @@ def read_storage(
             home_quota = _quota(root, home_fs, f"/{slug}")
             scratch_quota = _quota(root, scratch_fs, f"/{slug}")
             doing = f"reading {slug}'s directories on the shared filesystems"
-            homes = {
-                user: UserHome(
-                    mount.stat(ROOT_ORG, home_fs.name, f"/{slug}/{user}", doing),
-                    _quota(root, home_fs, f"/{slug}/{user}"),
-                )
-                for user in usernames
-                if home_fs is not None
-            }
+            homes = _homes(root, home_fs, f"/{slug}", usernames, doing)
             found = home_quota is not None or scratch_quota is not None
             return LiveStorage(
                 "directory" if found else None,
@@ -248,14 +247,7 @@ def read_storage(
         home_fs = weka.find_filesystem(f"{slug}-home")
         scratch_fs = weka.find_filesystem(f"{slug}-scratch")
         doing = f"reading the home directories of Weka organization '{slug}'"
-        homes = {
-            user: UserHome(
-                mount.stat(slug, home_fs.name, f"/{user}", doing),
-                _quota(weka, home_fs, f"/{user}"),
-            )
-            for user in usernames
-            if home_fs is not None
-        }
+        homes = _homes(weka, home_fs, "", usernames, doing)
         return LiveStorage(
             "org",
             organization,
