@@ -8,11 +8,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from providers.base import ADOPT
 from tenant_stack.fleet.drift import layer_of, property_drift
 
 __all__ = ["Action", "actions_of"]
 
-Op = Literal["create", "update", "replace", "delete"]
+Op = Literal["create", "import", "update", "replace", "delete"]
 
 _DYNAMIC = "pulumi-python:dynamic/"
 # type (without the dynamic prefix) -> backend, noun
@@ -58,6 +59,7 @@ _DIFF_KINDS = {"add": "added", "delete": "removed", "update": "changed"}
 _DIFF_KINDS |= {f"{k}-replace": f"{said}, which replaces it" for k, said in _DIFF_KINDS.items()}
 _OPS: dict[str, Op] = {
     "create": "create",
+    "import": "import",
     "update": "update",
     "delete": "delete",
     "replace": "replace",
@@ -100,10 +102,14 @@ def actions_of(steps: Iterable[Mapping[str, Any]], spec_file: str) -> Iterator[A
     """One action per resource a preview's steps change (a replacement's three steps are one),
     skipping components, whose changes are their children's."""
     chosen: dict[str, Mapping[str, Any]] = {}
+    # An object imported by the engine and then changed to what the program declares.
+    updated: dict[str, Mapping[str, Any]] = {}
     for step in steps:
         urn, op = str(step.get("urn")), str(step.get("op"))
+        if op == "update" and urn in chosen and chosen[urn].get("op") == "import":
+            updated[urn] = step
         # Of a replacement's steps, the `replace` one says why.
-        if op in _OPS and (urn not in chosen or op == "replace"):
+        elif op in _OPS and (urn not in chosen or op == "replace"):
             chosen[urn] = step
     for urn, step in chosen.items():
         op = _OPS[str(step.get("op"))]
@@ -114,11 +120,23 @@ def actions_of(steps: Iterable[Mapping[str, Any]], spec_file: str) -> Iterator[A
         short = type_.removeprefix(_DYNAMIC)
         old, new = step.get("oldState") or {}, step.get("newState") or {}
         name = _name(new.get("outputs") or new.get("inputs") or old.get("outputs") or {}, urn)
-        reasons = _reasons(step, op, old, new, spec_file)
+        if urn in updated:
+            then = updated[urn]
+            reasons = _reasons(
+                then, op, then.get("oldState") or {}, then.get("newState") or {}, spec_file
+            )
+        else:
+            reasons = _reasons(step, op, old, new, spec_file)
         backend, noun = _NOUNS.get(short) or ("Kubernetes", short.rsplit(":", 1)[-1])
         verb = op + " {noun} {name}"
         if op == "delete":
             verb = _DELETES.get(short, verb)
+        elif op == "import":
+            verb = "import {noun} {name} made by hand, as it is" + (
+                ", then update it" if urn in updated else ""
+            )
+        elif op == "create" and (new.get("inputs") or {}).get(ADOPT) is True:
+            verb = "create {noun} {name}, or adopt it if made by hand (marking it as the tenant's)"
         words = f"{backend}: " + verb.format(noun=noun, name=f"`{name}`")
         yield Action(op, layer_of(urn), type_, name, urn, words, reasons, short in _DATA_BEARING)
 
@@ -145,7 +163,7 @@ def _reasons(
 ) -> tuple[str, ...]:
     if op == "delete":
         return (f"no longer declared by {spec_file}",)
-    if op == "create":
+    if op == "create" or (op == "import" and step.get("op") == "import"):
         return ()
     said = [str(reason) for reason in step.get("replaceReasons") or step.get("diffReasons") or []]
     changed = property_drift(old.get("inputs") or {}, new.get("inputs") or {})

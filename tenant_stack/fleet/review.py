@@ -56,7 +56,7 @@ class TenantPreview:
     error: str = ""
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(("create", "update", "replace", "delete"), 0)
+        counts = dict.fromkeys(("create", "import", "update", "replace", "delete"), 0)
         for action in self.actions:
             counts[action.op] += 1
         return counts

@@ -54,12 +54,12 @@ def _render(review: Review, detail: str) -> str:
     if changed:
         lines += [
             "",
-            "| Tenant | Stack | Create | Update | Replace | Delete |",
-            "|---|---|---:|---:|---:|---:|",
+            "| Tenant | Stack | Create | Import | Update | Replace | Delete |",
+            "|---|---|---:|---:|---:|---:|---:|",
         ]
         for preview in changed:
             c = preview.counts()
-            row = (preview.slug, preview.stack, c["create"], c["update"], c["replace"], c["delete"])
+            row = (preview.slug, preview.stack, *c.values())
             lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
     if detail != "table":
         for preview in changed:

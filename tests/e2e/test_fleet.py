@@ -229,7 +229,13 @@ def test_review_lists_exactly_the_changed_tenants_and_calls_out_the_disabled_use
     assert sorted(tenants) == sorted([bar, foo, new])
     assert tenants[new]["stack"] == "new"
     assert tenants[new]["counts"]["create"] > 20
-    assert tenants[bar]["counts"] == {"create": 0, "update": 1, "replace": 0, "delete": 0}
+    assert tenants[bar]["counts"] == {
+        "create": 0,
+        "import": 0,
+        "update": 1,
+        "replace": 0,
+        "delete": 0,
+    }
     assert "Slurm: update account `tenant-bar`: grp_jobs: 100 → 120" in comment
     assert (
         "**Authentik: disable user `carol` and take them out of the group (never deleted)**"

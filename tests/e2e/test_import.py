@@ -23,6 +23,7 @@ import yaml
 
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
+from tenant_stack.fleet.actions import Action, actions_of
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 from tenant_stack.spec.fleet import check_fleet, load_fleet
@@ -564,6 +565,7 @@ class Adopted:
     before: dict[str, Any]  # the backends before the first `up`
     after: dict[str, Any]
     up: str  # what it said
+    reviewed: list[Action]  # its preview, as the pull-request review words it
 
     @property
     def spec_file(self) -> Path:
@@ -594,12 +596,20 @@ def adopted(
     run_pulumi(env, project, "stack", "init", SLUG)
     run_pulumi(env, project, "config", "set", "drain_wait_seconds", "15", "--stack", SLUG)
     before = _backends()
+    preview = json.loads(run_pulumi(env, project, "preview", "--json", "--stack", SLUG))
+    reviewed = list(actions_of(preview["steps"], f"tenants/{SLUG}.yaml"))
     up = run_pulumi(env, project, "up", "--yes", "--stack", SLUG, timeout=600)
-    return Adopted(project, env, before, _backends(), up)
+    return Adopted(project, env, before, _backends(), up, reviewed)
 
 
 def test_the_first_up_adopts_the_tenant_adding_only_marks(adopted: Adopted) -> None:
     assert "imported" in adopted.up
+    said = {a.words for a in adopted.reviewed}
+    assert f"Kubernetes: import Namespace `{SLUG}` made by hand, as it is, then update it" in said
+    assert (
+        "Slurm: create QoS `normal-hand`, or adopt it if made by hand (marking it as the "
+        "tenant's)" in said
+    )
     unmarked, was = _unmarked(adopted.after), _unmarked(adopted.before)
     for backend in ("slurm", "authentik", "weka", "kubernetes"):
         assert unmarked[backend] == was[backend], backend

@@ -128,6 +128,28 @@ def test_a_preview_in_the_runbooks_words_with_reasons_and_data_flagged() -> None
     )
 
 
+def test_an_imported_tenants_first_up_says_what_it_imports_and_adopts() -> None:
+    """The engine's import of an object made by hand, then the update that marks it; and a
+    dynamic resource created with the providers' adopt flag."""
+    made_by_hand = {"metadata": {"name": "a-bind"}, "data": {"password": "[secret]"}}
+    marked = {**made_by_hand, "metadata": {"name": "a-bind", "annotations": {"p": "true"}}}
+    quota = f"{STACK}gpu-tenants:storage:WekaStorage$pulumi-python:dynamic/weka:DirectoryQuota::q"
+    steps = [
+        step("import", SECRET, None, made_by_hand),
+        step("update", SECRET, made_by_hand, marked),
+        step("create", quota, None, {"path": "/a", "adopt": True}),
+    ]
+    secret, adopted = actions_of(steps, "tenants/tenant-a.yaml")
+    assert (secret.op, secret.words) == (
+        "import",
+        "Kubernetes: import Secret `a-bind` made by hand, as it is, then update it",
+    )
+    assert secret.reasons == ("metadata.annotations.p: (none) → true",)
+    assert adopted.words == (
+        "Weka: create quota `/a`, or adopt it if made by hand (marking it as the tenant's)"
+    )
+
+
 def test_the_comment_fits_a_pull_request_comment_whatever_the_fleet() -> None:
     user = f"{STACK}gpu-tenants:slurm:SlurmAccounting$pulumi-python:dynamic/slurm:User::u"
     creates = [
