@@ -15,7 +15,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +28,7 @@ from tenant_stack.fleet.engine_events import Violation, failure, steps, violatio
 from tenant_stack.fleet.parallel import fan_out
 from tenant_stack.platform import load_platform
 from tenant_stack.spec.fleet import Collision, check_fleet, load_fleet
+from tenant_stack.spec.models import TenantSpec
 from tenant_stack.stacks import Stacks
 
 __all__ = ["Review", "TenantPreview", "Touched", "review", "touched_by"]
@@ -121,6 +122,18 @@ def touched_by(project: Path, base: str) -> Touched:
     return Touched(tuple(sorted(specs)), tuple(sorted(deleted)), tuple(sorted(program)))
 
 
+def still_adopting(specs: Iterable[TenantSpec], adopted: Callable[[str], bool]) -> list[str]:
+    """An imported tenant whose stack holds it already and whose spec still adopts: a later
+    create would take over an object made by hand without anyone seeing it happen."""
+    return [
+        f"tenants/{spec.slug}.yaml: imported.adopt is still true, though stack {spec.slug} has "
+        "adopted the tenant; set it false, so that no later create takes over an object made "
+        "by hand unseen"
+        for spec in specs
+        if spec.imported is not None and spec.imported.adopt and adopted(spec.slug)
+    ]
+
+
 def review(
     project: Path,
     base: str,
@@ -151,6 +164,10 @@ def review(
         result.collisions.append(collision)
         mine = any(collision.involves(project / "tenants" / f"{s}.yaml") for s in slugs)
         (result.problems if mine else result.warnings).append(str(collision))
+    result.warnings += still_adopting(
+        [spec for spec in specs.values() if spec.slug in existing],
+        lambda slug: bool(stacks.resources(slug)),
+    )
     previewable = [slug for slug in slugs if project / "tenants" / f"{slug}.yaml" in specs]
 
     # The pack beside the program (a sandbox's project links its program to a checkout).

@@ -8,10 +8,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tenant_stack.fleet.actions import actions_of
 from tenant_stack.fleet.drift import drifted_resources, layer_of, property_drift
-from tenant_stack.fleet.review import Review, TenantPreview, Touched, touched_by
+from tenant_stack.fleet.review import Review, TenantPreview, Touched, still_adopting, touched_by
 from tenant_stack.fleet.review_report import LIMIT, markdown
+from tenant_stack.spec.models import TenantSpec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STACK = "urn:pulumi:tenant-a::gpu-tenants::"
 ACCOUNT = f"{STACK}gpu-tenants:slurm:SlurmAccounting$pulumi-python:dynamic/slurm:Account::a-acct"
@@ -148,6 +153,16 @@ def test_an_imported_tenants_first_up_says_what_it_imports_and_adopts() -> None:
     assert adopted.words == (
         "Weka: create quota `/a`, or adopt it if made by hand (marking it as the tenant's)"
     )
+
+
+def test_review_warns_of_an_imported_spec_that_still_adopts_once_adopted() -> None:
+    foo = yaml.safe_load((ROOT / "tenants" / "tenant-foo.yaml").read_text())
+    imported = TenantSpec.model_validate({**foo, "imported": {"date": "2026-12-01", "adopt": True}})
+    done = TenantSpec.model_validate({**foo, "imported": {"date": "2026-12-01"}})
+    plain = TenantSpec.model_validate(foo)
+    assert still_adopting([imported, done, plain], lambda slug: False) == []
+    (warning,) = still_adopting([imported, done, plain], lambda slug: True)
+    assert warning.startswith("tenants/tenant-foo.yaml: imported.adopt is still true")
 
 
 def test_the_comment_fits_a_pull_request_comment_whatever_the_fleet() -> None:
