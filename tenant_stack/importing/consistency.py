@@ -17,7 +17,7 @@ __all__ = ["contradictions"]
 
 def contradictions(live: LiveTenant) -> list[Problem]:
     """Each contradiction, located at the spec field it would make wrong."""
-    return [*_nodes(live), *_identity(live), *_limits(live)]
+    return [*_nodes(live), *_contract(live), *_identity(live), *_limits(live)]
 
 
 def _nodes(live: LiveTenant) -> Iterator[Problem]:
@@ -48,6 +48,22 @@ def _nodes(live: LiveTenant) -> Iterator[Problem]:
             "Reservation evicts pods due to evictOnRelease=true: removing a node for an RMA "
             "would kill the tenant's running jobs; set evictOnRelease: false on "
             f"'{slug}-reservation' (kubectl patch), then import again",
+        )
+
+
+def _contract(live: LiveTenant) -> Iterator[Problem]:
+    """The contract's GPUs are one number, which the spec writes to both caps."""
+    hard = (live.kubernetes.quota or {}).get("spec", {}).get("hard", {})
+    quota = hard.get("requests.nvidia.com/gpu")
+    account = live.slurm.account
+    assoc = account.association(live.slurm.cluster) if account else None
+    capped = assoc.grp_tres_gpus if assoc else None
+    if quota is not None and capped is not None and int(quota) != capped:
+        yield Problem(
+            "contract.gpus",
+            "Reservation matches partition matches contract: the namespace's ResourceQuota "
+            f"allows {quota} GPUs, the Slurm account's GrpTRES gres/gpu={capped}; make them "
+            "the contract's number, then import again",
         )
 
 

@@ -770,7 +770,7 @@ def _build_org_tenant(parent: str, filesystem_group: str) -> int:
     )
     cluster = os.environ.get("SLURM_CLUSTER", "production")
     sacctmgr("-i", "add", "account", ORG_SLUG, "Description=Tenant Org", f"Organization={ORG_SLUG}",
-             f"Cluster={cluster}", "Fairshare=50", "GrpTRES=gres/gpu=8", "GrpJobs=20")  # fmt: skip
+             f"Cluster={cluster}", "Fairshare=50", "GrpTRES=gres/gpu=16", "GrpJobs=20")  # fmt: skip
     sacctmgr("-i", "modify", "account", ORG_SLUG, "set", "qos=normal-org,interactive-org",
              "DefaultQOS=normal-org")  # fmt: skip
     sacctmgr("-i", "add", "user", KAI[0], f"Account={ORG_SLUG}", f"DefaultAccount={ORG_SLUG}",

@@ -146,7 +146,11 @@ def test_contradictions_are_refused_in_the_runbooks_words() -> None:
     slurm = replace(live.slurm, partition=_partition("gpu-[05-06]"))
     home = UserHome(DirectoryStat(2099, 4007, "0700"), live.storage.homes["lea"].quota)
     storage = replace(live.storage, homes={"lea": home})
-    held = replace(live.kubernetes, holders={"gpu-05": {SLUG, "tenant-other"}})
+    held = replace(
+        live.kubernetes,
+        holders={"gpu-05": {SLUG, "tenant-other"}},
+        quota={"spec": {"hard": {**HARD, "requests.nvidia.com/gpu": "16"}}},
+    )
     found = contradictions(replace(live, slurm=slurm, storage=storage, kubernetes=held))
     said = [f"{p.location}: {p.message}" for p in found]
     assert said[0].startswith(
@@ -154,8 +158,13 @@ def test_contradictions_are_refused_in_the_runbooks_words() -> None:
         "not match: Slurm partition 'tenant-kit' has gpu-[05-06]"
     )
     assert said[1].startswith("reservation.nodes: node gpu-05 is held by two tenants")
-    assert said[2].startswith(
+    assert said[2] == (
+        "contract.gpus: Reservation matches partition matches contract: the namespace's "
+        "ResourceQuota allows 16 GPUs, the Slurm account's GrpTRES gres/gpu=8; make them the "
+        "contract's number, then import again"
+    )
+    assert said[3].startswith(
         "users: User identity consistent everywhere: lea's uid is 2031 in Authentik (as the LDAP "
         "outpost hands it out) but 2099 on their home directory"
     )
-    assert len(said) == 3
+    assert len(said) == 4
