@@ -43,7 +43,7 @@ from tenant_stack.platform import Platform
 from tenant_stack.preflight import check_claims, check_legal_hold, check_nodes, check_stage
 from tenant_stack.retention_calendar import Record
 from tenant_stack.spec import TenantSpec
-from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.fleet import refusals_beside
 
 
 def build_platform(platform: Platform) -> None:
@@ -76,20 +76,9 @@ def fleet_refusals(spec: TenantSpec, platform: Platform, spec_path: Path) -> lis
     """The rules across tenants that this spec breaks, against every other spec beside it. Another
     spec that does not load is a warning only: one tenant's broken file never blocks another's
     change."""
-    specs, broken = load_fleet(spec_path.parent, platform)
+    refusals, broken = refusals_beside(spec, spec_path, platform)
     for path, error in broken.items():
-        if path != spec_path:
-            pulumi.log.warn(
-                f"the rules across tenants skip {path.name}, which does not load: {error}"
-            )
-    specs[spec_path] = spec
-    refusals = []
-    for collision in check_fleet(specs, platform):
-        own = [place for place in collision.places if place.spec == spec_path]
-        if own:
-            others = [str(place) for place in collision.places if place.spec != spec_path]
-            also = f" (with {', '.join(others)})" if others else ""
-            refusals.append(Problem(own[0].field, f"{collision.message}{also}"))
+        pulumi.log.warn(f"the rules across tenants skip {path.name}, which does not load: {error}")
     return refusals
 
 

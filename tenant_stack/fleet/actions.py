@@ -120,13 +120,12 @@ def actions_of(steps: Iterable[Mapping[str, Any]], spec_file: str) -> Iterator[A
         short = type_.removeprefix(_DYNAMIC)
         old, new = step.get("oldState") or {}, step.get("newState") or {}
         name = _name(new.get("outputs") or new.get("inputs") or old.get("outputs") or {}, urn)
-        if urn in updated:
-            then = updated[urn]
-            reasons = _reasons(
-                then, op, then.get("oldState") or {}, then.get("newState") or {}, spec_file
-            )
-        else:
-            reasons = _reasons(step, op, old, new, spec_file)
+        # An import's reasons are those of the update that follows it, if any.
+        reasons = (
+            _reasons(updated[urn], "update", spec_file)
+            if urn in updated
+            else _reasons(step, op, spec_file)
+        )
         backend, noun = _NOUNS.get(short) or ("Kubernetes", short.rsplit(":", 1)[-1])
         verb = op + " {noun} {name}"
         if op == "delete":
@@ -154,17 +153,12 @@ def _name(properties: Mapping[str, Any], urn: str) -> str:
     return urn.rsplit("::", 1)[-1]
 
 
-def _reasons(
-    step: Mapping[str, Any],
-    op: Op,
-    old: Mapping[str, Any],
-    new: Mapping[str, Any],
-    spec_file: str,
-) -> tuple[str, ...]:
+def _reasons(step: Mapping[str, Any], op: Op, spec_file: str) -> tuple[str, ...]:
     if op == "delete":
         return (f"no longer declared by {spec_file}",)
-    if op == "create" or (op == "import" and step.get("op") == "import"):
+    if op in ("create", "import"):
         return ()
+    old, new = step.get("oldState") or {}, step.get("newState") or {}
     said = [str(reason) for reason in step.get("replaceReasons") or step.get("diffReasons") or []]
     changed = property_drift(old.get("inputs") or {}, new.get("inputs") or {})
     details = [f"{c.path}: {_short(c.recorded)} → {_short(c.live)}" for c in changed]

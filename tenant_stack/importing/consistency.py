@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 from providers.slurm.values import expand_hosts
 from tenant_stack.errors import Problem
-from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.importing.live_tenant import LiveTenant
 
 __all__ = ["contradictions"]
@@ -70,7 +69,7 @@ def _contract(live: LiveTenant) -> Iterator[Problem]:
 def _identity(live: LiveTenant) -> Iterator[Problem]:
     identity, storage = live.identity, live.storage
     for user in identity.users:
-        uid = handed_out([user], [], identity.uid_start, identity.gid_start)[0].number
+        uid = identity.uid(user)
         home = storage.homes.get(user.username)
         if home is not None and home.stat is not None and home.stat.uid != uid:
             yield Problem(

@@ -16,7 +16,6 @@ from datetime import date
 from typing import Any, Literal
 
 from tenant_stack.errors import Problem
-from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.importing.live_tenant import LiveTenant
 from tenant_stack.live import quantity_bytes
 from tenant_stack.platform import Platform
@@ -213,7 +212,7 @@ def _gid(b: _Builder, live: LiveTenant, location: str, admins: bool) -> int | No
     group = identity.admins if admins else identity.group
     if group is None:
         return None
-    number = handed_out([], [group], identity.uid_start, identity.gid_start)[0].number
+    number = identity.gid(group)
     if "gidNumber" in group.attributes:
         return int(b.found(location, number, f"Authentik group '{group.name}' gidNumber"))
     return int(
@@ -248,7 +247,7 @@ def _users(b: _Builder, live: LiveTenant) -> list[dict[str, Any]]:
     users = []
     for index, user in enumerate(u for u in identity.users if u.username in members):
         at = f"users.{index}"
-        uid = handed_out([user], [], identity.uid_start, identity.gid_start)[0].number
+        uid = identity.uid(user)
         entry: dict[str, Any] = {
             "username": b.found(f"{at}.username", user.username, "Authentik group member"),
             "name": b.found(f"{at}.name", user.name, "Authentik user name"),

@@ -23,6 +23,7 @@ from providers.weka.mount import DirectoryStat, mount_client
 from providers.weka.settings import Credentials
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.errors import ClusterError
+from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.live import TENANT_LABEL, kubectl_get
 from tenant_stack.platform import Platform
 
@@ -48,7 +49,6 @@ class LiveKubernetes:
     network_policies: list[str]
     claims: list[dict[str, Any]]
     csi_objects: list[str]  # the CSI driver's Secret and StorageClass, those that exist
-    labelled_nodes: list[str]  # nodes the reservation operator labelled for this tenant
     # Every node's holders: its label's tenant, and each Reservation that lists it.
     holders: dict[str, set[str]] = field(default_factory=dict)
 
@@ -71,6 +71,14 @@ class LiveIdentity:
     users: list[User]  # the tenant group's members (and the admins group's)
     uid_start: int  # what the outpost numbers users from, for users with no uidNumber
     gid_start: int
+
+    def uid(self, user: User) -> int:
+        """The uidNumber the LDAP outpost hands `user` today."""
+        return handed_out([user], [], self.uid_start, self.gid_start)[0].number
+
+    def gid(self, group: Group) -> int:
+        """The gidNumber the LDAP outpost hands `group` today."""
+        return handed_out([], [group], self.uid_start, self.gid_start)[0].number
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,6 @@ def read_kubernetes(slug: str) -> LiveKubernetes:
         network_policies=sorted(p["metadata"]["name"] for p in all_inside("networkpolicies")),
         claims=all_inside("persistentvolumeclaims"),
         csi_objects=[kind for kind, found in csi.items() if found is not None],
-        labelled_nodes=sorted(n for n, tenants in holders.items() if slug in tenants),
         holders=holders,
     )
 

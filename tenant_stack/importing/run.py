@@ -22,7 +22,7 @@ from tenant_stack.importing.inferred_spec import Contract, Note, infer_spec
 from tenant_stack.importing.live_tenant import read_tenant
 from tenant_stack.importing.spec_file import render
 from tenant_stack.platform import Platform, problems_from
-from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.fleet import refusals_beside
 from tenant_stack.spec.models import TenantSpec
 from tenant_stack.spec.rules import check_spec
 
@@ -86,16 +86,7 @@ def _validated(document: dict[str, Any], spec_path: Path, platform: Platform) ->
         spec = TenantSpec.model_validate(document)
     except ValidationError as error:
         return problems_from(error)
-    problems = check_spec(spec, platform)
-    specs, _ = load_fleet(spec_path.parent, platform)
-    specs = {path: other for path, other in specs.items() if path != spec_path}
-    specs[spec_path] = spec
-    problems += [
-        Problem(collision.places[0].field, str(collision))
-        for collision in check_fleet(specs, platform)
-        if collision.involves(spec_path)
-    ]
-    return problems
+    return check_spec(spec, platform) + refusals_beside(spec, spec_path, platform)[0]
 
 
 def import_tenant(

@@ -19,12 +19,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tenant_stack.errors import SpecError
+from tenant_stack.errors import Problem, SpecError
 from tenant_stack.platform import Platform
 from tenant_stack.spec.loading import load_spec
 from tenant_stack.spec.models import TenantSpec
 
-__all__ = ["Collision", "Place", "check_fleet", "load_fleet"]
+__all__ = ["Collision", "Place", "check_fleet", "load_fleet", "refusals_beside"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,24 @@ def load_fleet(
         except SpecError as error:
             broken[path] = error
     return specs, broken
+
+
+def refusals_beside(
+    spec: TenantSpec, spec_path: Path, platform: Platform
+) -> tuple[list[Problem], dict[Path, SpecError]]:
+    """The rules across tenants that `spec` (at `spec_path`) breaks against every other spec
+    beside it, each at its own field; and the other specs that do not load, which the rules
+    skip (one tenant's broken file never blocks another's change)."""
+    specs, broken = load_fleet(spec_path.parent, platform)
+    specs[spec_path] = spec
+    refusals = []
+    for collision in check_fleet(specs, platform):
+        own = [place for place in collision.places if place.spec == spec_path]
+        if own:
+            others = [str(place) for place in collision.places if place.spec != spec_path]
+            also = f" (with {', '.join(others)})" if others else ""
+            refusals.append(Problem(own[0].field, f"{collision.message}{also}"))
+    return refusals, {path: error for path, error in broken.items() if path != spec_path}
 
 
 def check_fleet(specs: Mapping[Path, TenantSpec], platform: Platform) -> list[Collision]:

@@ -87,7 +87,6 @@ def _tenant() -> LiveTenant:
         network_policies=[f"{SLUG}-deny-all"],
         claims=[],
         csi_objects=[],
-        labelled_nodes=["gpu-05"],
         holders={"gpu-05": {SLUG}},
     )
     account = AccountRecord(SLUG, SLUG, "tenant kit", (_association(SLUG, parent="root"),))
