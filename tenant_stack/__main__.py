@@ -204,7 +204,14 @@ def _import(args: argparse.Namespace) -> int:
     if args.weka_org_admin:
         if args.weka_org_password_file is None:
             raise TenantError("--weka-org-admin needs --weka-org-password-file")
-        password = args.weka_org_password_file.read_text().strip()
+        try:
+            password = args.weka_org_password_file.read_text().strip()
+        except OSError as error:
+            raise TenantError(
+                f"--weka-org-password-file {args.weka_org_password_file}: {error.strerror}"
+            ) from None
+        if not password:
+            raise TenantError(f"--weka-org-password-file {args.weka_org_password_file} is empty")
         org_admin = Credentials(args.weka_org_admin, password, args.slug)
     start, end = args.term
     report = import_tenant(
