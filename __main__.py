@@ -1,6 +1,7 @@
 """The Pulumi program: stack `prod` is the shared platform; any other stack is the tenant whose
 spec is tenants/<stack>.yaml."""
 
+import gc
 from pathlib import Path
 
 import pulumi
@@ -10,6 +11,20 @@ from tenant_stack.errors import TenantError
 from tenant_stack.live import LiveReads
 from tenant_stack.platform import load_platform
 from tenant_stack.stacks import PLATFORM_STACK
+
+# This process declares one stack and exits. What it has loaded so far (the SDK) lives until then:
+# frozen, the collector stops scanning it on every collection (about 0.05 s of a no-op preview).
+gc.freeze()
+
+
+def _unsent(*_args: object, **_kwargs: object) -> None:
+    """The SDK sends the engine a debug message at each step of every registration, each a
+    blocking call on the program's one thread, which the CLI shows only under --debug: about 0.1 s
+    of a no-op preview. The program's own messages are warnings; `-v=5 --logtostderr` still logs
+    every registration the engine receives."""
+
+
+pulumi.log.debug = _unsent
 
 # absolute(), not resolve(): a copy of the project made of symlinks reads its own tenants/.
 ROOT = Path(__file__).absolute().parent

@@ -63,6 +63,16 @@ venv() {
   echo "$want" >"$stamp"
 }
 
+# The program's and the providers' bytecode. Where PYTHONDONTWRITEBYTECODE is set (as on this
+# machine) Python caches none, and every preview compiled them again, in the program and in the
+# dynamic-provider host: about 0.1 s of each. Compiled here, as pip does for what it installs; a
+# module edited since is compiled in memory, as before, until the next setup.
+program_bytecode() {
+  "$root/venv/bin/python" -m compileall -q "$root/__main__.py" "$root/tenant_stack" \
+    "$root/providers" "$root/policy/__main__.py" \
+    || die "python -m compileall failed: a module of the program does not compile (see above)"
+}
+
 check_go() {
   command -v go >/dev/null || die "Go is not installed, and the Pulumi engine must be built from source here" \
     "install Go $GO_MIN_VERSION or newer, or put an official pulumi v$PULUMI_VERSION on PATH"
@@ -267,6 +277,7 @@ main() {
   venv "$root/venv" "$root/requirements.txt"
   # The policy pack's own: pulumi-policy pins a protobuf older than the program's.
   venv "$root/policy/venv" "$root/policy/requirements.txt"
+  program_bytecode
   pulumi_engine
   eval "$("$here/env.sh")"
   kubernetes_plugin
