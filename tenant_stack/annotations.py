@@ -7,3 +7,8 @@ program's first cluster reads start before any component is imported."""
 RETAINED_ANNOTATION = "gpu-tenants.example.io/retained"
 # The offboarding stage the last `up` applied, which the next one may move on by one only.
 STAGE_ANNOTATION = "gpu-tenants.example.io/lifecycle-stage"
+# Whether the tenant is a rehearsal, as the spec said at each `up`: rehearsal opens every delete
+# gate, so it may be turned off later but never on (the preflight reads this back).
+REHEARSAL_ANNOTATION = "gpu-tenants.example.io/rehearsal"
+# The label that says whose a namespace is: `up` takes over no existing namespace without it.
+TENANT_NAMESPACE_LABEL = "tenant"

@@ -22,7 +22,12 @@ from decimal import Decimal, InvalidOperation
 from types import TracebackType
 from typing import Any
 
-from tenant_stack.annotations import RETAINED_ANNOTATION, STAGE_ANNOTATION
+from tenant_stack.annotations import (
+    REHEARSAL_ANNOTATION,
+    RETAINED_ANNOTATION,
+    STAGE_ANNOTATION,
+    TENANT_NAMESPACE_LABEL,
+)
 from tenant_stack.errors import ClusterError
 
 __all__ = [
@@ -123,6 +128,10 @@ class LiveCluster:
     retained: list[str]  # what its namespace records offboarding has archived (RETAINED_ANNOTATION)
     stage: str | None  # the offboarding stage its namespace records (STAGE_ANNOTATION)
     namespace_exists: bool = True
+    # Whose the namespace says it is (TENANT_NAMESPACE_LABEL), None when unlabelled or absent.
+    namespace_tenant: str | None = None
+    # Whether the last `up` was a rehearsal's (REHEARSAL_ANNOTATION), None when not recorded.
+    rehearsal: bool | None = None
 
 
 class KubectlGet:
@@ -207,7 +216,9 @@ def _cluster(namespace: str, items: list[dict[str, Any]]) -> LiveCluster:
         {"metadata": {}},
     )
     annotations = own["metadata"].get("annotations") or {}
+    labels = own["metadata"].get("labels") or {}
     retained = annotations.get(RETAINED_ANNOTATION, "")
+    rehearsal = annotations.get(REHEARSAL_ANNOTATION)
     return LiveCluster(
         nodes=[NodeState.from_api(item) for item in items if item.get("kind") == "Node"],
         claims=[
@@ -218,6 +229,8 @@ def _cluster(namespace: str, items: list[dict[str, Any]]) -> LiveCluster:
         retained=[kind for kind in retained.split(",") if kind],
         stage=annotations.get(STAGE_ANNOTATION),
         namespace_exists=bool(own["metadata"]),
+        namespace_tenant=labels.get(TENANT_NAMESPACE_LABEL),
+        rehearsal=None if rehearsal is None else rehearsal == "true",
     )
 
 

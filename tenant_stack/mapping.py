@@ -104,6 +104,7 @@ def namespace_args(
         ldap_bind_data=ldap_bind_data,
         retained=retained,
         stage=spec.lifecycle.stage,
+        rehearsal=spec.lifecycle.rehearsal,
         # The record of what is retained is written once it is: after the archives.
         after=[r for r in (reservation, retention if retained else None) if r is not None],
     )

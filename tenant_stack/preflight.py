@@ -7,6 +7,11 @@
   access mode differs in fields Kubernetes never changes in place: Pulumi would replace it, and a
   replaced claim loses its volume, the tenant's data. Such a claim is refused, named, with what to
   do, instead of becoming a drift repair.
+- `up` takes over no namespace that is not this tenant's: one that exists without the tenant's
+  label and the stage annotation the program writes is another's, or a hand-made tenant's,
+  which `import` brings in (its spec's `imported.adopt`).
+- `lifecycle.rehearsal` opens every delete gate, so it is fixed once the tenant exists: a spec
+  may turn it off, never on for a tenant whose namespace records that it was not one.
 - Offboarding moves one stage forward per `up`, in the runbook's order (block, drain, archive,
   snapshot, delete): the stage the last `up` recorded on the namespace may go one stage on, or
   back to any earlier stage (a rollback), never further on and never back from destroy.
@@ -21,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from tenant_stack.annotations import STAGE_ANNOTATION, TENANT_NAMESPACE_LABEL
 from tenant_stack.errors import Problem
-from tenant_stack.live import ClaimState, NodeState
+from tenant_stack.live import ClaimState, LiveCluster, NodeState
 from tenant_stack.spec.models import STAGES, Stage
 
 
@@ -153,3 +159,42 @@ def check_legal_hold(stage: Stage, legal_hold: bool) -> list[Problem]:
         "of it; stay at snapshotted until legal releases the hold"
     )
     return [Problem("lifecycle.stage", f"'destroy' refused: {reason}")]
+
+
+def check_namespace(tenant: str, live: LiveCluster, adopting: bool) -> list[Problem]:
+    """A refusal to take over namespace `tenant` when it exists and is not marked as this
+    tenant's (unless `adopting`, the first `up` of a tenant `import` read)."""
+    if not live.namespace_exists or adopting:
+        return []
+    if live.namespace_tenant == tenant and live.stage is not None:
+        return []
+    marks = f"label {TENANT_NAMESPACE_LABEL}={tenant} and annotation {STAGE_ANNOTATION}"
+    if live.namespace_tenant not in (None, tenant):
+        whose = f"it is labelled as tenant {live.namespace_tenant!r}'s"
+    else:
+        whose = f"it does not carry this tenant's marks ({marks})"
+    return [
+        Problem(
+            "slug",
+            f"namespace {tenant} already exists and {whose}: `up` would take it over, and a "
+            "later destroy delete it. If it is a tenant onboarded by hand, bring it in with "
+            f"`python -m tenant_stack import {tenant}` and review the spec it writes; otherwise "
+            "choose another slug",
+        )
+    ]
+
+
+def check_rehearsal(wanted: bool, live: LiveCluster) -> list[Problem]:
+    """A refusal of `lifecycle.rehearsal: true` for a tenant whose namespace records it was
+    not a rehearsal: a rehearsal's delete gates are open, so a tenant that may hold data
+    cannot become one."""
+    if not wanted or not live.namespace_exists or live.rehearsal is not False:
+        return []
+    return [
+        Problem(
+            "lifecycle.rehearsal",
+            "true refused: this tenant exists and was not onboarded as a rehearsal, and a "
+            "rehearsal's destroy deletes its data with no archive, snapshot or sign-off; "
+            "offboard it through the stages instead",
+        )
+    ]

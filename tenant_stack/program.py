@@ -40,7 +40,14 @@ from tenant_stack.mapping import (
     wanted_claims,
 )
 from tenant_stack.platform import Platform
-from tenant_stack.preflight import check_claims, check_legal_hold, check_nodes, check_stage
+from tenant_stack.preflight import (
+    check_claims,
+    check_legal_hold,
+    check_namespace,
+    check_nodes,
+    check_rehearsal,
+    check_stage,
+)
 from tenant_stack.retention_calendar import Record
 from tenant_stack.spec import TenantSpec
 from tenant_stack.spec.fleet import refusals_beside
@@ -53,10 +60,13 @@ def build_platform(platform: Platform) -> None:
 
 
 def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveCluster) -> None:
-    """Refuses, before anything is declared, a stage that skips the runbook's order, nodes the
-    live cluster cannot give this tenant and claims `up` could only bring to the spec by
-    replacing them."""
-    refusals = check_stage(live.stage, spec.lifecycle.stage)
+    """Refuses, before anything is declared, a namespace that is not this tenant's, a rehearsal
+    turned on late, a stage that skips the runbook's order, nodes the live cluster cannot give
+    this tenant and claims `up` could only bring to the spec by replacing them."""
+    adopting = spec.imported is not None and spec.imported.adopt
+    refusals = check_namespace(spec.slug, live, adopting)
+    refusals += check_rehearsal(spec.lifecycle.rehearsal, live)
+    refusals += check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
     refusals += fleet_refusals(spec, platform, spec_path)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)

@@ -23,6 +23,7 @@ import yaml
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.retention_store import seed_bucket
+from tenant_stack.annotations import REHEARSAL_ANNOTATION
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 
@@ -34,6 +35,18 @@ def kubectl_json(*args: str) -> Any:
         ["kubectl", *args, "-o", "json"], capture_output=True, text=True, timeout=60, check=True
     )
     return json.loads(result.stdout)
+
+
+def allow_rehearsal(tenant: str) -> None:
+    """Records on the tenant's namespace that it may be taken down as a rehearsal: what an
+    operator with cluster rights does by hand to clear up a test tenant, since no spec may turn
+    `lifecycle.rehearsal` on for a tenant that was not one (the program's preflight)."""
+    subprocess.run(
+        ["kubectl", "annotate", "--overwrite", "namespace", tenant, f"{REHEARSAL_ANNOTATION}=true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def authentik() -> httpx.Client:

@@ -21,12 +21,11 @@ from datetime import UTC, datetime, timedelta
 
 from providers.errors import RetentionStoreError
 from providers.retention.client import RetentionStore
-from providers.retention.objects import TENANT, tenant_prefix
+from providers.retention.objects import LEDGER_PREFIX, TENANT, tenant_prefix
 from providers.retention.settings import Settings
 
 __all__ = ["LEDGER_PREFIX", "LOCK_DAYS", "Entry", "Ledger"]
 
-LEDGER_PREFIX = "_ledger"
 # How long Object Lock keeps an entry from deletion: longer than anything the ledger speaks of
 # is kept (accounting, 7 years), so the record of a purge outlives what was purged.
 LOCK_DAYS = 10 * 365

@@ -22,8 +22,10 @@ from typing import Any
 from providers.errors import BackendError
 
 __all__ = [
+    "LEDGER_PREFIX",
     "RETENTION_UNTIL",
     "TENANT",
+    "UPLOADS_PREFIX",
     "ObjectInfo",
     "check_metadata",
     "kept_until",
@@ -44,6 +46,8 @@ TODAY_VARIABLE = "RETENTION_TODAY"
 # Where the Weka cluster's object-store bucket (the retention bucket: Pulumi.prod.yaml
 # weka.object_store) keeps what Snap-To-Object uploads, under each snapshot's locator.
 UPLOADS_PREFIX = "weka-s2o"
+# Where the retention ledger keeps its entries (`providers.retention.ledger`).
+LEDGER_PREFIX = "_ledger"
 # S3 counts the names and values of all user metadata against this limit.
 MAX_METADATA_BYTES = 2048
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")

@@ -10,7 +10,12 @@ from typing import Any
 
 import pulumi
 
-from tenant_stack.annotations import RETAINED_ANNOTATION, STAGE_ANNOTATION
+from tenant_stack.annotations import (
+    REHEARSAL_ANNOTATION,
+    RETAINED_ANNOTATION,
+    STAGE_ANNOTATION,
+    TENANT_NAMESPACE_LABEL,
+)
 from tenant_stack.components.kubernetes_objects import (
     SECRET_FIELDS,
     KubernetesObject,
@@ -65,6 +70,7 @@ class TenantNamespaceArgs:
     ldap_bind_data: pulumi.Input[dict[str, str]]
     retained: list[str]  # recorded as RETAINED_ANNOTATION once `after` has made them
     stage: str  # recorded as STAGE_ANNOTATION
+    rehearsal: bool  # recorded as REHEARSAL_ANNOTATION
     # Created after this; deleted before it (destroy runs in reverse dependency order).
     after: list[pulumi.Resource]
 
@@ -90,11 +96,12 @@ class TenantNamespace(pulumi.ComponentResource):
             metadata=object_metadata(
                 tenant,
                 labels={
-                    "tenant": tenant,
+                    TENANT_NAMESPACE_LABEL: tenant,
                     **{f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY},
                 },
                 annotations={
                     STAGE_ANNOTATION: args.stage,
+                    REHEARSAL_ANNOTATION: str(args.rehearsal).lower(),
                     **({RETAINED_ANNOTATION: ",".join(args.retained)} if args.retained else {}),
                 },
             ),

@@ -5,6 +5,10 @@
   they stay reserved);
 - no user's uid is any tenant's gid: Authentik's LDAP outpost gives each user a group of its
   own whose gidNumber is the uid;
+- the names each tenant has in a cluster-wide namespace of its own kind are unique across
+  tenants: short names (`foo` and `tenant-foo` would share the QoS `normal-foo`), Slurm accounts
+  (the slug and the teams), Authentik groups (the slug and `<slug>-admins`) and login hostnames;
+  and no team's name ends in another tenant's short name, which would make it read as theirs;
 - no node is in two live tenants' reservations (a tenant at stage destroy has released its);
 - the live tenants' contracted GPUs on one hardware pool fit in the pool's inventory.
 
@@ -38,7 +42,7 @@ class Place:
 
 @dataclass(frozen=True)
 class Collision:
-    rule: str  # usernames | uids | gids | uid-gid | nodes | gpus
+    rule: str  # usernames | uids | gids | uid-gid | names | teams | nodes | gpus
     message: str  # what collides, and what to do
     places: tuple[Place, ...]  # the first is where to fix it, when one spec is at fault
 
@@ -94,6 +98,8 @@ def check_fleet(specs: Mapping[Path, TenantSpec], platform: Platform) -> list[Co
         *_unique("uids", "uid", _uids(specs)),
         *_unique("gids", "gid", _gids(specs)),
         *_uids_as_gids(specs),
+        *_names(specs),
+        *_teams(specs),
         *_unique("nodes", "node", _nodes(specs), "a node is reserved for one tenant at a time"),
         *_pools(specs, platform),
     ]
@@ -116,6 +122,45 @@ def _gids(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:
         yield spec.identity.gid, Place(path, "identity.gid")
         if spec.identity.admins_gid is not None:
             yield spec.identity.admins_gid, Place(path, "identity.admins_gid")
+
+
+def _claimed_names(spec: TenantSpec, path: Path) -> Iterator[tuple[str, str, Place]]:
+    """(kind, name, place) of every name of `spec` that another tenant could also claim."""
+    yield "short name", spec.short_name, Place(path, "slug")
+    yield "Slurm account", spec.account, Place(path, "slug")
+    for index, team in enumerate(spec.slurm.teams):
+        yield "Slurm account", team.name, Place(path, f"slurm.teams.{index}.name")
+    yield "Authentik group", spec.slug, Place(path, "slug")
+    yield "Authentik group", spec.admins_group, Place(path, "slug")
+    yield "login hostname", spec.login.hostname, Place(path, "login.hostname")
+
+
+def _names(specs: Mapping[Path, TenantSpec]) -> Iterator[Collision]:
+    first: dict[tuple[str, str], Place] = {}
+    for path, spec in specs.items():
+        for kind, name, place in _claimed_names(spec, path):
+            seen = first.setdefault((kind, name), place)
+            if seen.spec != place.spec:
+                yield Collision(
+                    "names",
+                    f"{kind} {name!r} would be both tenants'; rename it in one of them "
+                    "(a slug is never renamed once its stack exists: rename the new tenant's)",
+                    (place, seen),
+                )
+
+
+def _teams(specs: Mapping[Path, TenantSpec]) -> Iterator[Collision]:
+    for path, spec in specs.items():
+        for index, team in enumerate(spec.slurm.teams):
+            for other_path, other in specs.items():
+                if other_path != path and team.name.endswith(f"-{other.short_name}"):
+                    yield Collision(
+                        "teams",
+                        f"team {team.name!r} ends in '-{other.short_name}', tenant "
+                        f"{other.slug}'s short name, so it reads as that tenant's; name it so "
+                        f"that it ends in '-{spec.short_name}' alone",
+                        (Place(path, f"slurm.teams.{index}.name"), Place(other_path, "slug")),
+                    )
 
 
 def _nodes(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:

@@ -14,10 +14,19 @@ from pydantic import AfterValidator
 from providers.slurm.sacctmgr import QOS_FLAGS
 
 _HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+# A slug names the tenant's namespace, Slurm account and partition, Authentik group, Weka
+# organization and retention store prefix at once, so it may be none of the names those systems
+# give themselves. The platform's own names (Pulumi.prod.yaml) are refused by `check_spec`.
 RESERVED_SLUGS = {
     "prod": "it is the platform stack",
-    "default": "Slurm refuses a partition named 'default'",
+    "default": (
+        "it is Kubernetes' default namespace and Weka's default filesystem group, and Slurm "
+        "refuses a partition named 'default'"
+    ),
+    "root": "it is Slurm's root account and Weka's Root organization",
 }
+# Kubernetes keeps `kube-*` namespaces for itself (kube-system, kube-public, kube-node-lease).
+RESERVED_SLUG_PREFIX = "kube-"
 SYSTEM_USERNAMES = frozenset({"root", "daemon", "bin", "sys", "nobody", "slurm", "munge", "admin"})
 # sacctmgr splits its arguments on ',' and '=', its -P output on '|', and reads a leading '-' as
 # an option; quotes and line breaks survive neither its parser nor ours.
@@ -32,6 +41,11 @@ def _slug(value: str) -> str:
         )
     if value in RESERVED_SLUGS:
         raise ValueError(f"{value!r} is reserved: {RESERVED_SLUGS[value]}")
+    if value.startswith(RESERVED_SLUG_PREFIX):
+        raise ValueError(
+            f"{value!r} is reserved: Kubernetes keeps the namespaces '{RESERVED_SLUG_PREFIX}*' "
+            "for itself"
+        )
     return value
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator
 
+from providers.retention.objects import LEDGER_PREFIX, UPLOADS_PREFIX
 from tenant_stack.errors import Problem
 from tenant_stack.platform import Platform
 from tenant_stack.spec.models import TenantSpec, hostlist
@@ -28,6 +29,7 @@ def _repeats(keys: Iterable[Hashable]) -> Iterator[tuple[int, int]]:
 def check_spec(spec: TenantSpec, platform: Platform) -> list[Problem]:
     """Every rule across fields and against the platform; needs a spec whose fields are valid."""
     return [
+        *_names(spec, platform),
         *_capacity(spec, platform),
         *_identity(spec, platform),
         *_slurm(spec),
@@ -35,6 +37,53 @@ def check_spec(spec: TenantSpec, platform: Platform) -> list[Problem]:
         *_network_and_login(spec, platform),
         *_lifecycle(spec),
     ]
+
+
+def platform_names(platform: Platform) -> dict[str, str]:
+    """The names the platform's own objects have, each with what it is: no name of a tenant's
+    (namespace, Slurm account, QoS or partition, Authentik group, Weka organization, retention
+    store prefix) may be one of them, or the tenant's `up` would take the platform's object over
+    and its destroy delete it."""
+    kubernetes, weka, key = platform.kubernetes, platform.weka, "Pulumi.prod.yaml"
+    return {
+        kubernetes.auth_namespace: f"the namespace of Authentik and the LDAP bind Secret "
+        f"({key} kubernetes.auth_namespace)",
+        kubernetes.slurm_namespace: f"Slurm's namespace ({key} kubernetes.slurm_namespace)",
+        kubernetes.reservation_operator_namespace: "the reservation operator's namespace "
+        f"({key} kubernetes.reservation_operator_namespace)",
+        platform.authentik.tenants_group: "the Authentik group every tenant's group is under "
+        f"({key} authentik.tenants_group)",
+        platform.slurm.cluster: f"the Slurm cluster ({key} slurm.cluster)",
+        weka.filesystem_group: f"Weka's filesystem group ({key} weka.filesystem_group)",
+        weka.shared_home_filesystem: "the shared home filesystem "
+        f"({key} weka.shared_home_filesystem)",
+        weka.shared_scratch_filesystem: "the shared scratch filesystem "
+        f"({key} weka.shared_scratch_filesystem)",
+        weka.object_store: f"Weka's object store bucket ({key} weka.object_store)",
+        UPLOADS_PREFIX: "the retention store's prefix of every tenant's uploaded snapshots",
+        LEDGER_PREFIX: "the retention store's prefix of the retention ledger",
+    }
+
+
+def _names(spec: TenantSpec, platform: Platform) -> Iterator[Problem]:
+    taken = platform_names(platform)
+    named = [
+        ("slug", spec.slug, "namespace, Slurm account and partition, group and organization"),
+        ("slug", spec.admins_group, "admins group"),
+        ("slug", spec.qos_normal, "QoS"),
+        ("slug", spec.qos_interactive, "QoS"),
+        *(
+            (f"slurm.teams.{index}.name", team.name, "Slurm account")
+            for index, team in enumerate(spec.slurm.teams)
+        ),
+    ]
+    for field, name, what in named:
+        if name in taken:
+            yield Problem(
+                field,
+                f"{spec.slug!r} would name its {what} {name!r}, which is {taken[name]}; "
+                "choose another name",
+            )
 
 
 def _capacity(spec: TenantSpec, platform: Platform) -> Iterator[Problem]:

@@ -20,6 +20,7 @@ import yaml
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from tests.backends import (
+    allow_rehearsal,
     authentik,
     authentik_user,
     file_backend,
@@ -257,6 +258,7 @@ def test_an_empty_billing_export_before_stage_archived(bar: Bar) -> None:
     # The change ticket says the tenant ran no job: the spec says so too.
     bar.edit(no_jobs=True)
     assert bar.diagnose() == []
+    allow_rehearsal(SLUG)
     bar.edit(rehearsal=True, stage="active", no_jobs=False)
     bar.up()
     assert bar.status()["blockers"] == ["a reviewed pull request setting lifecycle.stage: frozen"]

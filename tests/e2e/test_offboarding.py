@@ -28,6 +28,7 @@ from sandbox.slurm.users import ensure_user
 from tenant_stack.spec.models import STAGES, Stage
 from tests.backends import (
     CHECKPOINTING_JOB,
+    allow_rehearsal,
     authentik_user,
     file_backend,
     fresh_ledger,
@@ -182,6 +183,7 @@ def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
         run("scancel", f"--account={SLUG}")
         if tenant.resources():
             # Whatever a test left is taken down as a rehearsal's would be: every gate open.
+            allow_rehearsal(SLUG)
             spec = tenant.spec()
             spec["lifecycle"].update(stage="active", rehearsal=True)
             spec["lifecycle"].pop("sign_off", None)

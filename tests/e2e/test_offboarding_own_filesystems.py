@@ -34,6 +34,7 @@ from sandbox.slurm.users import ensure_user
 from tests.backends import (
     CHECKPOINTING_JOB,
     ROOT,
+    allow_rehearsal,
     authentik,
     authentik_user,
     file_backend,
@@ -152,6 +153,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
         run("scancel", f"--account={account}")
     if any(r["custom"] and not r["type"].startswith("pulumi:providers:") for r in tenant.state()):
         # Whatever a test left is taken down as a rehearsal's would be: every gate open.
+        allow_rehearsal(SLUG)
         tenant.edit(stage="active", rehearsal=True)
         for command in (("up",), ("destroy", "--exclude-protected")):
             pulumi(tenant.env, tenant.project, *command, "--yes", "--skip-preview", "--stack", SLUG)
@@ -192,6 +194,23 @@ def run_a_job() -> None:
             "1",
         )
         wait_for(f"job {job} to end", lambda: sacct_job(job, "State") == ["COMPLETED"], timeout=60)
+
+
+def test_a_tenant_that_holds_data_cannot_be_made_a_rehearsal(foo: Foo) -> None:
+    """A rehearsal's destroy opens every gate; a later pull request may not turn it on."""
+    before = foo.state()
+    foo.edit(rehearsal=True)
+    refused = pulumi(foo.env, foo.project, "preview", "--stack", SLUG)
+    printed = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert (
+        f"{foo.spec_file}: lifecycle.rehearsal: true refused: this tenant exists and was not "
+        "onboarded as a rehearsal"
+    ) in printed, printed
+    assert "Traceback" not in printed
+    foo.edit(rehearsal=False)
+    assert foo.state() == before
+    foo.pulumi("preview", "--expect-no-changes")
 
 
 def test_a_killed_up_at_stage_archived_converges_with_nothing_done_twice(foo: Foo) -> None:

@@ -192,8 +192,13 @@ def test_namespace_has_the_tenant_and_restricted_pod_security_labels(foo: Deploy
     namespace = foo.one(K8S_NAMESPACE, "tenant-foo-namespace")
     assert namespace.inputs["metadata"] == {
         "name": "tenant-foo",
-        # The offboarding stage it was brought to: the next `up` moves on by one stage only.
-        "annotations": {**OWNED, "gpu-tenants.example.io/lifecycle-stage": "active"},
+        # The offboarding stage it was brought to: the next `up` moves on by one stage only;
+        # and that it is no rehearsal, which no later `up` may then make it.
+        "annotations": {
+            **OWNED,
+            "gpu-tenants.example.io/lifecycle-stage": "active",
+            "gpu-tenants.example.io/rehearsal": "false",
+        },
         "labels": {
             "tenant": "tenant-foo",
             "pod-security.kubernetes.io/enforce": "restricted",

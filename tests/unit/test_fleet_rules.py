@@ -116,3 +116,71 @@ def test_a_spec_that_does_not_load_is_kept_apart(tenants: Path, platform: Platfo
     specs, broken = load_fleet(tenants, platform)
     assert sorted(p.name for p in specs) == [BAR, FOO]
     assert [p.name for p in broken] == ["tenant-baz.yaml"]
+
+
+def renamed(tenants: Path, old: str, slug: str, change: Callable[[dict[str, Any]], None]) -> None:
+    """Makes the spec `old` into one of slug `slug` (its file renamed, its hostname its own)."""
+    spec = yaml.safe_load((tenants / old).read_text())
+    spec["slug"] = slug
+    spec["login"]["hostname"] = f"login.{slug}.example.internal"
+    change(spec)
+    (tenants / old).unlink()
+    (tenants / f"{slug}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
+def test_two_slugs_of_one_short_name_are_refused_for_their_shared_qos(
+    tenants: Path, platform: Platform
+) -> None:
+    renamed(tenants, BAR, "foo", lambda spec: None)  # short name foo, as tenant-foo's
+    found = findings(tenants, platform)
+    assert [(rule, sorted(places)) for rule, places, _ in found] == [
+        ("names", ["foo.yaml slug", f"{FOO} slug"]),
+        # and tenant-foo's team ml-team-foo now reads as tenant foo's
+        ("teams", ["foo.yaml slug", f"{FOO} slurm.teams.0.name"]),
+    ]
+    assert found[0][2].startswith("short name 'foo' would be both tenants'")
+
+
+def test_a_slug_equal_to_another_tenants_admins_group_or_team_is_refused(
+    tenants: Path, platform: Platform
+) -> None:
+    renamed(tenants, BAR, "tenant-foo-admins", lambda spec: None)
+    found = findings(tenants, platform)
+    assert ("names", ["tenant-foo-admins.yaml slug", f"{FOO} slug"]) in [
+        (rule, sorted(places)) for rule, places, _ in found
+    ]
+    assert any("Authentik group 'tenant-foo-admins' would be both" in m for *_, m in found)
+
+    shutil.copy(ROOT / "tenants" / BAR, tenants / BAR)
+    (tenants / "tenant-foo-admins.yaml").unlink()
+    renamed(tenants, BAR, "ml-team-foo", lambda spec: None)  # tenant-foo's team's account
+    found = findings(tenants, platform)
+    assert ("names", ["ml-team-foo.yaml slug", f"{FOO} slurm.teams.0.name"]) in [
+        (rule, sorted(places)) for rule, places, _ in found
+    ]
+
+
+def test_a_team_ending_in_another_tenants_short_name_is_refused(
+    tenants: Path, platform: Platform
+) -> None:
+    # tenant-team-foo's own team: it ends in '-team-foo', and so in tenant-foo's '-foo' too.
+    def with_team(spec: dict[str, Any]) -> None:
+        spec["slurm"]["teams"] = [{"name": "ml-team-foo", "description": "ML", "fairshare": 1}]
+
+    renamed(tenants, BAR, "tenant-team-foo", with_team)
+    found = findings(tenants, platform)
+    rules = {(rule, tuple(places)) for rule, places, _ in found}
+    assert ("teams", ("tenant-team-foo.yaml slurm.teams.0.name", f"{FOO} slug")) in rules
+    assert (
+        "names",
+        ("tenant-team-foo.yaml slurm.teams.0.name", f"{FOO} slurm.teams.0.name"),
+    ) in rules
+
+
+def test_two_tenants_may_not_claim_one_login_hostname(tenants: Path, platform: Platform) -> None:
+    shared = "login.tenant-foo.tenant-bar.example.internal"  # names both slugs
+    for name in (FOO, BAR):
+        edit(tenants, name, lambda spec: spec["login"].update(hostname=shared))
+    [(rule, places, message)] = findings(tenants, platform)
+    assert (rule, sorted(places)) == ("names", [f"{BAR} login.hostname", f"{FOO} login.hostname"])
+    assert f"login hostname {shared!r} would be both tenants'" in message

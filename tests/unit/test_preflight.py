@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 
 from tenant_stack.errors import ClusterError, Problem
-from tenant_stack.live import ClaimState, NodeState, quantity_bytes, read_cluster
+from tenant_stack.live import ClaimState, LiveCluster, NodeState, quantity_bytes, read_cluster
 from tenant_stack.preflight import (
     Findings,
     WantedClaim,
     check_claims,
     check_legal_hold,
+    check_namespace,
     check_nodes,
+    check_rehearsal,
     check_stage,
 )
 from tenant_stack.spec.models import Stage
@@ -435,3 +437,65 @@ def test_a_live_tenant_under_legal_hold_may_not_move_to_destroy() -> None:
     assert "legal hold" in held.message
     assert check_legal_hold("snapshotted", legal_hold=True) == []
     assert check_legal_hold("destroy", legal_hold=False) == []
+
+
+# --- whose the namespace is, and whether it was a rehearsal ---------------------------------------
+
+STAGE = "gpu-tenants.example.io/lifecycle-stage"
+REHEARSAL = "gpu-tenants.example.io/rehearsal"
+
+
+def namespace_of(tmp_path: Path, metadata: dict[str, Any] | None) -> LiveCluster:
+    """The cluster as read through a stand-in kubectl, with tenant-foo's namespace as given."""
+    items = [] if metadata is None else [{"kind": "Namespace", "metadata": metadata}]
+    (tmp_path / "cluster.json").write_text(json.dumps({"kind": "List", "items": items}))
+    return read_cluster("tenant-foo", str(fake_kubectl(tmp_path, f'cat "{tmp_path}/cluster.json"')))
+
+
+def ours(**annotations: str) -> dict[str, Any]:
+    return {
+        "name": "tenant-foo",
+        "labels": {"tenant": "tenant-foo"},
+        "annotations": {STAGE: "active", **annotations},
+    }
+
+
+def test_a_new_or_marked_namespace_may_be_declared(tmp_path: Path) -> None:
+    assert check_namespace(TENANT, namespace_of(tmp_path, None), adopting=False) == []
+    assert check_namespace(TENANT, namespace_of(tmp_path, ours()), adopting=False) == []
+
+
+@pytest.mark.parametrize(
+    ("metadata", "phrase"),
+    [
+        ({"name": "tenant-foo"}, "does not carry this tenant's marks (label tenant=tenant-foo"),
+        (
+            {"name": "tenant-foo", "labels": {"tenant": "tenant-foo"}},  # made by the runbook
+            "does not carry this tenant's marks",
+        ),
+        (
+            {"name": "tenant-foo", "labels": {"tenant": "tenant-bar"}, "annotations": {STAGE: "x"}},
+            "it is labelled as tenant 'tenant-bar''s",
+        ),
+    ],
+)
+def test_a_namespace_that_is_not_this_tenants_is_refused_unless_adopted(
+    tmp_path: Path, metadata: dict[str, Any], phrase: str
+) -> None:
+    live = namespace_of(tmp_path, metadata)
+    [refusal] = check_namespace(TENANT, live, adopting=False)
+    assert refusal.location == "slug"
+    assert phrase in refusal.message
+    assert "python -m tenant_stack import tenant-foo" in refusal.message
+    assert check_namespace(TENANT, live, adopting=True) == []
+
+
+def test_rehearsal_may_be_turned_off_but_never_on_once_the_tenant_exists(tmp_path: Path) -> None:
+    live = namespace_of(tmp_path, ours(**{REHEARSAL: "false"}))
+    assert live.rehearsal is False
+    [refusal] = check_rehearsal(True, live)
+    assert refusal.location == "lifecycle.rehearsal"
+    assert "was not onboarded as a rehearsal" in refusal.message
+    assert check_rehearsal(False, live) == []
+    assert check_rehearsal(True, namespace_of(tmp_path, ours(**{REHEARSAL: "true"}))) == []
+    assert check_rehearsal(True, namespace_of(tmp_path, None)) == []  # its first `up`

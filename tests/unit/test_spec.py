@@ -669,3 +669,51 @@ def test_good_ssh_keys_parse(line: str) -> None:
     key = parse_ssh_key(line)
     assert line.startswith(key.key_type)
     assert key.fingerprint().startswith("SHA256:")
+
+
+@pytest.mark.parametrize(
+    ("slug", "phrase"),
+    [
+        ("auth", "the namespace of Authentik and the LDAP bind Secret"),
+        ("slurm-control", "Slurm's namespace"),
+        ("reservation-operator", "the reservation operator's namespace"),
+        ("tenants", "the Authentik group every tenant's group is under"),
+        ("production", "the Slurm cluster"),
+        ("cluster-home", "the shared home filesystem"),
+        ("retention", "Weka's object store bucket"),
+        ("weka-s2o", "the retention store's prefix of every tenant's uploaded snapshots"),
+    ],
+)
+def test_a_slug_that_is_a_platform_name_is_refused_at_slug(
+    tmp_path: Path, platform: Platform, slug: str, phrase: str
+) -> None:
+    problems = _problems(tmp_path, platform, {"slug": slug}, stack=slug)
+    at_slug = [p.message for p in problems if p.location == "slug"]
+    assert any(phrase in message and f"{slug!r}" in message for message in at_slug), problems
+
+
+@pytest.mark.parametrize(
+    ("slug", "phrase"),
+    [
+        ("kube-system", "Kubernetes keeps the namespaces 'kube-*'"),
+        ("kube-public", "Kubernetes keeps the namespaces 'kube-*'"),
+        ("default", "Kubernetes' default namespace"),
+        ("root", "Slurm's root account"),
+    ],
+)
+def test_a_system_name_is_refused_as_a_slug(
+    tmp_path: Path, platform: Platform, slug: str, phrase: str
+) -> None:
+    problems = _problems(tmp_path, platform, {"slug": slug}, stack=slug)
+    assert [p.location for p in problems] == ["slug"]
+    assert phrase in problems[0].message
+
+
+def test_a_team_named_as_the_platforms_slurm_cluster_is_refused(
+    tmp_path: Path, platform: Platform
+) -> None:
+    problems = _problems(
+        tmp_path, platform, {"slurm.teams.0.name": "production", "users.0.team": "production"}
+    )
+    messages = [p.message for p in problems if p.location == "slurm.teams.0.name"]
+    assert any("'production', which is the Slurm cluster" in m for m in messages), problems

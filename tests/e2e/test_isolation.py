@@ -1,0 +1,90 @@
+"""A careless or hostile spec reaches only its own tenant: tried on the sandbox through the real
+engine with `up --skip-preview` (the program runs, and its refusals are all that stand between
+the spec and the backends), and the objects it aimed at read back unchanged."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sandbox.project import project_copy
+from tests.backends import kubectl_json, pulumi, run_pulumi, sacctmgr
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
+
+HAND_MADE = "tenant-qux"
+
+
+def as_tenant(project: Path, slug: str) -> Path:
+    """tenant-bar's spec made into tenant `slug`'s (tenant-bar's file removed, so no rule across
+    tenants stands in for the refusal under test)."""
+    tenants = project / "tenants"
+    spec = yaml.safe_load((tenants / "tenant-bar.yaml").read_text())
+    spec["slug"] = slug
+    spec["login"]["hostname"] = f"login.{slug}.example.internal"
+    (tenants / "tenant-bar.yaml").unlink()
+    path = tenants / f"{slug}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def namespace_objects(namespace: str) -> list[dict[str, Any]]:
+    """Every object of the kinds a tenant's `up` makes in `namespace`, and the namespace, as
+    the API server returns them (resourceVersion included: any write changes it)."""
+    kinds = "rolebindings,networkpolicies,secrets,resourcequotas,limitranges"
+    found: list[dict[str, Any]] = kubectl_json("get", kinds, "--namespace", namespace)["items"]
+    return [kubectl_json("get", "namespace", namespace), *found]
+
+
+def refused_up(env: dict[str, str], project: Path, slug: str) -> str:
+    run_pulumi(env, project, "stack", "init", slug)
+    up = pulumi(env, project, "up", "--yes", "--skip-preview", "--stack", slug)
+    printed = up.stdout + up.stderr
+    assert up.returncode != 0, printed
+    assert "Traceback" not in printed
+    return printed
+
+
+def test_a_platform_namespace_is_refused_as_a_slug_and_left_as_it_was(
+    tmp_path: Path, pulumi_backend: dict[str, str]
+) -> None:
+    project = project_copy(tmp_path / "project")
+    spec = as_tenant(project, "auth")
+    before = namespace_objects("auth")
+    printed = refused_up(pulumi_backend, project, "auth")
+    assert (
+        f"{spec}: slug: 'auth' would name its namespace, Slurm account and partition, group and "
+        "organization 'auth', which is the namespace of Authentik and the LDAP bind Secret "
+        "(Pulumi.prod.yaml kubernetes.auth_namespace)"
+    ) in printed, printed
+    assert namespace_objects("auth") == before
+    assert sacctmgr("show", "account", "auth", "format=Account") == []
+
+
+@pytest.fixture
+def hand_made_namespace() -> Iterator[str]:
+    subprocess.run(["kubectl", "create", "namespace", HAND_MADE], check=True, capture_output=True)
+    yield HAND_MADE
+    subprocess.run(["kubectl", "delete", "namespace", HAND_MADE, "--wait=false"], check=False)
+
+
+def test_an_existing_namespace_without_the_tenants_marks_is_not_taken_over(
+    tmp_path: Path, pulumi_backend: dict[str, str], hand_made_namespace: str
+) -> None:
+    project = project_copy(tmp_path / "project")
+    spec = as_tenant(project, hand_made_namespace)
+    before = namespace_objects(hand_made_namespace)
+    printed = refused_up(pulumi_backend, project, hand_made_namespace)
+    assert (
+        f"{spec}: slug: namespace {HAND_MADE} already exists and it does not carry this "
+        f"tenant's marks (label tenant={HAND_MADE} and annotation "
+        "gpu-tenants.example.io/lifecycle-stage)"
+    ) in printed, printed
+    assert f"`python -m tenant_stack import {HAND_MADE}`" in printed
+    assert namespace_objects(hand_made_namespace) == before
+    assert sacctmgr("show", "account", HAND_MADE, "format=Account") == []
