@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CLAIM_NAMESPACE",
     "CSI_SECRET_STAGES",
     "WEKA_CSI_DRIVER",
     "csi_secret_data",
@@ -72,15 +73,21 @@ def _endpoint(endpoint: str) -> str:
     return f"{host}:{port}"
 
 
+# The external-provisioner's template for the namespace of the claim a CSI call is for. A class
+# whose Secrets are in `${pvc.namespace}` hands each claim the credentials of its own namespace:
+# a claim naming another tenant's class gets its own tenant's, never the class owner's.
+CLAIM_NAMESPACE = "${pvc.namespace}"
+
+
 def storage_class_parameters(
     secret_name: str,
-    namespace: str,
     filesystem_name: str,
     volume_type: str = "dir/v1",
     capacity_enforcement: str = "HARD",
 ) -> dict[str, str]:
     """The `parameters` of a StorageClass whose volumes are directories (with quotas) on the
-    existing filesystem `filesystem_name`, authenticated by the Secret in `namespace`."""
+    existing filesystem `filesystem_name`, authenticated by the Secret `secret_name` (which may
+    hold `CLAIM_NAMESPACE`) in the claim's own namespace."""
     if volume_type not in _VOLUME_TYPES:
         raise ValueError(f"volume_type must be one of {', '.join(_VOLUME_TYPES)}")
     if capacity_enforcement not in _ENFORCEMENT:
@@ -92,5 +99,5 @@ def storage_class_parameters(
     }
     for stage in CSI_SECRET_STAGES:
         parameters[f"csi.storage.k8s.io/{stage}-secret-name"] = secret_name
-        parameters[f"csi.storage.k8s.io/{stage}-secret-namespace"] = namespace
+        parameters[f"csi.storage.k8s.io/{stage}-secret-namespace"] = CLAIM_NAMESPACE
     return parameters

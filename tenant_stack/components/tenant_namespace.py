@@ -1,7 +1,8 @@
 """Runbook step 3: the tenant's namespace with restricted pod security, its quota and defaults, the
-ReservationBinding that puts its pods on its nodes, the network policies, the admins' RoleBinding,
-and the LDAP bind Secret copied into it (the runbook's sidebar: the login pod reads the Secret
-from its own namespace, not from `auth`)."""
+ReservationBinding that puts its pods on its nodes, the network policies, the admins' Role and
+RoleBinding and the admission policy that keeps them and every claim within the tenant
+(`namespace_guard`), and the LDAP bind Secret copied into it (the runbook's sidebar: the login
+pod reads the Secret from its own namespace, not from `auth`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ from tenant_stack.components.kubernetes_objects import (
     SECRET_FIELDS,
     KubernetesObject,
     object_metadata,
+)
+from tenant_stack.components.namespace_guard import (
+    ADMIN_RULES,
+    admission_policy,
+    admission_policy_binding,
 )
 
 TYPE = "gpu-tenants:namespace:TenantNamespace"
@@ -65,6 +71,8 @@ class TenantNamespaceArgs:
     ingress_from: list[str]
     egress: list[Egress]
     admins_group: str | None
+    # The one StorageClass a claim in the namespace may use (the admission policy holds it).
+    storage_class: str
     ldap_bind_secret_name: str
     # The platform's LDAP bind Secret's data, read from the auth namespace by the program.
     ldap_bind_data: pulumi.Input[dict[str, str]]
@@ -157,6 +165,9 @@ class TenantNamespace(pulumi.ComponentResource):
             inside(suffix, "networking.k8s.io/v1", "NetworkPolicy", f"{tenant}-{suffix}", spec)
         if args.admins_group:
             rbac = "rbac.authorization.k8s.io"
+            role = inside(
+                "admins-role", f"{rbac}/v1", "Role", f"{tenant}-admins", {"rules": ADMIN_RULES}
+            )
             inside(
                 "admins",
                 f"{rbac}/v1",
@@ -164,9 +175,34 @@ class TenantNamespace(pulumi.ComponentResource):
                 f"{tenant}-admins",
                 {
                     "subjects": [{"kind": "Group", "name": args.admins_group, "apiGroup": rbac}],
-                    "roleRef": {"kind": "ClusterRole", "name": "edit", "apiGroup": rbac},
+                    "roleRef": {
+                        "kind": "Role",
+                        "name": role.metadata.apply(lambda m: str(m["name"])),
+                        "apiGroup": rbac,
+                    },
                 },
             )
+        admission = "admissionregistration.k8s.io/v1"
+        policy = KubernetesObject(
+            f"{name}-admission-policy",
+            api_version=admission,
+            kind="ValidatingAdmissionPolicy",
+            metadata=object_metadata(f"{tenant}-isolation"),
+            manifest={
+                "spec": admission_policy(tenant, args.storage_class, args.admins_group),
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+        )
+        KubernetesObject(
+            f"{name}-admission-binding",
+            api_version=admission,
+            kind="ValidatingAdmissionPolicyBinding",
+            metadata=object_metadata(f"{tenant}-isolation"),
+            manifest={
+                "spec": policy.metadata.apply(lambda m: admission_policy_binding(str(m["name"])))
+            },
+            opts=child,
+        )
         copy = KubernetesObject(
             f"{name}-ldap-bind",
             api_version="v1",

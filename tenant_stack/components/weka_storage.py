@@ -28,7 +28,12 @@ from dataclasses import dataclass
 
 import pulumi
 
-from providers.weka.csi import WEKA_CSI_DRIVER, csi_secret_data, storage_class_parameters
+from providers.weka.csi import (
+    CLAIM_NAMESPACE,
+    WEKA_CSI_DRIVER,
+    csi_secret_data,
+    storage_class_parameters,
+)
 from providers.weka.resources import (
     WekaDirectory,
     WekaDirectoryQuota,
@@ -122,6 +127,12 @@ CLAIM_ACCESS_MODES = ("ReadWriteMany",)
 
 def storage_class_name(tenant: str) -> str:
     return f"weka-{tenant}"
+
+
+def csi_secret_name(namespace: str) -> str:
+    """The CSI Secret of the tenant whose namespace is `namespace` (a tenant's namespace is its
+    slug), or with `CLAIM_NAMESPACE`, the template its StorageClass names it by."""
+    return f"weka-{namespace}-creds"
 
 
 class WekaStorage(pulumi.ComponentResource):
@@ -241,7 +252,7 @@ class WekaStorage(pulumi.ComponentResource):
             f"{name}-csi-secret",
             api_version="v1",
             kind="Secret",
-            metadata=object_metadata(f"weka-{tenant}-creds", args.namespace),
+            metadata=object_metadata(csi_secret_name(tenant), args.namespace),
             secret_fields=SECRET_FIELDS,
             manifest={
                 "type": "Opaque",
@@ -268,15 +279,18 @@ class WekaStorage(pulumi.ComponentResource):
             metadata=object_metadata(storage_class_name(tenant)),
             manifest={
                 "provisioner": WEKA_CSI_DRIVER,
-                "parameters": pulumi.Output.all(secret_name, args.namespace, scratch.name).apply(
-                    lambda v: storage_class_parameters(v[0], v[1], v[2])
+                "parameters": pulumi.Output.from_input(scratch.name).apply(
+                    lambda filesystem: storage_class_parameters(
+                        csi_secret_name(CLAIM_NAMESPACE), filesystem
+                    )
                 ),
                 # A deleted claim must not delete the tenant's data (runbook 6c).
                 "reclaimPolicy": "Retain",
                 "volumeBindingMode": "Immediate",
                 "allowVolumeExpansion": True,
             },
-            opts=child,
+            # It names its Secret by template, not by the Secret's output: made after it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[secret]),
         )
         class_name = storage_class.metadata.apply(lambda m: str(m["name"]))
         for claim in args.claims:

@@ -236,8 +236,8 @@ def admin_rights(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
             70,
             f"`kubectl auth can-i ... --as={admin} --as-group={spec.admins_group}` in "
             f"{spec.namespace}: no for {', '.join(denied)}",
-            f"the admins' RoleBinding {spec.slug}-admins (group {spec.admins_group} to ClusterRole "
-            "edit) is missing or changed",
+            f"the admins' RoleBinding {spec.slug}-admins (group {spec.admins_group} to Role "
+            f"{spec.slug}-admins) or the Role is missing or changed",
             _UP.format(slug=spec.slug),
         )
 

@@ -601,7 +601,7 @@ def test_csi_secret_data_has_exactly_the_keys_csi_weka_io_reads() -> None:
 
 
 def test_storage_class_parameters_name_the_secret_for_every_csi_call() -> None:
-    params = storage_class_parameters("weka-tenant-foo-creds", "tenant-foo", "tenant-foo-scratch")
+    params = storage_class_parameters("weka-${pvc.namespace}-creds", "tenant-foo-scratch")
     stages = [
         "provisioner",
         "controller-publish",
@@ -613,8 +613,9 @@ def test_storage_class_parameters_name_the_secret_for_every_csi_call() -> None:
         "volumeType": "dir/v1",
         "filesystemName": "tenant-foo-scratch",
         "capacityEnforcement": "HARD",
-        **{f"csi.storage.k8s.io/{s}-secret-name": "weka-tenant-foo-creds" for s in stages},
-        **{f"csi.storage.k8s.io/{s}-secret-namespace": "tenant-foo" for s in stages},
+        # The external-provisioner's templates: a claim gets its own namespace's Secret.
+        **{f"csi.storage.k8s.io/{s}-secret-name": "weka-${pvc.namespace}-creds" for s in stages},
+        **{f"csi.storage.k8s.io/{s}-secret-namespace": "${pvc.namespace}" for s in stages},
     }
     with pytest.raises(ValueError, match="capacity_enforcement"):
-        storage_class_parameters("s", "n", "f", capacity_enforcement="hard")
+        storage_class_parameters("s", "f", capacity_enforcement="hard")

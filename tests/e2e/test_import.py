@@ -507,6 +507,9 @@ MARK_ATTRIBUTES = ("gpu_tenants_tenant", "tenant_slug", "uidNumber", "gidNumber"
 # What the hand-built tenant lacks and the first `up` makes: the CSI driver's credentials (a Weka
 # user of its own, whose password the stack holds, and their Secret) and the StorageClass.
 MADE = {("Secret", f"weka-{SLUG}-creds")}
+# What adoption changes on purpose: the runbook's RoleBinding gave the admins ClusterRole `edit`,
+# which lets them write NetworkPolicies; the stack binds them to a Role of the tenant's own.
+REBOUND = ("RoleBinding", f"{SLUG}-admins")
 MARK_ANNOTATIONS = (
     "pulumi.com/",
     "gpu-tenants.example.io/",
@@ -545,6 +548,8 @@ def _unmarked(backends: dict[str, Any]) -> dict[str, Any]:
             if not k.startswith(MARK_ANNOTATIONS)
         }
         rest = {k: v for k, v in item.items() if k not in ("metadata", "status")}
+        if (item["kind"], metadata["name"]) == REBOUND:
+            rest.pop("roleRef")
         if (item["kind"], metadata["name"]) not in MADE:
             objects.append(
                 (item["kind"], metadata["name"], metadata.get("labels"), annotations, rest)
@@ -623,6 +628,12 @@ def test_the_first_up_adopts_the_tenant_adding_only_marks(adopted: Adopted) -> N
         for found in after["authentik"]
         for item in found["results"]
     )
+    [binding] = [i for i in after["kubernetes"] if (i["kind"], i["metadata"]["name"]) == REBOUND]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": f"{SLUG}-admins",
+    }
     adopted.pulumi("preview", "--expect-no-changes", "--refresh")
 
 

@@ -80,7 +80,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
 
 def test_preview_plans_every_layer_and_up_exports_the_handover(foo: Onboarded) -> None:
     # The six layers, the offboarding gate and its component, the (empty) retention component.
-    assert foo.planned == {"create": 50}
+    assert foo.planned == {"create": 53}
     assert foo.outputs["reserved_nodes"] == [f"gpu-0{i}" for i in range(1, 9)]
     assert "User           alice" in foo.outputs["ssh_config"]["alice"]
 
@@ -120,6 +120,119 @@ def test_step_3_the_namespace_and_everything_in_it(foo: Onboarded) -> None:
     # The runbook's sidebar: the bind Secret must exist in the tenant's namespace, same password.
     copied = kubectl_json("-n", "tenant-foo", "get", "secret", "ldap-bind-creds")["data"]
     assert copied == kubectl_json("-n", "auth", "get", "secret", "ldap-bind-creds")["data"]
+
+
+ADMIN = ("--as=alice", "--as-group=tenant-foo-admins")
+STACK_OBJECTS = (
+    "networkpolicies,reservationbindings,resourcequotas,limitranges,rolebindings,roles,secrets,"
+    "persistentvolumeclaims"
+)
+
+
+def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`kubectl <args>` whatever its exit status."""
+    return subprocess.run(
+        ["kubectl", *args], input=stdin, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def stack_objects() -> dict[tuple[str, str], str]:
+    """(kind, name) -> resourceVersion of every object of the stack's kinds in the namespace:
+    any write to one changes its resourceVersion."""
+    items = kubectl_json("-n", "tenant-foo", "get", STACK_OBJECTS)["items"]
+    return {(i["kind"], i["metadata"]["name"]): i["metadata"]["resourceVersion"] for i in items}
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "allowed"),
+    [
+        # What the vendor page expects of tenant admins: deploy, delete pods, read secrets.
+        ("create", "deployments.apps", "yes"),
+        ("delete", "pods", "yes"),
+        ("create", "pods/exec", "yes"),
+        ("get", "secrets", "yes"),
+        ("create", "secrets", "yes"),
+        ("get", "networkpolicies.networking.k8s.io", "yes"),
+        # What isolates the tenant.
+        ("delete", "networkpolicies.networking.k8s.io", "no"),
+        ("create", "networkpolicies.networking.k8s.io", "no"),
+        ("patch", "networkpolicies.networking.k8s.io", "no"),
+        ("delete", "reservationbindings.scheduling.example.io", "no"),
+        ("update", "resourcequotas", "no"),
+        ("delete", "limitranges", "no"),
+        ("create", "rolebindings.rbac.authorization.k8s.io", "no"),
+        ("escalate", "roles.rbac.authorization.k8s.io", "no"),
+    ],
+)
+def test_step_3_admins_rights_in_their_namespace(
+    foo: Onboarded, verb: str, resource: str, allowed: str
+) -> None:
+    said = kubectl("auth", "can-i", verb, resource, "--namespace=tenant-foo", *ADMIN)
+    assert said.stdout.strip() == allowed, said.stdout + said.stderr
+
+
+def test_step_3_admins_cannot_undo_their_isolation_and_still_run_their_workloads(
+    foo: Onboarded,
+) -> None:
+    before = stack_objects()
+    ns = "--namespace=tenant-foo"
+    refused = kubectl("delete", "networkpolicy", "tenant-foo-deny-all", ns, *ADMIN)
+    assert refused.returncode != 0
+    assert "Forbidden" in refused.stderr, refused.stderr
+    # RBAC lets admins write Secrets and claims; the admission policy keeps the stack's own.
+    for attempt in (
+        ("delete", "secret", "ldap-bind-creds"),
+        ("delete", "secret", "weka-tenant-foo-creds"),
+        ("annotate", "secret", "tenant-foo-authorized-keys", "pulumi.com/patchForce-"),
+        ("label", "secret", "tenant-foo-authorized-keys", "mine=yes"),
+        ("delete", "persistentvolumeclaim", "training-scratch"),
+    ):
+        refused = kubectl(*attempt, ns, *ADMIN)
+        assert refused.returncode != 0, attempt
+        assert (
+            "this object belongs to tenant tenant-foo's stack, which the group tenant-foo-admins "
+            "may read but not change or delete"
+        ) in refused.stderr, refused.stderr
+    assert stack_objects() == before
+    # Their own Secret is theirs to make, change and delete; their workloads theirs to run.
+    made = kubectl("create", "secret", "generic", "wandb", "--from-literal=k=v", ns, *ADMIN)
+    assert made.returncode == 0, made.stderr
+    for own in (
+        ("label", "secret", "wandb", "team=ml"),
+        ("get", "secret", "ldap-bind-creds"),
+        ("create", "deployment", "train", "--image=trainer:1", "--dry-run=server"),
+        ("delete", "secret", "wandb"),
+    ):
+        done = kubectl(*own, ns, *ADMIN)
+        assert done.returncode == 0, (own, done.stderr)
+
+
+CLAIM = """{{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+  "metadata": {{"name": "borrowed", "namespace": "tenant-foo"}},
+  "spec": {{"accessModes": ["ReadWriteMany"], "storageClassName": "{storage_class}",
+           "resources": {{"requests": {{"storage": "1Gi"}}}}}}}}"""
+
+
+def test_step_3_a_claim_may_use_the_tenants_storage_class_only(foo: Onboarded) -> None:
+    for storage_class in ("weka-tenant-bar", "local-path"):
+        # Refused to the operator too: the API server holds it, not the tenant's good manners.
+        refused = kubectl("create", "-f", "-", stdin=CLAIM.format(storage_class=storage_class))
+        assert refused.returncode != 0
+        assert (
+            "a PersistentVolumeClaim in namespace tenant-foo uses StorageClass weka-tenant-foo"
+        ) in refused.stderr, refused.stderr
+    own = CLAIM.format(storage_class="weka-tenant-foo")
+    allowed = kubectl("create", "--dry-run=server", "-f", "-", *ADMIN, stdin=own)
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def test_step_3_the_storage_class_names_the_claims_own_namespace_for_its_secret(
+    foo: Onboarded,
+) -> None:
+    parameters = kubectl_json("get", "storageclass", "weka-tenant-foo")["parameters"]
+    secrets = {k: v for k, v in parameters.items() if k.startswith("csi.storage.k8s.io/")}
+    assert set(secrets.values()) == {"weka-${pvc.namespace}-creds", "${pvc.namespace}"}
+    assert len(secrets) == 10  # name and namespace for each of the five CSI calls
 
 
 def test_step_2_the_group_and_users_with_pinned_numbers(foo: Onboarded) -> None:

@@ -7,8 +7,8 @@ tenant-foo is brought up with the code of `BASELINE` (the last release before th
 put on one base and the layers split), then, with this checkout's code and its spec migrated
 (`storage.delete_without_snapshot` became `lifecycle.rehearsal`): refreshed, previewed (dynamic
 resources change only to record the offboarding stage, and the offboarding gate is added; the
-Kubernetes objects change only as this release means them to), brought up, previewed clean, and
-destroyed.
+Kubernetes objects change only as this release means them to, isolation's included), brought
+up, previewed clean, and destroyed.
 """
 
 from __future__ import annotations
@@ -93,7 +93,9 @@ def test_a_stack_made_by_the_previous_release_refreshes_upgrades_and_destroys(
             if step["op"] == "update" and _type(step).startswith("kubernetes:"):
                 assert set(step.get("diffReasons") or []) <= EXPECTED_KUBERNETES_CHANGES, step
             else:
-                assert _is_dropped_read(step) or _is_provider_config(step), step
+                assert _is_dropped_read(step) or _is_provider_config(step) or _is_isolation(step), (
+                    step
+                )
         foo("up", "--yes", "--skip-preview")
         foo("preview", "--expect-no-changes")
         foo("destroy", "--yes", "--skip-preview")
@@ -145,6 +147,29 @@ def _is_offboarding(step: dict[str, Any]) -> bool:
         "pulumi-python:dynamic/offboarding:",
     )
     return step["op"] == "create" and _type(step).startswith(added)
+
+
+# What this release adds for isolation: the admins' own Role (their RoleBinding, whose roleRef
+# cannot change in place, is made again to name it), the tenant's admission policy and its
+# binding; and the StorageClass, made again with its Secrets named by the claim's namespace.
+ISOLATION_ADDED = {
+    "kubernetes:rbac.authorization.k8s.io/v1:Role",
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+}
+ISOLATION_REPLACED = {
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef"},
+    "kubernetes:storage.k8s.io/v1:StorageClass": {"parameters"},
+}
+
+
+def _is_isolation(step: dict[str, Any]) -> bool:
+    if step["op"] == "create":
+        return _type(step) in ISOLATION_ADDED
+    if step["op"] in ("replace", "create-replacement", "delete-replaced"):
+        replaced = ISOLATION_REPLACED.get(_type(step))
+        return replaced is not None and set(step.get("replaceReasons") or replaced) <= replaced
+    return False
 
 
 def _is_provider_config(step: dict[str, Any]) -> bool:

@@ -60,6 +60,11 @@ K8S_QUOTA = "kubernetes:core/v1:ResourceQuota"
 K8S_LIMITS = "kubernetes:core/v1:LimitRange"
 K8S_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 K8S_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+K8S_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+K8S_ADMISSION_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+K8S_ADMISSION_BINDING = (
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+)
 K8S_SECRET = "kubernetes:core/v1:Secret"
 K8S_RELEASE = "kubernetes:helm.example.io/v1:HelmRelease"
 
@@ -78,8 +83,10 @@ Host login-foo
 """
 
 
-def owned(name: str, namespace: str) -> dict[str, Any]:
-    """The metadata of a namespaced object the stack owns."""
+def owned(name: str, namespace: str | None = None) -> dict[str, Any]:
+    """The metadata of an object the stack owns (namespaced unless `namespace` is None)."""
+    if namespace is None:
+        return {"name": name, "annotations": OWNED}
     return {"name": name, "namespace": namespace, "annotations": OWNED}
 
 
@@ -298,10 +305,53 @@ def test_admins_role_binding_is_the_runbooks(foo: Deployment) -> None:
     assert binding.inputs["subjects"] == [
         {"kind": "Group", "name": "tenant-foo-admins", "apiGroup": "rbac.authorization.k8s.io"}
     ]
+    # The tenant's own Role, not `edit`, which would let admins write NetworkPolicies.
     assert binding.inputs["roleRef"] == {
-        "kind": "ClusterRole",
-        "name": "edit",
+        "kind": "Role",
+        "name": "tenant-foo-admins",
         "apiGroup": "rbac.authorization.k8s.io",
+    }
+    role = foo.one(K8S_ROLE, "tenant-foo-admins-role")
+    assert role.inputs["metadata"] == owned("tenant-foo-admins", "tenant-foo")
+    writable = {
+        (group, resource)
+        for rule in role.inputs["rules"]
+        if "update" in rule["verbs"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert {("apps", "deployments"), ("", "pods"), ("", "secrets")} <= writable
+    for isolating in (
+        ("networking.k8s.io", "networkpolicies"),
+        ("scheduling.example.io", "reservationbindings"),
+        ("", "resourcequotas"),
+        ("", "limitranges"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+    ):
+        assert isolating not in writable
+
+
+def test_the_admission_policy_guards_the_stacks_objects_and_the_tenants_class(
+    foo: Deployment,
+) -> None:
+    policy = foo.one(K8S_ADMISSION_POLICY, "tenant-foo-admission-policy")
+    assert policy.inputs["metadata"] == owned("tenant-foo-isolation")
+    spec = policy.inputs["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "tenant-foo"}
+    }
+    assert [rule["scope"] for rule in spec["matchConstraints"]["resourceRules"]] == ["Namespaced"]
+    claims, stack_objects = spec["validations"]
+    assert "object.spec.storageClassName == 'weka-tenant-foo'" in claims["expression"]
+    assert "'tenant-foo-admins' in request.userInfo.groups" in stack_objects["expression"]
+    assert (
+        "'pulumi.com/patchForce' in oldObject.metadata.annotations" in (stack_objects["expression"])
+    )
+    binding = foo.one(K8S_ADMISSION_BINDING, "tenant-foo-admission-binding")
+    assert binding.inputs["spec"] == {
+        "policyName": "tenant-foo-isolation",
+        "validationActions": ["Deny"],
     }
 
 
@@ -388,6 +438,9 @@ FOO_CHILDREN = {
         (K8S_POLICY, "tenant-foo-allow"),
         (K8S_ROLE_BINDING, "tenant-foo-admins"),
         (K8S_SECRET, "tenant-foo-ldap-bind"),
+        (K8S_ROLE, "tenant-foo-admins-role"),
+        (K8S_ADMISSION_POLICY, "tenant-foo-admission-policy"),
+        (K8S_ADMISSION_BINDING, "tenant-foo-admission-binding"),
     },
     IDENTITY: {
         (AUTHENTIK_GROUP, "tenant-foo-group"),
@@ -470,8 +523,9 @@ def test_binding_depends_on_the_reservation_through_its_name(foo: Deployment) ->
 def test_namespaced_objects_depend_on_the_namespace(foo: Deployment) -> None:
     namespace = foo.one(K8S_NAMESPACE, "tenant-foo-namespace")
     component = foo.one(NAMESPACE, "tenant-foo")
+    cluster_wide = {K8S_ADMISSION_POLICY, K8S_ADMISSION_BINDING}
     for child in foo.recorder.children(component):
-        if child.read_id is None and child.urn != namespace.urn:
+        if child.read_id is None and child.urn != namespace.urn and child.type not in cluster_wide:
             assert namespace.urn in child.property_dependencies["metadata"], child.name
 
 
