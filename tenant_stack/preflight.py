@@ -12,6 +12,10 @@
   which `import` brings in (its spec's `imported.adopt`).
 - `lifecycle.rehearsal` opens every delete gate, so it is fixed once the tenant exists: a spec
   may turn it off, never on for a tenant whose namespace records that it was not one.
+- The directory hands no number the spec pins to anyone else (a staff user, a platform group:
+  that tenant would own their files on the shared filesystems), and no user or group the spec
+  names exists in Authentik as someone else's (without this tenant's mark), unless `import`
+  brought the tenant in.
 - Offboarding moves one stage forward per `up`, in the runbook's order (block, drain, archive,
   snapshot, delete): the stage the last `up` recorded on the namespace may go one stage on, or
   back to any earlier stage (a rollback), never further on and never back from destroy.
@@ -25,11 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from providers.authentik.client import Group, User
+from providers.authentik.props import MARK_ATTRIBUTE
 from tenant_stack.annotations import STAGE_ANNOTATION, TENANT_NAMESPACE_LABEL
 from tenant_stack.errors import Problem
+from tenant_stack.fleet.live_numbers import handed_out, live_collisions
 from tenant_stack.live import ClaimState, LiveCluster, NodeState
-from tenant_stack.spec.models import STAGES, Stage
+from tenant_stack.platform import Ldap
+from tenant_stack.spec.models import STAGES, Stage, TenantSpec
 
 
 @dataclass(frozen=True)
@@ -198,3 +207,56 @@ def check_rehearsal(wanted: bool, live: LiveCluster) -> list[Problem]:
             "offboard it through the stages instead",
         )
     ]
+
+
+def check_directory(
+    spec: TenantSpec,
+    spec_path: Path,
+    ldap: Ldap,
+    users: Sequence[User],
+    groups: Sequence[Group],
+    adopting: bool,
+) -> list[Problem]:
+    """Refusals of the numbers Authentik's outpost already hands to someone other than the
+    spec's own users and groups, and (unless `adopting`) of the spec's users and groups that
+    exist in Authentik without this tenant's mark."""
+    held = handed_out(users, groups, ldap.uid_start_number, ldap.gid_start_number)
+    refusals = [
+        Problem(collision.places[0].field, collision.message)
+        for collision in live_collisions({spec_path: spec}, held)
+    ]
+    if adopting:
+        return refusals
+    fix = (
+        f"if it is this tenant's, made by hand, bring the tenant in with `python -m tenant_stack "
+        f"import {spec.slug}`; otherwise choose another name"
+    )
+    user_named = {user.username: user for user in users}
+    for index, user in enumerate(spec.users):
+        found = user_named.get(user.username)
+        if found is not None and found.attributes.get(MARK_ATTRIBUTE) != spec.slug:
+            refusals.append(
+                Problem(
+                    f"users.{index}.username",
+                    f"Authentik user {user.username!r} already exists and is "
+                    f"{_whose(found.attributes)}: `up` would rewrite its uid and SSH keys and "
+                    f"put it in the tenant's group; {fix}",
+                )
+            )
+    group_named = {group.name: group for group in groups}
+    for name in (spec.slug, spec.admins_group):
+        found_group = group_named.get(name)
+        if found_group is not None and found_group.attributes.get(MARK_ATTRIBUTE) != spec.slug:
+            refusals.append(
+                Problem(
+                    "slug",
+                    f"Authentik group {name!r} already exists and is "
+                    f"{_whose(found_group.attributes)}; {fix}",
+                )
+            )
+    return refusals
+
+
+def _whose(attributes: dict[str, object]) -> str:
+    owner = attributes.get(MARK_ATTRIBUTE)
+    return f"tenant {owner}'s" if owner else "not marked as any tenant's"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pulumi
 
+from providers.authentik.client import AuthentikClient
+from providers.authentik.settings import Settings as AuthentikSettings
 from providers.retention.ledger import Ledger
 from providers.weka.props import weka_client
 from providers.weka.settings import Settings as WekaSettings
@@ -42,6 +44,7 @@ from tenant_stack.mapping import (
 from tenant_stack.platform import Platform
 from tenant_stack.preflight import (
     check_claims,
+    check_directory,
     check_legal_hold,
     check_namespace,
     check_nodes,
@@ -61,14 +64,18 @@ def build_platform(platform: Platform) -> None:
 
 def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveCluster) -> None:
     """Refuses, before anything is declared, a namespace that is not this tenant's, a rehearsal
-    turned on late, a stage that skips the runbook's order, nodes the live cluster cannot give
-    this tenant and claims `up` could only bring to the spec by replacing them."""
+    turned on late, a stage that skips the runbook's order, numbers, users or groups Authentik
+    holds for someone else, nodes the live cluster cannot give this tenant and claims `up` could
+    only bring to the spec by replacing them."""
     adopting = spec.imported is not None and spec.imported.adopt
     refusals = check_namespace(spec.slug, live, adopting)
     refusals += check_rehearsal(spec.lifecycle.rehearsal, live)
     refusals += check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
     refusals += fleet_refusals(spec, platform, spec_path)
+    with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
+        users, groups = directory.users(), directory.groups()
+    refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopting)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from sandbox.project import project_copy
-from tests.backends import kubectl_json, pulumi, run_pulumi, sacctmgr
+from tests.backends import authentik, kubectl_json, pulumi, run_pulumi, sacctmgr
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -88,3 +88,39 @@ def test_an_existing_namespace_without_the_tenants_marks_is_not_taken_over(
     assert f"`python -m tenant_stack import {HAND_MADE}`" in printed
     assert namespace_objects(hand_made_namespace) == before
     assert sacctmgr("show", "account", HAND_MADE, "format=Account") == []
+
+
+def staff_user() -> dict[str, Any]:
+    """Authentik's own admin, a staff account no tenant may touch."""
+    with authentik() as api:
+        [found] = api.get("/core/users/", params={"username": "akadmin"}).json()["results"]
+    user: dict[str, Any] = found
+    return user
+
+
+def test_a_number_or_a_user_authentik_holds_for_someone_else_is_refused(
+    tmp_path: Path, pulumi_backend: dict[str, str]
+) -> None:
+    staff = staff_user()
+    # The outpost numbers a user without a uidNumber attribute uid_start_number (2000) + pk.
+    number = int(staff["attributes"].get("uidNumber") or 2000 + staff["pk"])
+    project = project_copy(tmp_path / "project")
+    spec = as_tenant(project, "tenant-qux")
+    data = yaml.safe_load(spec.read_text())
+    data["users"][0]["uid"] = number
+    data["users"][1]["username"] = "akadmin"
+    data["identity"]["admins"] = ["akadmin"]
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    printed = refused_up(pulumi_backend, project, "tenant-qux")
+    assert (
+        f"{spec}: users.0.uid: {number} is already the number of Authentik user 'akadmin' in the "
+        "directory"
+    ) in printed, printed
+    assert (
+        f"{spec}: users.1.username: Authentik user 'akadmin' already exists and is not marked "
+        "as any tenant's"
+    ) in printed, printed
+    assert staff_user() == staff
+    names = [ns["metadata"]["name"] for ns in kubectl_json("get", "namespaces")["items"]]
+    assert "tenant-qux" not in names  # refused before the first object
+    assert sacctmgr("show", "user", "akadmin", "format=User") == []

@@ -11,19 +11,24 @@ from typing import Any
 
 import pytest
 
+from providers.authentik.client import Group, User
 from tenant_stack.errors import ClusterError, Problem
 from tenant_stack.live import ClaimState, LiveCluster, NodeState, quantity_bytes, read_cluster
+from tenant_stack.platform import Platform, load_platform
 from tenant_stack.preflight import (
     Findings,
     WantedClaim,
     check_claims,
+    check_directory,
     check_legal_hold,
     check_namespace,
     check_nodes,
     check_rehearsal,
     check_stage,
 )
-from tenant_stack.spec.models import Stage
+from tenant_stack.spec import load_spec
+from tenant_stack.spec.models import Stage, TenantSpec
+from tests.conftest import ROOT
 
 TENANT = "tenant-foo"
 SKU = "h100-8x"
@@ -499,3 +504,80 @@ def test_rehearsal_may_be_turned_off_but_never_on_once_the_tenant_exists(tmp_pat
     assert check_rehearsal(False, live) == []
     assert check_rehearsal(True, namespace_of(tmp_path, ours(**{REHEARSAL: "true"}))) == []
     assert check_rehearsal(True, namespace_of(tmp_path, None)) == []  # its first `up`
+
+
+# --- what Authentik already holds -----------------------------------------------------------------
+
+
+def directory_user(pk: int, username: str, **attributes: Any) -> User:
+    return User.from_api(
+        {"pk": pk, "uuid": f"u-{pk}", "username": username, "attributes": attributes}
+    )
+
+
+def directory_group(num_pk: int, name: str, **attributes: Any) -> Group:
+    return Group.from_api(
+        {"pk": f"g-{num_pk}", "num_pk": num_pk, "name": name, "attributes": attributes}
+    )
+
+
+@pytest.fixture(scope="module")
+def foo_spec() -> tuple[TenantSpec, Platform]:
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    return load_spec(ROOT / "tenants", "tenant-foo", platform), platform
+
+
+def refusals_of(
+    foo_spec: tuple[TenantSpec, Platform],
+    users: list[User],
+    groups: list[Group],
+    adopting: bool = False,
+) -> list[tuple[str, str]]:
+    spec, platform = foo_spec
+    found = check_directory(spec, Path("tenant-foo.yaml"), platform.ldap, users, groups, adopting)
+    return [(p.location, p.message) for p in found]
+
+
+def test_the_tenants_own_users_and_groups_hold_their_numbers(
+    foo_spec: tuple[TenantSpec, Platform],
+) -> None:
+    mark = {"gpu_tenants_tenant": "tenant-foo"}
+    users = [directory_user(147, "alice", **mark), directory_user(1, "akadmin")]
+    groups = [directory_group(99, "tenant-foo", **mark), directory_group(1, "authentik Admins")]
+    assert refusals_of(foo_spec, users, groups) == []  # alice is uid 2147, the group gid 4099
+
+
+def test_a_number_the_outpost_hands_to_a_staff_user_or_platform_group_is_refused(
+    foo_spec: tuple[TenantSpec, Platform],
+) -> None:
+    users = [directory_user(148, "jsmith")]  # the outpost numbers jsmith 2000 + 148: bob's uid
+    groups = [directory_group(7, "platform-ops", gidNumber="4100")]  # the admins group's gid
+    assert refusals_of(foo_spec, users, groups) == [
+        (
+            "users.1.uid",
+            "2148 is already the number of Authentik user 'jsmith' in the directory (as the LDAP "
+            "outpost hands it out); pin another",
+        ),
+        (
+            "identity.admins_gid",
+            "4100 is already the number of Authentik group 'platform-ops' in the directory (as "
+            "the LDAP outpost hands it out); pin another",
+        ),
+    ]
+
+
+def test_a_user_or_group_of_someone_else_is_refused_unless_import_brought_it_in(
+    foo_spec: tuple[TenantSpec, Platform],
+) -> None:
+    users = [directory_user(500, "carol", uidNumber="2149"), directory_user(501, "bob", **{
+        "gpu_tenants_tenant": "tenant-bar", "uidNumber": "2148"})]  # fmt: skip
+    groups = [directory_group(99, "tenant-foo-admins", gidNumber="4100")]
+    found = refusals_of(foo_spec, users, groups)
+    assert [location for location, _ in found] == ["users.1.username", "users.2.username", "slug"]
+    assert found[0][1].startswith("Authentik user 'bob' already exists and is tenant tenant-bar's")
+    assert found[1][1].startswith(
+        "Authentik user 'carol' already exists and is not marked as any tenant's: `up` would "
+        "rewrite its uid and SSH keys"
+    )
+    assert "`python -m tenant_stack import tenant-foo`" in found[2][1]
+    assert refusals_of(foo_spec, users, groups, adopting=True) == []
