@@ -105,13 +105,13 @@ def test_a_number_or_a_user_authentik_holds_for_someone_else_is_refused(
     # The outpost numbers a user without a uidNumber attribute uid_start_number (2000) + pk.
     number = int(staff["attributes"].get("uidNumber") or 2000 + staff["pk"])
     project = project_copy(tmp_path / "project")
-    spec = as_tenant(project, "tenant-qux")
+    spec = as_tenant(project, "tenant-quux")
     data = yaml.safe_load(spec.read_text())
     data["users"][0]["uid"] = number
     data["users"][1]["username"] = "akadmin"
     data["identity"]["admins"] = ["akadmin"]
     spec.write_text(yaml.safe_dump(data, sort_keys=False))
-    printed = refused_up(pulumi_backend, project, "tenant-qux")
+    printed = refused_up(pulumi_backend, project, "tenant-quux")
     assert (
         f"{spec}: users.0.uid: {number} is already the number of Authentik user 'akadmin' in the "
         "directory"
@@ -122,5 +122,5 @@ def test_a_number_or_a_user_authentik_holds_for_someone_else_is_refused(
     ) in printed, printed
     assert staff_user() == staff
     names = [ns["metadata"]["name"] for ns in kubectl_json("get", "namespaces")["items"]]
-    assert "tenant-qux" not in names  # refused before the first object
+    assert "tenant-quux" not in names  # refused before the first object
     assert sacctmgr("show", "user", "akadmin", "format=User") == []
