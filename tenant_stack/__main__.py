@@ -692,6 +692,7 @@ def _retention_parser(commands: Any) -> None:
 def _retention(args: argparse.Namespace) -> int:
     now = retention_job.parse_now(args.now)
     if args.action in ("hold", "release"):
+        retention_job.known_tenant(args.slug, args.project / "tenants", Stacks(args.project))
         if args.action == "hold":
             entry = retention_job.hold(args.slug, args.by, args.reason, now)
         else:

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from providers.authentik.client import Group, User
 from providers.authentik.props import MARK_ATTRIBUTE
 from tenant_stack.annotations import STAGE_ANNOTATION, TENANT_NAMESPACE_LABEL
 from tenant_stack.errors import Problem
@@ -39,6 +39,9 @@ from tenant_stack.fleet.live_numbers import handed_out, live_collisions
 from tenant_stack.live import ClaimState, LiveCluster, NodeState
 from tenant_stack.platform import Ldap
 from tenant_stack.spec.models import STAGES, Stage, TenantSpec
+
+if TYPE_CHECKING:
+    from providers.authentik.client import Group, User
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pulumi
 
-from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.retention.ledger import Ledger
 from providers.weka.props import weka_client
@@ -51,7 +51,7 @@ from tenant_stack.preflight import (
     check_rehearsal,
     check_stage,
 )
-from tenant_stack.retention_calendar import Record
+from tenant_stack.retention_calendar import Record, spec_hold_change
 from tenant_stack.spec import TenantSpec
 from tenant_stack.spec.fleet import refusals_beside
 
@@ -73,6 +73,10 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     refusals += check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
     refusals += fleet_refusals(spec, platform, spec_path)
+    # Loaded here, not with the program: the HTTP stack costs a preview that refuses earlier
+    # (a bad spec) a tenth of a second for nothing.
+    from providers.authentik.client import AuthentikClient
+
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
         users, groups = directory.users(), directory.groups()
     refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopting)
@@ -203,6 +207,17 @@ def retention_record(tenant: str) -> Record:
         return Record.of(ledger.entries(tenant))
 
 
+def record_spec_hold(spec: TenantSpec) -> None:
+    """At `up`, a hold the spec sets is written to the tenant's ledger, which every delete gate
+    reads (a preview writes nothing; the retention job records a release)."""
+    if not spec.lifecycle.legal_hold or pulumi.runtime.is_dry_run():
+        return
+    with Ledger.open() as ledger:
+        entry = spec_hold_change(spec.slug, True, ledger.entries(spec.slug), datetime.now(UTC))
+        if entry is not None:
+            ledger.append(spec.slug, entry.action, entry.at, entry.details)
+
+
 def declare_offboarded(spec: TenantSpec, platform: Platform) -> None:
     """An offboarded tenant (its destroy done): what offboarding keeps, and nothing else, less
     what the retention purge has deleted, and without the files and the personal data of the
@@ -243,6 +258,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: L
     find live."""
     live = reads.cluster()
     lifecycle = spec.lifecycle
+    record_spec_hold(spec)
     if lifecycle.stage == "destroy" and not lifecycle.rehearsal and not live.namespace_exists:
         declare_offboarded(spec, platform)
         return

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from providers.retention.ledger import Entry
+from providers.retention.ledger import HOLD, RELEASE, Entry, open_hold_sources
 
 __all__ = [
     "ERASURE",
@@ -28,6 +28,7 @@ __all__ = [
     "PURGED",
     "PURGING",
     "RELEASE",
+    "SPEC_SOURCE",
     "HoldState",
     "Record",
     "Retained",
@@ -37,10 +38,12 @@ __all__ = [
     "open_hold_sources",
     "purged_items",
     "retained_in",
+    "spec_hold_change",
 ]
 
-HOLD, RELEASE = "hold", "release"
 PURGING, PURGED = "purging", "purged"
+# The source of the hold a spec's `lifecycle.legal_hold` sets, as the ledger records it.
+SPEC_SOURCE = "spec"
 ERASURE = "erasure-requested"
 _DYNAMIC = "pulumi-python:dynamic/"
 
@@ -125,12 +128,15 @@ def hold_state(entries: Sequence[Entry], now: datetime) -> HoldState:
     return HoldState(held_from, first.details.get("by", ""), days)
 
 
-def open_hold_sources(entries: Sequence[Entry]) -> set[str]:
-    """The sources whose last hold entry is a hold, not a release."""
-    state: dict[str, str] = {}
-    for entry in sorted((e for e in entries if e.action in (HOLD, RELEASE)), key=lambda e: e.at):
-        state[entry.details.get("source", "")] = entry.action
-    return {source for source, action in state.items() if action == HOLD}
+def spec_hold_change(
+    tenant: str, spec_hold: bool, entries: Sequence[Entry], now: datetime
+) -> Entry | None:
+    """The ledger entry that records a change of the spec's legal_hold, if it changed."""
+    held = SPEC_SOURCE in open_hold_sources(entries)
+    if spec_hold == held:
+        return None
+    details = {"source": SPEC_SOURCE, "by": f"tenants/{tenant}.yaml lifecycle.legal_hold"}
+    return Entry(tenant, HOLD if spec_hold else RELEASE, now, details)
 
 
 def purged_items(entries: Iterable[Entry]) -> set[str]:

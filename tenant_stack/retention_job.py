@@ -8,10 +8,18 @@ also hold it (`lifecycle.legal_hold`), and the job records that in the ledger wh
 Every action is written to the tenant's ledger in the retention store before and after it is
 done (`purging`, then `purged`): a run killed midway is finished by the next, and the program
 reads the ledger so that an `up` never declares a purged resource again.
+
+A hold stops every deletion from the moment it is written: the job reads the ledger again
+before each one, and the providers' own delete gates read it too (`refuse_while_held`), so a
+`pulumi destroy` run by hand is held as well. A run told a day after today (`--now`, a
+rehearsal of the purge) records that day and who ran it in the tenant's ledger before it
+deletes anything, since the gates believe a clock moved ahead only when the ledger says who
+moved it; a held tenant is skipped whatever the day.
 """
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -21,7 +29,7 @@ from typing import Any
 from providers.errors import BackendError
 from providers.retention.client import RetentionStore
 from providers.retention.erasure import users_files
-from providers.retention.ledger import Entry, Ledger
+from providers.retention.ledger import CLOCK_AHEAD, Entry, Ledger
 from providers.retention.objects import TODAY_VARIABLE, tenant_prefix, uploaded_snapshot_prefix
 from tenant_stack.errors import TenantError
 from tenant_stack.mapping import ERASED_NAME
@@ -39,13 +47,13 @@ from tenant_stack.retention_calendar import (
     hold_state,
     open_hold_sources,
     retained_in,
+    spec_hold_change,
 )
 from tenant_stack.spec import load_spec
 from tenant_stack.stacks import Stacks
 
-__all__ = ["Erasure", "Report", "erase", "hold", "release", "run"]
+__all__ = ["Erasure", "Report", "erase", "hold", "known_tenant", "release", "run"]
 
-SPEC_SOURCE = "spec"
 COMMAND_SOURCE = "command"
 ERASED, REDACTED = "erased", "gdpr-redacted"
 # The mark on every object of a tenant one of whose users was erased (its value: the date).
@@ -155,17 +163,26 @@ def _tenant(
     # not purged, since whether legal holds it cannot be told.
     spec_hold = load_spec(tenants, tenant, platform).lifecycle.legal_hold
     entries = ledger.entries(tenant)
-    seen = _spec_hold_change(tenant, spec_hold, entries, now)
+    seen = spec_hold_change(tenant, spec_hold, entries, now)
     if seen is not None and not dry_run:
         seen = ledger.append(tenant, seen.action, now, seen.details)
     if seen is not None:
         entries = [*entries, seen]
-    report.hold = hold_state(entries, now)
+    report.hold = _hold_now(entries, now)
     report.retained = retained_in(tenant, stacks.resources(tenant))
     report.due = due(report.retained, report.hold, now.date())
-    if dry_run:
+    if dry_run or not report.due:
         return
+    real_today = datetime.now(UTC).date()
+    if now.date() > real_today:
+        details = {"today": now.date().isoformat(), "real_today": real_today.isoformat()}
+        ledger.append(tenant, CLOCK_AHEAD, now, {**details, "by": getpass.getuser()})
     for retained in report.due:
+        # A hold written since this run began stops it before the next deletion.
+        held = _hold_now(ledger.entries(tenant), now)
+        if held.held:
+            report.hold = held
+            return
         details = {
             "item": retained.item,
             "urn": retained.urn,
@@ -182,15 +199,22 @@ def _tenant(
         report.purged.append(retained)
 
 
-def _spec_hold_change(
-    tenant: str, spec_hold: bool, entries: Sequence[Entry], now: datetime
-) -> Entry | None:
-    """The ledger entry that records a change of the spec's legal_hold, if it changed."""
-    held = SPEC_SOURCE in open_hold_sources(entries)
-    if spec_hold == held:
-        return None
-    details = {"source": SPEC_SOURCE, "by": f"tenants/{tenant}.yaml lifecycle.legal_hold"}
-    return Entry(tenant, HOLD if spec_hold else RELEASE, now, details)
+def _hold_now(entries: Sequence[Entry], now: datetime) -> HoldState:
+    """The hold at `now`, or at this moment if that is later: a hold written now counts from
+    now even for a run told an earlier day."""
+    return hold_state(entries, max(now, datetime.now(UTC)))
+
+
+def known_tenant(tenant: str, tenants: Path, stacks: Stacks) -> None:
+    """Raises unless `tenant` has a spec in `tenants` or a stack: a hold or release written for
+    a typo would hold nothing, and a ledger entry cannot be taken back."""
+    if (tenants / f"{tenant}.yaml").is_file() or tenant in stacks.tenants():
+        return
+    known = ", ".join(sorted(path.stem for path in tenants.glob("*.yaml"))) or "none"
+    raise TenantError(
+        f"{tenant!r} is no tenant: it has no spec in {tenants} and no stack (tenants: {known}); "
+        "nothing was written"
+    )
 
 
 def hold(tenant: str, by: str, reason: str, now: datetime) -> Entry:

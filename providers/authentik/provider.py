@@ -40,7 +40,8 @@ from providers.authentik.props import (
 from providers.authentik.settings import Settings
 from providers.base import SchemaProvider, adopting, gone
 from providers.errors import AuthentikError
-from providers.retention.objects import kept_until, refuse_while_retained
+from providers.retention.ledger import refuse_deletion
+from providers.retention.objects import kept_until
 
 if TYPE_CHECKING:
     from providers.authentik.client import AuthentikClient, Group, User
@@ -386,7 +387,7 @@ class TenantUserProvider(SchemaProvider):
         until = props.get("retention_until")
         if until and not props.get("active", True):
             what = f"the tombstone of Authentik user {props.get('username')!r}"
-            refuse_while_retained(AuthentikError, what, until)
+            refuse_deletion(AuthentikError, props["tenant"], what, until)
         with _client() as client:
             user = client.get_user(int(id_))
             if user is None:

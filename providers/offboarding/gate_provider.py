@@ -16,6 +16,7 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import LIFECYCLE, Field, Schema, SchemaProvider, nonempty_text
 from providers.errors import OffboardingError
 from providers.kubernetes.workloads import Workloads
+from providers.retention.ledger import refuse_while_held
 from providers.slurm import values
 from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
@@ -56,6 +57,8 @@ class OffboardingGateProvider(SchemaProvider):
         self.refuse_before_offboarding(f"tenant {id_!r}", props, doing)
         if (props.get(LIFECYCLE.key) or {}).get("rehearsal"):
             return
+        # The spec's hold stops the stage's `up`; a hold set since (`retention hold`) stops this.
+        refuse_while_held(OffboardingError, id_, f"tenant {id_!r}")
         running = [p.name for p in Workloads(props["namespace"]).pods() if p.phase == "Running"]
         if running:
             raise OffboardingError(

@@ -17,10 +17,10 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import SchemaProvider, gone
 from providers.errors import OffboardingError, RetentionStoreError
 from providers.retention.client import RetentionStore
+from providers.retention.ledger import refuse_deletion
 from providers.retention.objects import (
     RETENTION_UNTIL,
     kept_until,
-    refuse_while_retained,
     retained_until,
     retention_metadata,
 )
@@ -95,8 +95,11 @@ class KeptObjectProvider(SchemaProvider):
         return UpdateResult({**olds, **p, "retention_until": until, "size": len(data)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        refuse_while_retained(
-            OffboardingError, f"the {self.what} {id_!r}", props.get("retention_until")
+        refuse_deletion(
+            OffboardingError,
+            props["tenant"],
+            f"the {self.what} {id_!r}",
+            props.get("retention_until"),
         )
         with RetentionStore.from_environment() as store:
             store.delete(id_)

@@ -14,22 +14,45 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from providers.errors import RetentionStoreError
+from providers.errors import BackendError, RetentionStoreError
 from providers.retention.client import RetentionStore
-from providers.retention.objects import LEDGER_PREFIX, TENANT, tenant_prefix
+from providers.retention.objects import (
+    LEDGER_PREFIX,
+    TENANT,
+    TODAY_VARIABLE,
+    refuse_while_retained,
+    tenant_prefix,
+    today,
+)
 from providers.retention.settings import Settings
 
-__all__ = ["LEDGER_PREFIX", "LOCK_DAYS", "Entry", "Ledger"]
+__all__ = [
+    "CLOCK_AHEAD",
+    "HOLD",
+    "LEDGER_PREFIX",
+    "LOCK_DAYS",
+    "RELEASE",
+    "Entry",
+    "Ledger",
+    "open_hold_sources",
+    "refuse_deletion",
+    "refuse_while_held",
+]
 
 # How long Object Lock keeps an entry from deletion: longer than anything the ledger speaks of
 # is kept (accounting, 7 years), so the record of a purge outlives what was purged.
 LOCK_DAYS = 10 * 365
 _ACTION = "ledger-action"
+# A legal hold and its release, each with its `source` (the spec, or the `retention hold` command).
+HOLD, RELEASE = "hold", "release"
+# A retention run told a day after today (`--now`, a rehearsal of the purge): the delete gates
+# believe RETENTION_TODAY past today only for a tenant whose ledger records that day and who ran it.
+CLOCK_AHEAD = "clock-ahead"
 
 
 @dataclass(frozen=True)
@@ -104,3 +127,46 @@ class Ledger:
                 f"it is not a ledger entry: {error}",
                 "the ledger is written by this program only; find out who wrote this object",
             ) from None
+
+
+def open_hold_sources(entries: Sequence[Entry]) -> set[str]:
+    """The sources whose last hold entry is a hold, not a release."""
+    state: dict[str, str] = {}
+    for entry in sorted((e for e in entries if e.action in (HOLD, RELEASE)), key=lambda e: e.at):
+        state[entry.details.get("source", "")] = entry.action
+    return {source for source, action in state.items() if action == HOLD}
+
+
+def refuse_while_held(error: type[BackendError], tenant: str, what: str) -> None:
+    """Raises `error` if `tenant` is under legal hold now, as its ledger says at this moment, or
+    if RETENTION_TODAY names a day after today that no retention run recorded for `tenant`: the
+    gate of every deletion of a tenant's data, whoever drives the engine."""
+    with Ledger.open() as ledger:
+        entries = ledger.entries(tenant)
+    doing = f"deleting {what}"
+    held = sorted(open_hold_sources(entries))
+    if held:
+        raise error(
+            doing,
+            f"refused: tenant {tenant} is under legal hold ({', '.join(held)}), and nothing of "
+            "it is deleted while it is",
+            "nothing was deleted; legal lifts the hold (`python -m tenant_stack retention "
+            f"release {tenant}`, or lifecycle.legal_hold: false in its spec)",
+        )
+    named, real = today(), datetime.now(UTC).date()
+    recorded = {e.details.get("today") for e in entries if e.action == CLOCK_AHEAD}
+    if named > real and named.isoformat() not in recorded:
+        raise error(
+            doing,
+            f"refused: {TODAY_VARIABLE} is {named}, after today ({real}), and no retention run "
+            f"recorded that day in tenant {tenant}'s ledger",
+            "run the purge with `python -m tenant_stack retention run --now DATE`, which "
+            "records who moved the clock; nothing was deleted",
+        )
+
+
+def refuse_deletion(error: type[BackendError], tenant: str, what: str, until: str | None) -> None:
+    """The retention purge's gate: `what` (kept until `until`) is deleted only once that date
+    has passed and while `tenant` is not held (`refuse_while_held`)."""
+    refuse_while_retained(error, what, until)
+    refuse_while_held(error, tenant, what)

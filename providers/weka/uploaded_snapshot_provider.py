@@ -24,10 +24,9 @@ from providers.base import Field, Schema, gone
 from providers.errors import WekaError
 from providers.retention.client import RetentionStore
 from providers.retention.erasure import erased_users
-from providers.retention.ledger import Ledger
+from providers.retention.ledger import Ledger, refuse_deletion
 from providers.retention.objects import (
     kept_until,
-    refuse_while_retained,
     retained_until,
     uploaded_snapshot_prefix,
 )
@@ -120,8 +119,9 @@ class UploadedSnapshotProvider(WekaProvider):
         """The retention purge, after `retention_until`: the filesystem is gone by then, and
         Weka lists no snapshot of a deleted filesystem, so the upload's objects are deleted from
         the bucket by its locator."""
-        refuse_while_retained(
-            WekaError, f"the uploaded snapshot {id_!r}", props.get("retention_until")
+        # The snapshot is kept in the tenant's own organization, named as the tenant.
+        refuse_deletion(
+            WekaError, props["org"], f"the uploaded snapshot {id_!r}", props.get("retention_until")
         )
         prefix = uploaded_snapshot_prefix(props["locator"])
         with RetentionStore.from_environment() as store:

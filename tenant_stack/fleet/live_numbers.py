@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from providers.authentik.client import Group, User
 from tenant_stack.spec.fleet import Collision, Place
 from tenant_stack.spec.models import TenantSpec
+
+if TYPE_CHECKING:
+    from providers.authentik.client import Group, User
 
 __all__ = ["Holder", "handed_out", "live_collisions"]
 

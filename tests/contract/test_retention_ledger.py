@@ -1,21 +1,35 @@
 """Contract tests of the retention ledger (providers.retention.ledger) against a versitygw of
 their own: entries read back in order, never replaced, and in a bucket made with S3 Object Lock
-not deletable either."""
+not deletable either; and the delete gates that read it (holds, a clock moved ahead)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from providers.errors import RetentionStoreError
+from providers.errors import OffboardingError, RetentionStoreError
 from providers.retention.client import RetentionStore
-from providers.retention.ledger import LEDGER_PREFIX, LOCK_DAYS, Ledger
+from providers.retention.ledger import (
+    CLOCK_AHEAD,
+    HOLD,
+    LEDGER_PREFIX,
+    LOCK_DAYS,
+    RELEASE,
+    Ledger,
+    refuse_deletion,
+    refuse_while_held,
+)
+from providers.retention.objects import TODAY_VARIABLE
 from sandbox.retention_store.service import LEDGER_BUCKET, seed_bucket
-from tests.isolated import Gateway, start_gateway, stop_gateway
+from tenant_stack import retention_job
+from tenant_stack.platform import load_platform
+from tests.isolated import ROOT, Gateway, start_gateway, stop_gateway
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +93,104 @@ def test_without_a_ledger_bucket_the_ledger_is_kept_in_the_retention_bucket(
     with RetentionStore.from_environment(gateway.env()) as store:
         assert not store.object_lock_enabled()
         assert len(store.list(f"{LEDGER_PREFIX}/{tenant}/")) == 1
+
+
+# --- the delete gates read the ledger at the moment they delete ----------------------------------
+
+
+@pytest.fixture
+def ledger_env(gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process environment names the gateway's ledger, as the engine's does for a gate."""
+    for name, value in gateway.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv(TODAY_VARIABLE, raising=False)
+
+
+@pytest.mark.usefixtures("ledger_env")
+def test_a_hold_stops_every_deletion_from_the_moment_it_is_written(tenant: str) -> None:
+    past = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()
+    refuse_deletion(OffboardingError, tenant, "the jobs archive", past)  # expired, not held
+    with Ledger.open() as ledger:
+        ledger.append(tenant, HOLD, datetime.now(UTC), {"source": "command", "by": "Lee"})
+    with pytest.raises(OffboardingError) as refused:
+        refuse_deletion(OffboardingError, tenant, "the jobs archive", past)
+    assert f"refused: tenant {tenant} is under legal hold (command)" in str(refused.value)
+    assert f"retention release {tenant}" in str(refused.value)
+    with pytest.raises(OffboardingError):
+        refuse_while_held(OffboardingError, tenant, f"tenant {tenant!r}")  # the stage gate too
+    with Ledger.open() as ledger:
+        ledger.append(tenant, RELEASE, datetime.now(UTC), {"source": "command", "by": "Lee"})
+    refuse_deletion(OffboardingError, tenant, "the jobs archive", past)
+
+
+@pytest.mark.usefixtures("ledger_env")
+def test_a_clock_moved_ahead_is_believed_only_where_the_ledger_says_who_moved_it(
+    tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ahead = datetime.now(UTC).date() + timedelta(days=400)
+    until = (ahead - timedelta(days=10)).isoformat()  # expired by that day, not by today's
+    monkeypatch.setenv(TODAY_VARIABLE, ahead.isoformat())
+    with pytest.raises(OffboardingError) as refused:
+        refuse_deletion(OffboardingError, tenant, "the jobs archive", until)
+    assert f"{TODAY_VARIABLE} is {ahead}, after today" in str(refused.value)
+    with Ledger.open() as ledger:
+        ledger.append(
+            tenant, CLOCK_AHEAD, datetime.now(UTC), {"today": ahead.isoformat(), "by": "ops"}
+        )
+    refuse_deletion(OffboardingError, tenant, "the jobs archive", until)
+
+
+class LegalCallsMidRun:
+    """A tenant stack's state with two expired archives, whose first deletion (by the engine,
+    here only from the state) is followed by a hold written to the ledger, as legal calling
+    while the purge runs."""
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+        expired = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()
+        self.left = [
+            {
+                "urn": f"urn:pulumi:{tenant}::gpu-tenants::archive::{kind}",
+                "type": "pulumi-python:dynamic/retention:SlurmArchive",
+                "protect": True,
+                "outputs": {"kind": kind, "retention_until": expired},
+            }
+            for kind in ("logs", "jobs")
+        ]
+        self.destroyed: list[str] = []
+
+    def tenants(self) -> list[str]:
+        return [self.tenant]
+
+    def resources(self, _stack: str) -> list[dict[str, Any]]:
+        return list(self.left)
+
+    def destroy_one(self, _stack: str, urn: str, _env: Mapping[str, str]) -> None:
+        self.left = [r for r in self.left if r["urn"] != urn]
+        self.destroyed.append(urn)
+        with Ledger.open() as ledger:
+            ledger.append(self.tenant, HOLD, datetime.now(UTC), {"source": "command", "by": "Lee"})
+
+
+@pytest.mark.usefixtures("ledger_env")
+def test_a_hold_written_during_a_purge_stops_it_before_the_next_deletion(
+    tenant: str, tmp_path: Path
+) -> None:
+    text = (ROOT / "tenants" / "tenant-foo.yaml").read_text()
+    (tmp_path / f"{tenant}.yaml").write_text(text.replace("foo", tenant.removeprefix("tenant-")))
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    stacks = LegalCallsMidRun(tenant)
+    [report] = retention_job.run(
+        stacks,  # type: ignore[arg-type]
+        tmp_path,
+        platform,
+        datetime.now(UTC),
+        dry_run=False,
+    )
+    assert report.error == ""
+    assert len(stacks.destroyed) == 1  # the first archive; the hold came before the second
+    assert report.hold.held
+    assert report.hold.held_by == "Lee"
+    with Ledger.open() as ledger:
+        actions = [e.action for e in ledger.entries(tenant)]
+    assert actions == ["purging", "hold", "purged"]

@@ -1,6 +1,7 @@
 """What a no-op preview loads. The program's modules load in every preview, and the dynamic-provider
 host loads each provider's module to check and diff its resources: neither needs a backend
-client for that, so neither loads one (the HTTP stack, boto3). The program's first cluster reads
+client for that, so neither loads one (the HTTP stack, boto3; the preflight loads the Authentik
+client when it runs, after the spec has passed). The program's first cluster reads
 start before the spec and the components load, so their module loads neither."""
 
 from __future__ import annotations
