@@ -4,6 +4,7 @@ the spec and the backends), and the objects it aimed at read back unchanged."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,18 @@ from typing import Any
 import pytest
 import yaml
 
+from providers.retention.ledger import Ledger
+from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
-from tests.backends import authentik, kubectl_json, pulumi, run_pulumi, sacctmgr
+from tests.backends import (
+    authentik,
+    fresh_ledger,
+    kubectl_json,
+    pulumi,
+    retention_command,
+    run_pulumi,
+    sacctmgr,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -124,3 +135,18 @@ def test_a_number_or_a_user_authentik_holds_for_someone_else_is_refused(
     names = [ns["metadata"]["name"] for ns in kubectl_json("get", "namespaces")["items"]]
     assert "tenant-quux" not in names  # refused before the first object
     assert sacctmgr("show", "user", "akadmin", "format=User") == []
+
+
+def test_a_hold_for_a_tenant_that_does_not_exist_writes_nothing(
+    tmp_path: Path, pulumi_backend: dict[str, str], sandbox: SandboxLayout
+) -> None:
+    project = project_copy(tmp_path / "project")
+    env = {**pulumi_backend, **fresh_ledger(sandbox)}
+    hold = ("hold", "tenant-fo", "--by", "Lee Counsel", "--reason", "LIT-77")
+    typo = retention_command(env, project, *hold)
+    assert typo.returncode == 2, typo.stdout + typo.stderr
+    assert "'tenant-fo' is no tenant: it has no spec in" in typo.stderr
+    assert "(tenants: tenant-bar, tenant-foo); nothing was written" in typo.stderr
+    assert "Traceback" not in typo.stderr
+    with Ledger.open({**os.environ, **env}) as ledger:
+        assert ledger.entries("tenant-fo") == []
