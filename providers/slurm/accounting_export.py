@@ -7,19 +7,23 @@ archives, so it is no per-tenant step: the tenant's records are exported instead
   sanity check says, since a tenant that ran jobs cannot have none.
 - steps: the same without `-X`, every step of every job.
 - associations: the association and QoS tree as `sacctmgr show` prints it.
-- logs: the controller's and nodes' logs (SLURM_LOG_FILES), read on the Slurm host.
+- logs: the lines of the controller's and nodes' logs (SLURM_LOG_FILES, read on the Slurm
+  host) that are the tenant's (runbook 3c): those naming one of its jobs, and those naming none
+  of another's but one of its accounts, users or nodes. The logs are the whole cluster's, and
+  another tenant's jobs are no part of this one's archive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from providers.command import Transport
 from providers.errors import SlurmError
 from providers.slurm.transport import SlurmCommandError, must
 
-__all__ = ["KINDS", "Export", "export"]
+__all__ = ["KINDS", "Export", "export", "tenant_lines"]
 
 KINDS = ("jobs", "steps", "associations", "logs")
 # Every field billing asks about (runbook 3b), and what tells one job from another.
@@ -30,6 +34,14 @@ _JOB_FIELDS = (
 # From before any tenant: the whole lifetime, whatever the cluster's age.
 _SINCE = "1970-01-01"
 _UNREACHABLE = "check that slurmdbd and slurmctld answer (`sacctmgr ping`), then run again"
+
+
+# How Slurm's daemons name a job in a log line: `JobId=123`, `StepId=123.0`, `job 123`,
+# `job_id:123`, slurmd's `[123.batch]` prefix (an array task as `JobId=123_4(127)`: both ids).
+_JOB_ID = re.compile(
+    r"(?:\bJob[Ii][Dd]=|\bStepId=|\bjob[ _]id[=:]\s?|\bjob |\[)([0-9]+)(?:_[0-9]+\(([0-9]+)\))?"
+    r"(?=[]._ (),:]|$)"
+)
 
 
 @dataclass(frozen=True)
@@ -89,16 +101,70 @@ def export(
         text = f"# sacctmgr show assoc where {where} tree\n{assoc}\n# sacctmgr show qos\n{qos}"
         return Export(text.encode(), max(len(assoc.splitlines()) - 1, 0), "txt")
     if kind == "logs":
-        if not log_files:
-            raise SlurmError(doing, "SLURM_LOG_FILES is not set", "set it to the logs' paths")
-        parts = []
-        for path in log_files:
-            result = transport.run(["cat", path])
-            if not result.ok:
-                raise SlurmCommandError(
-                    doing, result, "correct SLURM_LOG_FILES to the logs' paths on the Slurm host"
-                )
-            parts.append(f"==> {path} <==\n{result.stdout}")
-        text = "\n".join(parts)
-        return Export(text.encode(), len(text.splitlines()), "log")
+        return _tenant_logs(transport, accounts, log_files, doing)
     raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+
+
+def _tenant_logs(
+    transport: Transport, accounts: Sequence[str], log_files: Sequence[str], doing: str
+) -> Export:
+    if not log_files:
+        raise SlurmError(doing, "SLURM_LOG_FILES is not set", "set it to the logs' paths")
+    argv = [
+        "sacct",
+        "-X",
+        "--allusers",
+        f"--accounts={','.join(accounts)}",
+        f"--starttime={_SINCE}",
+        "--endtime=now+3650days",
+        "--format=JobID,JobIDRaw,User,NodeList",
+        "--parsable2",
+        "--noheader",
+    ]
+    jobs: set[str] = set()
+    names = set(accounts)
+    nodelists = set()
+    for line in _must(transport, argv, doing).splitlines():
+        fields = line.split("|")
+        if len(fields) != 4:
+            continue
+        job, raw, user, nodelist = fields
+        jobs.update(part for part in (job.split("_")[0], raw) if part.isdigit())
+        if user:
+            names.add(user)
+        if nodelist and nodelist != "None assigned":
+            nodelists.add(nodelist)
+    if nodelists:
+        hostnames = ["scontrol", "show", "hostnames", ",".join(sorted(nodelists))]
+        names.update(_must(transport, hostnames, doing).split())
+    parts, kept = [], 0
+    for path in log_files:
+        result = transport.run(["cat", path])
+        if not result.ok:
+            raise SlurmCommandError(
+                doing, result, "correct SLURM_LOG_FILES to the logs' paths on the Slurm host"
+            )
+        lines = tenant_lines(result.stdout.splitlines(), jobs, names)
+        kept += len(lines)
+        parts.append("\n".join([f"==> {path} <==", *lines]))
+    return Export(("\n".join(parts) + "\n").encode(), kept, "log")
+
+
+def tenant_lines(lines: Iterable[str], jobs: set[str], names: set[str]) -> list[str]:
+    """The lines that are the tenant's: naming one of its `jobs` (ids), or naming no job of
+    another's and one of its `names` (accounts, users, nodes) as a whole word."""
+    word = (
+        re.compile(
+            r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")(?![\w-])"
+        )
+        if names
+        else None
+    )
+    kept = []
+    for line in lines:
+        mentioned = {i for match in _JOB_ID.finditer(line) for i in match.groups() if i}
+        if mentioned - jobs:
+            continue
+        if mentioned or (word is not None and word.search(line)):
+            kept.append(line)
+    return kept

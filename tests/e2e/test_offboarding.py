@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import tarfile
 import time
@@ -428,6 +429,12 @@ def test_archived_puts_one_row_per_job_in_the_retention_store(bar: Tenant) -> No
         assert logs is not None
         assert logs.metadata is not None
         assert logs.metadata["retention-until"] < "2027-06-01"  # 90 days on
+        log = store.get(logs.key).decode()
+    # The cluster's logs hold every tenant's jobs (this session's other tenants ran some on
+    # gpu-14 too); the archive, only this tenant's lines (runbook 3c).
+    logged = {int(found) for found in re.findall(r"JobId=([0-9]+)", log)}
+    assert set(bar.jobs) & logged
+    assert logged <= {int(row["JobID"]) for row in rows}
     # One row per job; the sandbox's accounting keeps the jobs of earlier runs' tenant-bar too.
     ids = [int(row["JobID"]) for row in rows]
     assert len(ids) == len(set(ids))

@@ -13,6 +13,7 @@ import pytest
 from providers.command import CommandResult, KubectlExecTransport
 from providers.errors import SlurmError
 from providers.slurm import partitions, props, sacctmgr, usage, values
+from providers.slurm.accounting_export import tenant_lines
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import ConfigMapStore, FileStore
 from providers.slurm.partitions import Partition
@@ -634,3 +635,37 @@ def test_gpu_usage_is_read_from_squeue_json_and_sshare() -> None:
     ]
     with pytest.raises(ValueError, match="squeue --json printed something else"):
         usage.parse_running('{"meta": {}}')
+
+
+# Lines as slurmctld and slurmd 22.05 write them, two tenants' jobs on one node among them.
+CLUSTER_LOG = """\
+[2026-12-03T05:10:01.123] _slurm_rpc_submit_batch_job: JobId=41 InitPrio=4294901757 usec=1024
+[2026-12-03T05:10:01.456] sched: Allocate JobId=41 NodeList=gpu-14 #CPUs=1 Partition=tenant-bar
+[2026-12-03T05:10:01.500] launch task StepId=41.0 request from UID:2201 GID:4102 HOST:127.0.0.1
+[2026-12-03T05:10:01.600] [41.batch] task/linuxproc: running
+[2026-12-03T05:10:02.789] _job_complete: JobId=41 WEXITSTATUS 0
+[2026-12-03T05:11:00.000] sched: Allocate JobId=42 NodeList=gpu-14 #CPUs=1 Partition=tenant-foo
+[2026-12-03T05:11:00.100] _slurm_rpc_kill_job: REQUEST_KILL_JOB JobId=42 uid 0
+[2026-12-03T05:11:00.200] [42.extern] done with job
+[2026-12-03T05:11:00.300] sched: Allocate JobId=43_2(45) NodeList=gpu-14 Partition=tenant-bar
+[2026-12-03T05:12:00.000] update_part: setting state=DOWN for partition tenant-bar
+[2026-12-03T05:12:00.000] update_part: setting state=DOWN for partition tenant-foo
+[2026-12-03T05:13:00.000] Node gpu-14 now responding
+[2026-12-03T05:13:00.000] Node gpu-140 now responding
+[2026-12-03T05:14:00.000] SchedulerParameters=default_queue_depth=100
+"""
+
+
+def test_a_tenants_log_archive_holds_its_own_lines_and_none_of_another_tenants_jobs() -> None:
+    kept = tenant_lines(CLUSTER_LOG.splitlines(), {"41", "43", "45"}, {"tenant-bar", "gpu-14"})
+    assert [line.split("] ", 1)[1] for line in kept] == [
+        "_slurm_rpc_submit_batch_job: JobId=41 InitPrio=4294901757 usec=1024",
+        "sched: Allocate JobId=41 NodeList=gpu-14 #CPUs=1 Partition=tenant-bar",
+        "launch task StepId=41.0 request from UID:2201 GID:4102 HOST:127.0.0.1",
+        "[41.batch] task/linuxproc: running",
+        "_job_complete: JobId=41 WEXITSTATUS 0",
+        "sched: Allocate JobId=43_2(45) NodeList=gpu-14 Partition=tenant-bar",
+        "update_part: setting state=DOWN for partition tenant-bar",
+        "Node gpu-14 now responding",
+    ]
+    assert not any("JobId=42" in line or "[42." in line for line in kept)
