@@ -1,0 +1,73 @@
+"""The example CI workflows trust nothing a pull request can change: the review job runs the pull
+request's code on runners of its own, with a toolchain and PULUMI_HOME of the job's own; the
+drift job never runs where a review ran; values from the event reach scripts only through the
+environment; and every file a preview runs triggers a review."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def workflow(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    return loaded
+
+
+def only_job(name: str) -> dict[str, Any]:
+    [job] = workflow(name)["jobs"].values()
+    return dict(job)
+
+
+def triggers(name: str) -> dict[str, Any]:
+    # PyYAML reads the key `on` as the boolean True (YAML 1.1).
+    found: dict[str, Any] = workflow(name)[True]
+    return found
+
+
+@pytest.mark.parametrize("name", ["tenant-review.yml", "tenant-drift.yml"])
+def test_no_script_splices_in_a_value_from_the_event_or_a_secret(name: str) -> None:
+    for step in only_job(name)["steps"]:
+        assert "${{" not in step.get("run", ""), step
+
+
+def test_every_file_a_preview_runs_triggers_a_review() -> None:
+    paths = triggers("tenant-review.yml")["pull_request"]["paths"]
+    for watched in ("policy/**", "toolchain/**", "providers/**", "tenant_stack/**", "Makefile"):
+        assert watched in paths
+
+
+def test_reviews_and_drift_never_share_a_runner() -> None:
+    review = set(only_job("tenant-review.yml")["runs-on"])
+    drift = set(only_job("tenant-drift.yml")["runs-on"])
+    assert review & drift == {"self-hosted"}
+    assert "ephemeral" in review
+
+
+@pytest.mark.parametrize("name", ["tenant-review.yml", "tenant-drift.yml"])
+def test_each_job_builds_or_restores_a_toolchain_of_its_own(name: str) -> None:
+    steps = only_job(name)["steps"]
+    scripts = [step.get("run", "") for step in steps]
+    first_make = next(i for i, script in enumerate(scripts) if re.search(r"\bmake\b", script))
+    own = "\n".join(scripts[:first_make])
+    assert 'GPU_TENANTS_CACHE=$RUNNER_TEMP/gpu-tenants" >> "$GITHUB_ENV"' in own
+    assert 'PULUMI_HOME=$RUNNER_TEMP/gpu-tenants/pulumi-home" >> "$GITHUB_ENV"' in own
+    cached = [step for step in steps if str(step.get("uses", "")).startswith("actions/cache")]
+    assert [step["with"]["path"] for step in cached] == ["${{ runner.temp }}/gpu-tenants"]
+    # A review restores main's cache and saves none of its own; drift runs main's code.
+    expected = "actions/cache/restore@v4" if name == "tenant-review.yml" else "actions/cache@v4"
+    assert cached[0]["uses"] == expected
+
+
+def test_drift_checks_out_main() -> None:
+    [checkout] = [
+        s for s in only_job("tenant-drift.yml")["steps"] if "checkout" in s.get("uses", "")
+    ]
+    assert checkout["with"]["ref"] == "main"
