@@ -325,6 +325,7 @@ class SlurmUserProvider(_SlurmProvider):
         # Adopting needs no other check: an association on one of the tenant's accounts is the
         # tenant's.
         self._require_tenant_account(client, p, doing)
+        self._refuse_someone_elses(client, p, doing)
         settings = _user_settings(p)
         if not client.add_user(user, account, p["default_account"], settings):
             client.modify_user(user, account, settings)
@@ -342,6 +343,32 @@ class SlurmUserProvider(_SlurmProvider):
                 f"account '{account}' is not tenant '{tenant}''s (its Organization is "
                 f"'{record.organization}')",
                 "associate the user with one of the tenant's accounts",
+            )
+
+    @staticmethod
+    def _refuse_someone_elses(client: SlurmClient, p: Mapping[str, Any], doing: str) -> None:
+        """Refuses a user who already has associations with accounts that are not the tenant's
+        (a staff user, another tenant's): `add user` would re-point their DefaultAccount, and
+        the tenant's destroy would remove what it thinks is its own."""
+        record = client.user(p["user"])
+        if record is None:
+            return
+        accounts = {assoc.account for assoc in record.associations}
+        found = {name: client.account(name) for name in accounts}
+        foreign = sorted(
+            name
+            for name, account in found.items()
+            if account is None or account.organization != p["tenant"]
+        )
+        if foreign:
+            raise SlurmError(
+                doing,
+                f"Slurm user '{p['user']}' already has associations with accounts that are not "
+                f"tenant '{p['tenant']}''s: {', '.join(foreign)} (DefaultAccount "
+                f"'{record.default_account}')",
+                "a username belongs to one tenant: choose another username for this tenant, or "
+                "remove those associations first if the user really moves here; nothing was "
+                "changed",
             )
 
     @staticmethod

@@ -434,6 +434,34 @@ def test_a_user_on_another_tenants_account_is_refused(tenant: Tenant) -> None:
     assert rows("sacctmgr", "-P", "-n", "show", "assoc", f"user={tenant.user}") == []
 
 
+def test_a_user_with_associations_outside_the_tenant_is_refused_not_repointed(
+    tenant: Tenant,
+) -> None:
+    # A staff user of the platform's own account, made before the tenant (its name reused).
+    staff = f"ops-{tenant.suffix}"
+    rows("sacctmgr", "-i", "add", "account", staff, "Organization=platform")
+    rows("sacctmgr", "-i", "add", "user", tenant.user, f"account={staff}")
+    try:
+        for key in ("normal", "interactive", "account", "team"):
+            provider, props = tenant.inputs()[key]
+            provider.create(props)
+        before = rows("sacctmgr", "-P", "-n", "show", "user", tenant.user, "withassoc",
+                      "format=User,DefaultAccount,Account")  # fmt: skip
+        provider, props = tenant.inputs()["user"]
+        with pytest.raises(SlurmError) as refused:
+            provider.create(props)
+        assert (
+            f"Slurm user '{tenant.user}' already has associations with accounts that are not "
+            f"tenant '{tenant.slug}''s: {staff} (DefaultAccount '{staff}')"
+        ) in str(refused.value)
+        after = rows("sacctmgr", "-P", "-n", "show", "user", tenant.user, "withassoc",
+                     "format=User,DefaultAccount,Account")  # fmt: skip
+        assert after == before == [f"{tenant.user}|{staff}|{staff}"]
+    finally:
+        slurm("sacctmgr", "-i", "delete", "user", "where", f"name={tenant.user}")
+        slurm("sacctmgr", "-i", "delete", "account", "where", f"name={staff}")
+
+
 def test_objects_that_are_gone_read_as_an_empty_id(tenant: Tenant) -> None:
     for key, (provider, props) in tenant.inputs().items():
         id_ = props.get("name") or f"{tenant.user}@{tenant.team}"
