@@ -308,7 +308,15 @@ def test_step_6_the_weka_organization_and_what_kubernetes_gets_of_it(foo: Onboar
     assert storage_class["provisioner"] == "csi.weka.io"
     assert storage_class["reclaimPolicy"] == "Retain"
     params = storage_class["parameters"]
-    assert params["csi.storage.k8s.io/provisioner-secret-name"] == "weka-tenant-foo-creds"
+    # Templates the external-provisioner fills in with the claim's namespace: for a claim of
+    # tenant-foo's, its own Secret, the one above.
+    name = params["csi.storage.k8s.io/provisioner-secret-name"]
+    namespace = params["csi.storage.k8s.io/provisioner-secret-namespace"]
+    claim_namespace = {"${pvc.namespace}": "tenant-foo"}
+    assert (claim_namespace.get(namespace), name.replace("${pvc.namespace}", "tenant-foo")) == (
+        "tenant-foo",
+        "weka-tenant-foo-creds",
+    )
     assert params["filesystemName"] == "tenant-foo-scratch"
     pvc = kubectl_json("-n", "tenant-foo", "get", "pvc", "training-scratch")
     assert pvc["spec"]["storageClassName"] == "weka-tenant-foo"

@@ -16,8 +16,8 @@ from tests.conftest import ROOT
 WORKFLOWS = ROOT / ".github" / "workflows"
 
 
-def workflow(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+def workflow(name: str) -> dict[Any, Any]:
+    loaded: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
     return loaded
 
 
