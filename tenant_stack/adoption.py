@@ -8,6 +8,9 @@ declares that the tenant's operator made by hand is adopted rather than made aga
   over an existing object that carries no tenant's ownership mark and marks it, where it would
   otherwise refuse it. Pulumi's import cannot take a dynamic resource, whose provider is pickled
   in its inputs.
+- Only what `import` found and recorded in the spec (`imported.found`) is adopted: a Kubernetes
+  object by kind and name, an Authentik user or group by its primary key (a name could be a
+  staff account's); a spec that names anything else gets the usual refusal.
 
 Both are done by one stack transformation, so no component knows about adoption. An object in
 the state already is neither imported nor created again, so the flag changes nothing once the
@@ -17,10 +20,17 @@ later create never takes over a hand-made object unseen.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pulumi
 
 from providers.base import ADOPT
 from tenant_stack.live import kubectl_json
+from tenant_stack.spec.models import Found
+
+USER_TYPE = "pulumi-python:dynamic/authentik:TenantUser"
+GROUP_TYPE = "pulumi-python:dynamic/authentik:TenantGroup"
 
 __all__ = ["adopt_existing", "existing_objects"]
 
@@ -50,18 +60,23 @@ def existing_objects(slug: str) -> set[tuple[str, str]]:
     return {(item["kind"], item["metadata"]["name"]) for item in [*found, *inside["items"]]}
 
 
-def adopt_existing(slug: str, existing: set[tuple[str, str]]) -> None:
-    """Registers the transformation that adopts, for every resource declared after it."""
+def adopt_existing(slug: str, existing: set[tuple[str, str]], found: Found) -> None:
+    """Registers the transformation that adopts, for every resource declared after it, what
+    `import` found (`found`) and nothing else."""
+    recorded = set(found.kubernetes)
 
     def transform(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult:
         props, opts = args.props, args.opts
         if args.type_.startswith("pulumi-python:dynamic/"):
-            return pulumi.ResourceTransformationResult({**props, ADOPT: True}, opts)
+            adopt = _adopted(args.type_, props, found)
+            return pulumi.ResourceTransformationResult(
+                {**props, ADOPT: adopt} if adopt is not None else props, opts
+            )
         if args.type_.startswith("kubernetes:") and not args.type_.startswith("pulumi:"):
             kind = args.type_.rsplit(":", 1)[1]
             metadata = props.get("metadata")
             name = metadata.get("name") if isinstance(metadata, dict) else None
-            if isinstance(name, str) and (kind, name) in existing:
+            if isinstance(name, str) and (kind, name) in existing and f"{kind}/{name}" in recorded:
                 object_id = name if kind in CLUSTER_KINDS else f"{slug}/{name}"
                 imported = pulumi.ResourceOptions(import_=object_id)
                 return pulumi.ResourceTransformationResult(
@@ -70,3 +85,16 @@ def adopt_existing(slug: str, existing: set[tuple[str, str]]) -> None:
         return pulumi.ResourceTransformationResult(props, opts)
 
     pulumi.runtime.register_stack_transformation(transform)
+
+
+def _adopted(type_: str, props: Mapping[str, Any], found: Found) -> bool | str | None:
+    """The `adopt` flag of a dynamic resource: an Authentik user's or group's primary key as
+    `import` recorded it (the provider adopts that object only), None for one it did not
+    record; True for the other backends' objects, which their providers adopt by their names
+    on the tenant's own accounts, filesystems and directories."""
+    if type_ == USER_TYPE:
+        pk = found.authentik_users.get(str(props.get("username")))
+        return None if pk is None else str(pk)
+    if type_ == GROUP_TYPE:
+        return found.authentik_groups.get(str(props.get("name")))
+    return True

@@ -38,7 +38,7 @@ from tenant_stack.errors import Problem
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
 from tenant_stack.live import ClaimState, LiveCluster, NodeState
 from tenant_stack.platform import Ldap
-from tenant_stack.spec.models import STAGES, Stage, TenantSpec
+from tenant_stack.spec.models import STAGES, Found, Stage, TenantSpec
 
 if TYPE_CHECKING:
     from providers.authentik.client import Group, User
@@ -173,10 +173,11 @@ def check_legal_hold(stage: Stage, legal_hold: bool) -> list[Problem]:
     return [Problem("lifecycle.stage", f"'destroy' refused: {reason}")]
 
 
-def check_namespace(tenant: str, live: LiveCluster, adopting: bool) -> list[Problem]:
+def check_namespace(tenant: str, live: LiveCluster, adopted: Found | None) -> list[Problem]:
     """A refusal to take over namespace `tenant` when it exists and is not marked as this
-    tenant's (unless `adopting`, the first `up` of a tenant `import` read)."""
-    if not live.namespace_exists or adopting:
+    tenant's, unless `import` found and recorded it (`adopted`, the first `up` of a tenant it
+    read)."""
+    if not live.namespace_exists or (adopted and f"Namespace/{tenant}" in adopted.kubernetes):
         return []
     if live.namespace_tenant == tenant and live.stage is not None:
         return []
@@ -218,46 +219,80 @@ def check_directory(
     ldap: Ldap,
     users: Sequence[User],
     groups: Sequence[Group],
-    adopting: bool,
+    adopted: Found | None,
 ) -> list[Problem]:
     """Refusals of the numbers Authentik's outpost already hands to someone other than the
-    spec's own users and groups, and (unless `adopting`) of the spec's users and groups that
-    exist in Authentik without this tenant's mark."""
+    spec's own users and groups, and of the spec's users and groups that exist in Authentik
+    without this tenant's mark, unless `import` found and recorded them (`adopted`) and, for a
+    user, they are no superuser, no service account and in no group but the tenant's."""
     held = handed_out(users, groups, ldap.uid_start_number, ldap.gid_start_number)
     refusals = [
         Problem(collision.places[0].field, collision.message)
         for collision in live_collisions({spec_path: spec}, held)
     ]
-    if adopting:
-        return refusals
     fix = (
         f"if it is this tenant's, made by hand, bring the tenant in with `python -m tenant_stack "
         f"import {spec.slug}`; otherwise choose another name"
     )
+    recorded_users = adopted.authentik_users if adopted else {}
+    recorded_groups = adopted.authentik_groups if adopted else {}
+    group_named = {group.name: group for group in groups}
+    own_groups = {
+        group.pk: name
+        for name in (spec.slug, spec.admins_group)
+        if (group := group_named.get(name)) is not None
+    }
     user_named = {user.username: user for user in users}
     for index, user in enumerate(spec.users):
         found = user_named.get(user.username)
-        if found is not None and found.attributes.get(MARK_ATTRIBUTE) != spec.slug:
-            refusals.append(
-                Problem(
-                    f"users.{index}.username",
-                    f"Authentik user {user.username!r} already exists and is "
-                    f"{_whose(found.attributes)}: `up` would rewrite its uid and SSH keys and "
-                    f"put it in the tenant's group; {fix}",
+        if found is None or found.attributes.get(MARK_ATTRIBUTE) == spec.slug:
+            continue
+        where = f"users.{index}.username"
+        if found.attributes.get(MARK_ATTRIBUTE) is None and recorded_users.get(found.username) == (
+            found.pk
+        ):
+            unfit = _unadoptable(found, own_groups, {g.pk: g.name for g in groups})
+            if unfit:
+                refusals.append(
+                    Problem(where, f"Authentik user {user.username!r} {unfit}: never adopted")
                 )
+            continue
+        refusals.append(
+            Problem(
+                where,
+                f"Authentik user {user.username!r} already exists and is "
+                f"{_whose(found.attributes)}: `up` would rewrite its uid and SSH keys and put it "
+                f"in the tenant's group; {fix}",
             )
-    group_named = {group.name: group for group in groups}
-    for name in (spec.slug, spec.admins_group):
-        found_group = group_named.get(name)
-        if found_group is not None and found_group.attributes.get(MARK_ATTRIBUTE) != spec.slug:
-            refusals.append(
-                Problem(
-                    "slug",
-                    f"Authentik group {name!r} already exists and is "
-                    f"{_whose(found_group.attributes)}; {fix}",
-                )
+        )
+    for name in own_groups.values():
+        found_group = group_named[name]
+        mark = found_group.attributes.get(MARK_ATTRIBUTE)
+        if mark == spec.slug or (mark is None and recorded_groups.get(name) == found_group.pk):
+            continue
+        refusals.append(
+            Problem(
+                "slug",
+                f"Authentik group {name!r} already exists and is "
+                f"{_whose(found_group.attributes)}; {fix}",
             )
+        )
     return refusals
+
+
+_SERVICE_ACCOUNTS = ("service_account", "internal_service_account")
+
+
+def _unadoptable(user: User, own_groups: dict[str, str], names: dict[str, str]) -> str:
+    """Why `user` may not become a tenant's, or "" when it may."""
+    if user.is_superuser:
+        return "is a superuser (through its groups)"
+    if user.type in _SERVICE_ACCOUNTS:
+        return f"is a service account (type {user.type})"
+    outside = sorted(names.get(pk, pk) for pk in user.groups if pk not in own_groups)
+    if outside:
+        return f"is in groups outside the tenant's: {', '.join(outside)}"
+    return ""
 
 
 def _whose(attributes: dict[str, object]) -> str:

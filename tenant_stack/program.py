@@ -67,8 +67,8 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     turned on late, a stage that skips the runbook's order, numbers, users or groups Authentik
     holds for someone else, nodes the live cluster cannot give this tenant and claims `up` could
     only bring to the spec by replacing them."""
-    adopting = spec.imported is not None and spec.imported.adopt
-    refusals = check_namespace(spec.slug, live, adopting)
+    adopted = spec.imported.found if spec.imported is not None and spec.imported.adopt else None
+    refusals = check_namespace(spec.slug, live, adopted)
     refusals += check_rehearsal(spec.lifecycle.rehearsal, live)
     refusals += check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
@@ -79,7 +79,7 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
 
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
         users, groups = directory.users(), directory.groups()
-    refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopting)
+    refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopted)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]
@@ -263,8 +263,8 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: L
         declare_offboarded(spec, platform)
         return
     preflight(spec, platform, spec_path, live)
-    if spec.imported is not None and spec.imported.adopt:
-        adopt_existing(spec.slug, existing_objects(spec.slug))
+    if spec.imported is not None and spec.imported.adopt and spec.imported.found is not None:
+        adopt_existing(spec.slug, existing_objects(spec.slug), spec.imported.found)
     if lifecycle.restore:
         pulumi.log.warn(
             f"restoring {spec.slug} from what offboarding kept: each filesystem is made from "

@@ -105,6 +105,8 @@ class User:
     attributes: dict[str, Any]
     groups: tuple[str, ...]  # UUIDs of the groups the user is directly in
     groups_obj: tuple[Group, ...] | None  # the same groups, when the reply included them
+    is_superuser: bool = False  # through any of its groups (Authentik's own reckoning)
+    type: str = "internal"  # internal, external, service_account, internal_service_account
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> User:
@@ -119,6 +121,8 @@ class User:
             attributes=dict(data.get("attributes") or {}),
             groups=tuple(str(g) for g in data.get("groups") or ()),
             groups_obj=None if objs is None else tuple(Group.from_api(g) for g in objs),
+            is_superuser=bool(data.get("is_superuser", False)),
+            type=str(data.get("type") or "internal"),
         )
 
 

@@ -38,7 +38,7 @@ from providers.authentik.props import (
     split_keys,
 )
 from providers.authentik.settings import Settings
-from providers.base import SchemaProvider, adopting, gone
+from providers.base import ADOPT, SchemaProvider, gone
 from providers.errors import AuthentikError
 from providers.retention.ledger import refuse_deletion
 from providers.retention.objects import kept_until
@@ -66,14 +66,15 @@ def _client() -> Iterator[AuthentikClient]:
 
 
 def _require_mark(
-    attributes: Mapping[str, Any], inputs: Mapping[str, Any], what: str, doing: str
+    attributes: Mapping[str, Any], inputs: Mapping[str, Any], pk: str, what: str, doing: str
 ) -> None:
     """Adopt only what this tenant made: a create that finds the object already there (after a
     crash between Authentik's reply and the state write) takes it over only when it is marked;
-    for a tenant brought in by `import`, also when it carries no tenant's mark at all."""
+    for a tenant brought in by `import`, also when it carries no tenant's mark at all and is
+    the very object `import` recorded (`adopt` holds its primary key, `pk` here)."""
     tenant = inputs["tenant"]
     found = attributes.get(MARK_ATTRIBUTE)
-    if found == tenant or (found is None and adopting(inputs)):
+    if found == tenant or (found is None and inputs.get(ADOPT) == pk):
         return
     has = "no such attribute" if found is None else f"{MARK_ATTRIBUTE}: {found!r}"
     raise AuthentikError(
@@ -82,6 +83,31 @@ def _require_mark(
         f"{MARK_ATTRIBUTE}: {tenant!r} (it has {has})",
         _NOT_MARKED_ADVICE.format(tenant=tenant, mark=MARK_ATTRIBUTE),
     )
+
+
+_SERVICE_ACCOUNTS = ("service_account", "internal_service_account")
+
+
+def _refuse_unadoptable(user: User, wanted: Collection[Group], doing: str) -> None:
+    """Never adopted, even when `import` recorded it: a superuser, a service account, a user in
+    any group but the tenant's."""
+    own = {group.pk for group in wanted}
+    outside = [pk for pk in user.groups if pk not in own]
+    reason = (
+        "is a superuser (through its groups)"
+        if user.is_superuser
+        else f"is a service account (type {user.type})"
+        if user.type in _SERVICE_ACCOUNTS
+        else f"is in {len(outside)} groups outside the tenant's"
+        if outside
+        else ""
+    )
+    if reason:
+        raise AuthentikError(
+            doing,
+            f"user {user.username!r} {reason}: it is never adopted into a tenant",
+            "choose another username for the tenant's user; nothing was changed",
+        )
 
 
 def _gone(doing: str, what: str, id_: str) -> AuthentikError:
@@ -173,7 +199,7 @@ class TenantGroupProvider(SchemaProvider):
                     name=name, parent=parent.pk, attributes=_group_attributes({}, props, ())
                 )
             else:
-                _require_mark(existing.attributes, props, f"group {name!r}", doing)
+                _require_mark(existing.attributes, props, existing.pk, f"group {name!r}", doing)
                 group = client.patch_group(
                     existing,
                     parent=parent.pk,
@@ -354,7 +380,10 @@ class TenantUserProvider(SchemaProvider):
                     attributes=_user_attributes({}, props),
                 )
             else:
-                _require_mark(existing.attributes, props, f"user {username!r}", doing)
+                what = f"user {username!r}"
+                _require_mark(existing.attributes, props, str(existing.pk), what, doing)
+                if existing.attributes.get(MARK_ATTRIBUTE) is None:
+                    _refuse_unadoptable(existing, wanted, doing)
                 user = _apply_user(client, existing, props, wanted, {})
             outputs = _user_outputs(client, user, tenant, props["groups"])
             erased = _forget_logins(client, user, props)

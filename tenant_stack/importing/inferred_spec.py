@@ -507,6 +507,18 @@ def infer_spec(live: LiveTenant, platform: Platform, given: Contract, today: dat
             ),
         },
     }
+    identity = live.identity
+    document["imported"]["found"] = b.found(
+        "imported.found",
+        {
+            "authentik_users": {user.username: user.pk for user in identity.users},
+            "authentik_groups": {
+                group.name: group.pk for group in (identity.group, identity.admins) if group
+            },
+            "kubernetes": live.kubernetes.objects,
+        },
+        "what import read of the tenant made by hand: the first `up` adopts these only",
+    )
     if live.storage.org_admin is not None:
         document["imported"]["weka_org_admin"] = b.found(
             "imported.weka_org_admin", live.storage.org_admin, "the admin import logged in as"

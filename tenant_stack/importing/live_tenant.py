@@ -22,6 +22,7 @@ from providers.weka.client import FileSystem, Organization, Quota, WekaClient
 from providers.weka.mount import DirectoryStat, mount_client
 from providers.weka.settings import Credentials
 from providers.weka.settings import Settings as WekaSettings
+from tenant_stack.adoption import existing_objects
 from tenant_stack.errors import ClusterError
 from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.live import TENANT_LABEL, kubectl_get
@@ -49,6 +50,9 @@ class LiveKubernetes:
     network_policies: list[str]
     claims: list[dict[str, Any]]
     csi_objects: list[str]  # the CSI driver's Secret and StorageClass, those that exist
+    # `Kind/name` of each object of the kinds the program declares that is the tenant's: in its
+    # namespace, and the namespace, Reservation and StorageClass of its names.
+    objects: list[str] = field(default_factory=list)
     # Every node's holders: its label's tenant, and each Reservation that lists it.
     holders: dict[str, set[str]] = field(default_factory=dict)
 
@@ -132,6 +136,17 @@ def read_kubernetes(slug: str) -> LiveKubernetes:
         tenant = (reservation.get("spec") or {}).get("tenant") or reservation["metadata"]["name"]
         for node in (reservation.get("spec") or {}).get("reservedNodes") or []:
             holders.setdefault(node, set()).add(tenant)
+    own = {
+        ("Namespace", slug),
+        ("Reservation", f"{slug}-reservation"),
+        ("StorageClass", f"weka-{slug}"),
+    }
+    cluster_kinds = {kind for kind, _ in own}
+    objects = sorted(
+        f"{kind}/{name}"
+        for kind, name in existing_objects(slug)
+        if kind not in cluster_kinds or (kind, name) in own
+    )
     csi = {
         "Secret": inside("secret", f"weka-{slug}-creds"),
         "StorageClass": kubectl_get("storageclass", f"weka-{slug}"),
@@ -147,6 +162,7 @@ def read_kubernetes(slug: str) -> LiveKubernetes:
         claims=all_inside("persistentvolumeclaims"),
         csi_objects=[kind for kind, found in csi.items() if found is not None],
         holders=holders,
+        objects=objects,
     )
 
 

@@ -236,6 +236,20 @@ class Lifecycle(StrictModel):
         return said
 
 
+class Found(StrictModel):
+    """What `import` found made by hand for the tenant, which its first `up` may adopt, and
+    nothing else: Authentik's users and groups by their primary keys (a name alone could be a
+    staff account's), the Kubernetes objects as `Kind/name`."""
+
+    authentik_users: dict[Username, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    authentik_groups: dict[DnsLabel, Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=dict
+    )
+    kubernetes: list[Annotated[str, Field(pattern=r"^[A-Za-z]+/[a-z0-9][-a-z0-9.]*$")]] = Field(
+        default_factory=list
+    )
+
+
 class Imported(StrictModel):
     """A tenant onboarded by hand before this program managed it, brought in by `import`. The
     names the runbook let its operator choose stay as they are: the rules that are this project's
@@ -250,6 +264,8 @@ class Imported(StrictModel):
     # The reviewed flag of the first `up`: the objects made by hand are adopted, marked as the
     # tenant's, rather than refused (tenant_stack/adoption.py). Set false once they are.
     adopt: bool = False
+    # What `import` recorded of them: adoption takes over these and no other object.
+    found: Found | None = None
 
 
 class TenantSpec(StrictModel):

@@ -373,6 +373,13 @@ def _network_and_login(spec: TenantSpec, platform: Platform) -> Iterator[Problem
 
 
 def _lifecycle(spec: TenantSpec) -> Iterator[Problem]:
+    imported = spec.imported
+    if imported is not None and imported.adopt and imported.found is None:
+        yield Problem(
+            "imported.found",
+            "required with imported.adopt: adoption takes over only the objects `import` "
+            f"found and recorded; run `python -m tenant_stack import {spec.slug}` again",
+        )
     lifecycle = spec.lifecycle
     if lifecycle.stage == "destroy" and lifecycle.sign_off is None:
         yield Problem(

@@ -28,7 +28,7 @@ from tenant_stack.importing.live_tenant import (
 )
 from tenant_stack.importing.spec_file import render
 from tenant_stack.platform import load_platform
-from tenant_stack.spec.models import TenantSpec
+from tenant_stack.spec.models import Found, TenantSpec
 from tenant_stack.spec.rules import check_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +88,7 @@ def _tenant() -> LiveTenant:
         claims=[],
         csi_objects=[],
         holders={"gpu-05": {SLUG}},
+        objects=[f"Namespace/{SLUG}", f"NetworkPolicy/{SLUG}-deny-all"],
     )
     account = AccountRecord(SLUG, SLUG, "tenant kit", (_association(SLUG, parent="root"),))
     normal, interactive = _qos("normal-kit", "1-00:00:00"), _qos("interactive-kit", "04:00:00")
@@ -122,6 +123,12 @@ def test_a_consistent_hand_built_tenant_becomes_a_valid_spec_with_its_numbers_pi
     assert spec.contract.gpu_minutes == 5000
     assert spec.imported is not None
     assert spec.imported.adopt
+    # What adoption may take over: what import read, the directory's objects by primary key.
+    assert spec.imported.found == Found(
+        authentik_users={"lea": 31},
+        authentik_groups={SLUG: "g1"},
+        kubernetes=[f"Namespace/{SLUG}", f"NetworkPolicy/{SLUG}-deny-all"],
+    )
     notes = {n.location: n.kind for n in inferred.notes}
     assert (notes["users.0.uid"], notes["contract.term"], notes["slurm.fairshare"]) == (
         "inferred",

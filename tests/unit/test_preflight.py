@@ -27,7 +27,7 @@ from tenant_stack.preflight import (
     check_stage,
 )
 from tenant_stack.spec import load_spec
-from tenant_stack.spec.models import Stage, TenantSpec
+from tenant_stack.spec.models import Found, Stage, TenantSpec
 from tests.conftest import ROOT
 
 TENANT = "tenant-foo"
@@ -466,8 +466,8 @@ def ours(**annotations: str) -> dict[str, Any]:
 
 
 def test_a_new_or_marked_namespace_may_be_declared(tmp_path: Path) -> None:
-    assert check_namespace(TENANT, namespace_of(tmp_path, None), adopting=False) == []
-    assert check_namespace(TENANT, namespace_of(tmp_path, ours()), adopting=False) == []
+    assert check_namespace(TENANT, namespace_of(tmp_path, None), None) == []
+    assert check_namespace(TENANT, namespace_of(tmp_path, ours()), None) == []
 
 
 @pytest.mark.parametrize(
@@ -484,15 +484,17 @@ def test_a_new_or_marked_namespace_may_be_declared(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_a_namespace_that_is_not_this_tenants_is_refused_unless_adopted(
+def test_a_namespace_that_is_not_this_tenants_is_refused_unless_import_recorded_it(
     tmp_path: Path, metadata: dict[str, Any], phrase: str
 ) -> None:
     live = namespace_of(tmp_path, metadata)
-    [refusal] = check_namespace(TENANT, live, adopting=False)
+    [refusal] = check_namespace(TENANT, live, None)
     assert refusal.location == "slug"
     assert phrase in refusal.message
     assert "python -m tenant_stack import tenant-foo" in refusal.message
-    assert check_namespace(TENANT, live, adopting=True) == []
+    assert check_namespace(TENANT, live, Found(kubernetes=["Namespace/tenant-foo"])) == []
+    # An imported spec adopts what import found, and import found no such namespace.
+    assert len(check_namespace(TENANT, live, Found(kubernetes=["Secret/tenant-foo"]))) == 1
 
 
 def test_rehearsal_may_be_turned_off_but_never_on_once_the_tenant_exists(tmp_path: Path) -> None:
@@ -531,10 +533,10 @@ def refusals_of(
     foo_spec: tuple[TenantSpec, Platform],
     users: list[User],
     groups: list[Group],
-    adopting: bool = False,
+    adopted: Found | None = None,
 ) -> list[tuple[str, str]]:
     spec, platform = foo_spec
-    found = check_directory(spec, Path("tenant-foo.yaml"), platform.ldap, users, groups, adopting)
+    found = check_directory(spec, Path("tenant-foo.yaml"), platform.ldap, users, groups, adopted)
     return [(p.location, p.message) for p in found]
 
 
@@ -580,4 +582,37 @@ def test_a_user_or_group_of_someone_else_is_refused_unless_import_brought_it_in(
         "rewrite its uid and SSH keys"
     )
     assert "`python -m tenant_stack import tenant-foo`" in found[2][1]
-    assert refusals_of(foo_spec, users, groups, adopting=True) == []
+    # import recorded carol and the admins group, by their primary keys; bob is another tenant's.
+    recorded = Found(authentik_users={"carol": 500}, authentik_groups={"tenant-foo-admins": "g-99"})
+    assert [where for where, _ in refusals_of(foo_spec, users, groups, recorded)] == [
+        "users.1.username"
+    ]
+    # A name import did not record, or the same name on another object, is not adopted.
+    other = Found(authentik_users={"carol": 77}, authentik_groups={})
+    assert [where for where, _ in refusals_of(foo_spec, users, groups, other)] == [
+        "users.1.username",
+        "users.2.username",
+        "slug",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("user", "reason"),
+    [
+        ({"is_superuser": True}, "is a superuser (through its groups)"),
+        ({"type": "service_account"}, "is a service account (type service_account)"),
+        ({"groups": ["g-99", "g-1"]}, "is in groups outside the tenant's: authentik Admins"),
+    ],
+)
+def test_a_superuser_a_service_account_or_someone_elses_member_is_never_adopted(
+    foo_spec: tuple[TenantSpec, Platform], user: dict[str, Any], reason: str
+) -> None:
+    carol = User.from_api(
+        {"pk": 500, "uuid": "u-500", "username": "carol", "attributes": {"uidNumber": "2149"},
+         "groups": ["g-99"], **user}
+    )  # fmt: skip
+    groups = [directory_group(99, "tenant-foo"), directory_group(1, "authentik Admins")]
+    recorded = Found(authentik_users={"carol": 500}, authentik_groups={"tenant-foo": "g-99"})
+    assert refusals_of(foo_spec, [carol], groups, recorded) == [
+        ("users.2.username", f"Authentik user 'carol' {reason}: never adopted")
+    ]
