@@ -10,7 +10,9 @@ declares that the tenant's operator made by hand is adopted rather than made aga
   in its inputs.
 - Only what `import` found and recorded in the spec (`imported.found`) is adopted: a Kubernetes
   object by kind and name, an Authentik user or group by its primary key (a name could be a
-  staff account's); a spec that names anything else gets the usual refusal.
+  staff account's); a spec that names anything else gets the usual refusal. `import` also
+  writes the record to the tenant's ledger, where no pull request can, and the preflight
+  refuses a spec whose record differs from the ledger's (`recorded_found`).
 
 Both are done by one stack transformation, so no component knows about adoption. An object in
 the state already is neither imported nor created again, so the flag changes nothing once the
@@ -20,19 +22,25 @@ later create never takes over a hand-made object unseen.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import pulumi
 
 from providers.base import ADOPT
+from providers.retention.ledger import Ledger
 from tenant_stack.live import kubectl_json
 from tenant_stack.spec.models import Found
 
 USER_TYPE = "pulumi-python:dynamic/authentik:TenantUser"
 GROUP_TYPE = "pulumi-python:dynamic/authentik:TenantGroup"
 
-__all__ = ["adopt_existing", "existing_objects"]
+__all__ = ["adopt_existing", "existing_objects", "record_found", "recorded_found"]
+
+# The ledger entry `import` writes: what it found of the tenant, as `imported.found` says it.
+FOUND_ACTION = "import-found"
 
 # What the program declares of a tenant outside its namespace; everything else is inside it.
 CLUSTER_KINDS = {
@@ -98,3 +106,19 @@ def _adopted(type_: str, props: Mapping[str, Any], found: Found) -> bool | str |
     if type_ == GROUP_TYPE:
         return found.authentik_groups.get(str(props.get("name")))
     return True
+
+
+def record_found(slug: str, found: Found, by: str) -> None:
+    """Writes what `import` found of `slug` to its ledger."""
+    with Ledger.open() as ledger:
+        details = {"found": found.model_dump_json(), "by": by}
+        ledger.append(slug, FOUND_ACTION, datetime.now(UTC), details)
+
+
+def recorded_found(slug: str) -> Found | None:
+    """What the last `import` of `slug` found, as its ledger records it; None if none did."""
+    with Ledger.open() as ledger:
+        entries = [e for e in ledger.entries(slug) if e.action == FOUND_ACTION]
+    if not entries:
+        return None
+    return Found.model_validate(json.loads(entries[-1].details["found"]))

@@ -13,7 +13,7 @@ from providers.retention.ledger import Ledger
 from providers.weka.props import weka_client
 from providers.weka.settings import Settings as WekaSettings
 from providers.weka.settings import ca_certificate
-from tenant_stack.adoption import adopt_existing, existing_objects
+from tenant_stack.adoption import adopt_existing, existing_objects, recorded_found
 from tenant_stack.components import (
     CapacityReservation,
     IdentityGroup,
@@ -69,6 +69,15 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     only bring to the spec by replacing them."""
     adopted = spec.imported.found if spec.imported is not None and spec.imported.adopt else None
     refusals = check_namespace(spec.slug, live, adopted)
+    if adopted is not None and recorded_found(spec.slug) != adopted:
+        refusals.append(
+            Problem(
+                "imported.found",
+                "differs from what `import` recorded of the tenant in its ledger: adoption "
+                "takes over what import found, not what a spec says it found; run `python -m "
+                f"tenant_stack import {spec.slug}` again and use the spec it writes",
+            )
+        )
     refusals += check_rehearsal(spec.lifecycle.rehearsal, live)
     refusals += check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)

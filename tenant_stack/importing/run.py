@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
+from getpass import getuser
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from providers.weka.settings import Credentials
+from tenant_stack.adoption import record_found
 from tenant_stack.errors import Problem
 from tenant_stack.importing.consistency import contradictions
 from tenant_stack.importing.first_up import first_up_changes
@@ -23,7 +25,7 @@ from tenant_stack.importing.live_tenant import read_tenant
 from tenant_stack.importing.spec_file import render
 from tenant_stack.platform import Platform, problems_from
 from tenant_stack.spec.fleet import refusals_beside
-from tenant_stack.spec.models import TenantSpec
+from tenant_stack.spec.models import Found, TenantSpec
 from tenant_stack.spec.rules import check_spec
 
 __all__ = ["ImportReport", "import_tenant"]
@@ -131,5 +133,6 @@ def import_tenant(
     if report.refusals:
         return report
     path.write_text(text)
+    record_found(slug, Found.model_validate(inferred.document["imported"]["found"]), getuser())
     report.written = True
     return report

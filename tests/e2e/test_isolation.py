@@ -150,3 +150,31 @@ def test_a_hold_for_a_tenant_that_does_not_exist_writes_nothing(
     assert "Traceback" not in typo.stderr
     with Ledger.open({**os.environ, **env}) as ledger:
         assert ledger.entries("tenant-fo") == []
+
+
+def test_a_spec_cannot_adopt_what_import_did_not_find(
+    tmp_path: Path, pulumi_backend: dict[str, str]
+) -> None:
+    """A new spec that says it was imported, and claims to have found Authentik's admin."""
+    staff = staff_user()
+    project = project_copy(tmp_path / "project")
+    spec = as_tenant(project, "tenant-quuz")
+    data = yaml.safe_load(spec.read_text())
+    data["users"][1]["username"] = "akadmin"
+    data["identity"]["admins"] = ["akadmin"]
+    data["imported"] = {
+        "date": "2026-12-01",
+        "adopt": True,
+        "found": {"authentik_users": {"akadmin": staff["pk"]}, "kubernetes": []},
+    }
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    printed = refused_up(pulumi_backend, project, "tenant-quuz")
+    assert (
+        f"{spec}: imported.found: differs from what `import` recorded of the tenant in its ledger"
+    ) in printed, printed
+    assert (
+        f"{spec}: users.1.username: Authentik user 'akadmin' is a superuser (through its "
+        "groups): never adopted"
+    ) in printed, printed
+    assert staff_user() == staff
+    assert sacctmgr("show", "account", "tenant-quuz", "format=Account") == []
