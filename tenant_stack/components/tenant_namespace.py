@@ -168,11 +168,14 @@ class TenantNamespace(pulumi.ComponentResource):
             role = inside(
                 "admins-role", f"{rbac}/v1", "Role", f"{tenant}-admins", {"rules": ADMIN_RULES}
             )
+            # Named apart from the runbook's `<slug>-admins` (to ClusterRole `edit`): a binding's
+            # roleRef cannot change, so a stack made before binds anew under this name and its
+            # old binding goes, and a tenant imported from the runbook keeps nothing it had.
             inside(
                 "admins",
                 f"{rbac}/v1",
                 "RoleBinding",
-                f"{tenant}-admins",
+                f"{tenant}-tenant-admins",
                 {
                     "subjects": [{"kind": "Group", "name": args.admins_group, "apiGroup": rbac}],
                     "roleRef": {

@@ -212,34 +212,67 @@ def authorized_keys(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
 
 
 def admin_rights(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
-    """The runbook grants the tenant's admins `edit` in their namespace: checked as the vendor
-    page does, by impersonating an admin with the admins group."""
+    """The tenant's admins run their workloads in their namespace and cannot undo its isolation:
+    checked as the vendor page does, by impersonating an admin with the admins group."""
     if not spec.identity.admins or spec.lifecycle.stage == "destroy":
         return
     if not _namespace_usable(spec):
         return
     admin = spec.identity.admins[0]
-    denied = []
-    for verb, resource in (("create", "deployments.apps"), ("delete", "pods"), ("get", "secrets")):
-        argv = ["kubectl", "auth", "can-i", verb, resource, f"--namespace={spec.namespace}"]
-        argv += [f"--as={admin}", f"--as-group={spec.admins_group}", "--request-timeout=30s"]
-        try:
-            said = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise ClusterError(f"`{' '.join(argv)}` did not answer: {error}") from error
-        if said.stdout.strip() != "yes":
-            denied.append(f"{verb} {resource}")
+    as_admin = (
+        f"`kubectl auth can-i ... --as={admin} --as-group={spec.admins_group}` in {spec.namespace}"
+    )
+    denied = [
+        f"{verb} {resource}"
+        for verb, resource in (
+            ("create", "deployments.apps"),
+            ("delete", "pods"),
+            ("get", "secrets"),
+        )
+        if not _admin_can(spec, admin, verb, resource)
+    ]
     if denied:
         yield Finding(
             "admins-lack-rights",
             "TenantNamespace",
             70,
-            f"`kubectl auth can-i ... --as={admin} --as-group={spec.admins_group}` in "
-            f"{spec.namespace}: no for {', '.join(denied)}",
-            f"the admins' RoleBinding {spec.slug}-admins (group {spec.admins_group} to Role "
-            f"{spec.slug}-admins) or the Role is missing or changed",
+            f"{as_admin}: no for {', '.join(denied)}",
+            f"the admins' RoleBinding {spec.slug}-tenant-admins (group {spec.admins_group} to "
+            f"Role {spec.slug}-admins) or the Role is missing or changed",
             _UP.format(slug=spec.slug),
         )
+    allowed = [
+        f"{verb} {resource}"
+        for verb, resource in (
+            ("delete", "networkpolicies.networking.k8s.io"),
+            ("create", "networkpolicies.networking.k8s.io"),
+            ("delete", "reservationbindings.scheduling.example.io"),
+        )
+        if _admin_can(spec, admin, verb, resource)
+    ]
+    if allowed:
+        yield Finding(
+            "admins-can-undo-isolation",
+            "TenantNamespace",
+            71,
+            f"{as_admin}: yes for {', '.join(allowed)}",
+            "another binding gives the admins more than the tenant's Role, such as the "
+            f"runbook's RoleBinding {spec.slug}-admins to ClusterRole edit (a tenant imported "
+            "from the runbook keeps it): they can remove the NetworkPolicies that isolate it",
+            f"kubectl -n {spec.namespace} delete rolebinding {spec.slug}-admins (the stack binds "
+            f"the admins through {spec.slug}-tenant-admins), and any other binding of "
+            f"{spec.admins_group}",
+        )
+
+
+def _admin_can(spec: TenantSpec, admin: str, verb: str, resource: str) -> bool:
+    argv = ["kubectl", "auth", "can-i", verb, resource, f"--namespace={spec.namespace}"]
+    argv += [f"--as={admin}", f"--as-group={spec.admins_group}", "--request-timeout=30s"]
+    try:
+        said = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ClusterError(f"`{' '.join(argv)}` did not answer: {error}") from error
+    return said.stdout.strip() == "yes"
 
 
 def partition_time(spec: TenantSpec, _: Platform) -> Iterator[Finding]:

@@ -104,6 +104,14 @@ def first_up_changes(live: LiveTenant) -> list[str]:
     ]
     if live.storage.csi_user:
         made.append(f"Weka user '{slug}-csi': a new password, which its Secret then holds")
+    made += [
+        f"made: Role '{slug}-admins' and RoleBinding '{slug}-tenant-admins' (the admins' rights "
+        "without the NetworkPolicies, binding, quota and limits), and the tenant's admission "
+        f"policy '{slug}-isolation'",
+        f"left: RoleBinding '{slug}-admins' (to ClusterRole edit) if the runbook made it; "
+        f"delete it after the first `up` (`kubectl -n {slug} delete rolebinding {slug}-admins`), "
+        "or the admins can still remove their own isolation (diagnose: admins-can-undo-isolation)",
+    ]
     return [
         "Kubernetes: each object made by hand is imported as it is, then gets the annotation "
         "pulumi.com/patchForce (the mark; the Reservation also pulumi.com/waitFor and "

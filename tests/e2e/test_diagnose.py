@@ -199,7 +199,7 @@ def test_a_node_keeping_the_tenant_taint_without_a_reservation(bar: Bar) -> None
 
 
 def test_admins_without_their_rights(bar: Bar) -> None:
-    kubectl("-n", SLUG, "delete", "rolebinding", f"{SLUG}-admins")
+    kubectl("-n", SLUG, "delete", "rolebinding", f"{SLUG}-tenant-admins")
     found = only(bar.diagnose())
     assert found["check"] == "admins-lack-rights"
     assert f"--as={ADMIN} --as-group={SLUG}-admins" in found["evidence"]

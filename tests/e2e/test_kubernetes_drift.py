@@ -147,14 +147,14 @@ DRIFTS = [
             NS,
             "patch",
             "rolebinding",
-            "tenant-foo-admins",
+            "tenant-foo-tenant-admins",
             "--type=json",
             "-p",
             '[{"op": "replace", "path": "/subjects/0/name", "value": "everyone"}]',
         ),
-        lambda: kubectl_json("-n", NS, "get", "rolebinding", "tenant-foo-admins")["subjects"][0][
-            "name"
-        ],
+        lambda: kubectl_json("-n", NS, "get", "rolebinding", "tenant-foo-tenant-admins")[
+            "subjects"
+        ][0]["name"],
     ),
     Drift(
         "kubernetes:core/v1:Secret",

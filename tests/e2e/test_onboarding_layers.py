@@ -115,7 +115,7 @@ def test_step_3_the_namespace_and_everything_in_it(foo: Onboarded) -> None:
         "tenant-foo-allow",
         "tenant-foo-deny-all",
     ]
-    admins = kubectl_json("-n", "tenant-foo", "get", "rolebinding", "tenant-foo-admins")
+    admins = kubectl_json("-n", "tenant-foo", "get", "rolebinding", "tenant-foo-tenant-admins")
     assert admins["subjects"][0]["name"] == "tenant-foo-admins"
     # The runbook's sidebar: the bind Secret must exist in the tenant's namespace, same password.
     copied = kubectl_json("-n", "tenant-foo", "get", "secret", "ldap-bind-creds")["data"]

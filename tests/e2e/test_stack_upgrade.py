@@ -150,15 +150,16 @@ def _is_offboarding(step: dict[str, Any]) -> bool:
 
 
 # What this release adds for isolation: the admins' own Role (their RoleBinding, whose roleRef
-# cannot change in place, is made again to name it), the tenant's admission policy and its
-# binding; and the StorageClass, made again with its Secrets named by the claim's namespace.
+# cannot change in place, is made again under a name of its own to name it), the tenant's
+# admission policy and its binding; and the StorageClass, made again with its Secrets named by
+# the claim's namespace.
 ISOLATION_ADDED = {
     "kubernetes:rbac.authorization.k8s.io/v1:Role",
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
 }
 ISOLATION_REPLACED = {
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef"},
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef", "metadata", "metadata.name"},
     "kubernetes:storage.k8s.io/v1:StorageClass": {"parameters"},
 }
 

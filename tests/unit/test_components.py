@@ -301,7 +301,8 @@ def test_network_policies_are_the_runbooks(foo: Deployment) -> None:
 
 def test_admins_role_binding_is_the_runbooks(foo: Deployment) -> None:
     binding = foo.one(K8S_ROLE_BINDING, "tenant-foo-admins")
-    assert binding.inputs["metadata"] == owned("tenant-foo-admins", "tenant-foo")
+    # Named apart from the runbook's binding to `edit`, whose roleRef could not change.
+    assert binding.inputs["metadata"] == owned("tenant-foo-tenant-admins", "tenant-foo")
     assert binding.inputs["subjects"] == [
         {"kind": "Group", "name": "tenant-foo-admins", "apiGroup": "rbac.authorization.k8s.io"}
     ]
