@@ -9,7 +9,9 @@ from pathlib import Path
 import pulumi
 
 from providers.authentik.settings import Settings as AuthentikSettings
+from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
+from providers.retention.objects import kept_under, tenant_prefix
 from providers.weka.props import weka_client
 from providers.weka.settings import Settings as WekaSettings
 from providers.weka.settings import ca_certificate
@@ -29,6 +31,7 @@ from tenant_stack.errors import ClusterError, PreflightError, Problem
 from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
 from tenant_stack.live import LiveCluster, LiveReads
 from tenant_stack.mapping import (
+    ARCHIVE_KINDS,
     DRAIN_WAIT_SECONDS,
     SharedFilesystems,
     identity_args,
@@ -210,6 +213,29 @@ def shared_filesystems(spec: TenantSpec, platform: Platform) -> SharedFilesystem
     return SharedFilesystems(home=shared[0], scratch=shared[1])
 
 
+# The stages the namespace still records while the next stage's `up` keeps things: one that
+# failed midway has kept some, and its namespace was not updated to say so.
+_KEEPING_AFTER = ("drained", "archived", "snapshotted")
+
+
+def kept_so_far(tenant: str, live: LiveCluster) -> list[str]:
+    """What offboarding has kept of `tenant`, in the words of `RetentionArgs.kept`: what its
+    namespace records, and, once it is at a stage after which a stage keeps something, what
+    the retention store holds under its prefix (the archives and directory copies of a stage
+    that failed after making them). Each stays declared from the moment it exists, so a failed
+    stage can be rolled back or retried."""
+    if live.stage not in _KEEPING_AFTER:
+        return live.retained
+    with RetentionStore.from_environment() as store:
+        stored = [kept_under(tenant, info.key) for info in store.list(tenant_prefix(tenant))]
+    found = [
+        kind if what == "archive" else f"copy:{kind}"
+        for what, kind in filter(None, stored)
+        if what == "copy" or kind in ARCHIVE_KINDS
+    ]
+    return sorted(set(live.retained) | set(found))
+
+
 def retention_record(tenant: str) -> Record:
     """What the retention purge and erasures did to `tenant`, as its ledger records."""
     with Ledger.open() as ledger:
@@ -286,7 +312,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: L
         pulumi.Output.secret(reads.secret_data()),
         shared_filesystems(spec, platform),
         ca_certificate(),
-        live.retained,
+        kept_so_far(spec.slug, live),
         retention_record(spec.slug) if lifecycle.restore else None,
     )
     if tenant.reservation is not None:

@@ -13,7 +13,7 @@ from typing import Any
 from providers.base import Field, Schema
 from providers.errors import OffboardingError
 from providers.retention.kept_object_provider import Content, KeptObjectProvider
-from providers.retention.objects import tenant_key
+from providers.retention.objects import archive_key
 from providers.slurm import values
 from providers.slurm.accounting_export import KINDS, export
 from providers.slurm.queue import SlurmQueue
@@ -65,7 +65,7 @@ class SlurmArchiveProvider(KeptObjectProvider):
             )
         records = export(transport, p["kind"], p["accounts"], slurm.log_files, p["allow_empty"])
         return Content(
-            key=tenant_key(p["tenant"], "slurm", f"{p['kind']}.{records.extension}"),
+            key=archive_key(p["tenant"], p["kind"], records.extension),
             data=records.data,
             metadata={"kind": p["kind"], "rows": str(records.rows)},
             outputs={"rows": records.rows},

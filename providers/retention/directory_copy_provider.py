@@ -16,7 +16,7 @@ from typing import Any
 from providers.base import Field, Schema
 from providers.retention.erasure import erased_users, without_users
 from providers.retention.kept_object_provider import Content, KeptObjectProvider
-from providers.retention.objects import tenant_key
+from providers.retention.objects import copy_key
 from providers.slurm import values
 from providers.weka.mount import mount_client
 from providers.weka.props import NAME, matching
@@ -55,7 +55,7 @@ class DirectoryCopyProvider(KeptObjectProvider):
     def content(self, p: Mapping[str, Any], doing: str) -> Content:
         archive = mount_client().archive(p["org"], p["filesystem"], p["path"], doing)
         return Content(
-            key=tenant_key(p["tenant"], "storage", f"{p['filesystem']}.tar.gz"),
+            key=copy_key(p["tenant"], p["filesystem"]),
             data=self.rewritten(archive, p, doing),
             metadata={"filesystem": p["filesystem"], "path": p["path"]},
         )

@@ -27,7 +27,10 @@ __all__ = [
     "TENANT",
     "UPLOADS_PREFIX",
     "ObjectInfo",
+    "archive_key",
     "check_metadata",
+    "copy_key",
+    "kept_under",
     "kept_until",
     "refuse_while_retained",
     "retained_until",
@@ -80,6 +83,35 @@ def tenant_key(tenant: str, *parts: str) -> str:
     if not parts or any(not part or part.startswith("/") or part.endswith("/") for part in parts):
         raise ValueError(f"key parts {parts!r} under {tenant!r}: give non-empty names, no edge '/'")
     return tenant_prefix(tenant) + "/".join(parts)
+
+
+# Where offboarding keeps a tenant's Slurm archives and its directories' copies, under its prefix.
+_ARCHIVES, _COPIES, _COPY_SUFFIX = "slurm", "storage", ".tar.gz"
+
+
+def archive_key(tenant: str, kind: str, extension: str) -> str:
+    """The key of the tenant's Slurm archive of `kind`: `<tenant>/slurm/<kind>.<extension>`."""
+    return tenant_key(tenant, _ARCHIVES, f"{kind}.{extension}")
+
+
+def copy_key(tenant: str, filesystem: str) -> str:
+    """The key of the copy of the tenant's directory on `filesystem`:
+    `<tenant>/storage/<filesystem>.tar.gz`."""
+    return tenant_key(tenant, _COPIES, f"{filesystem}{_COPY_SUFFIX}")
+
+
+def kept_under(tenant: str, key: str) -> tuple[str, str] | None:
+    """("archive", kind) or ("copy", filesystem) for a key of `archive_key` or `copy_key`,
+    None for any other."""
+    prefix = tenant_prefix(tenant)
+    if not key.startswith(prefix):
+        return None
+    folder, _, name = key.removeprefix(prefix).partition("/")
+    if folder == _ARCHIVES and "." in name and "/" not in name:
+        return "archive", name.split(".", 1)[0]
+    if folder == _COPIES and name.endswith(_COPY_SUFFIX) and "/" not in name:
+        return "copy", name.removesuffix(_COPY_SUFFIX)
+    return None
 
 
 def retention_metadata(tenant: str, retain_until: date) -> dict[str, str]:
