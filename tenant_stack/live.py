@@ -37,6 +37,7 @@ __all__ = [
     "NodeState",
     "kubectl_get",
     "kubectl_json",
+    "namespace_managers",
     "quantity_bytes",
     "read_cluster",
 ]
@@ -196,6 +197,13 @@ def kubectl_get(*args: str) -> dict[str, Any] | None:
             return None
         raise
     return found
+
+
+def namespace_managers(namespace: str) -> list[str]:
+    """The field managers that wrote `namespace` (kubectl hides them unless asked)."""
+    found = kubectl_get("namespace", namespace, "--show-managed-fields")
+    fields = ((found or {}).get("metadata") or {}).get("managedFields") or []
+    return sorted({str(entry.get("manager", "")) for entry in fields})
 
 
 def _cluster_get(namespace: str, kubectl: str) -> KubectlGet:

@@ -173,13 +173,17 @@ def check_legal_hold(stage: Stage, legal_hold: bool) -> list[Problem]:
     return [Problem("lifecycle.stage", f"'destroy' refused: {reason}")]
 
 
-def check_namespace(tenant: str, live: LiveCluster, adopted: Found | None) -> list[Problem]:
+def check_namespace(
+    tenant: str, live: LiveCluster, adopted: Found | None, managers: Sequence[str] = ()
+) -> list[Problem]:
     """A refusal to take over namespace `tenant` when it exists and is not marked as this
     tenant's, unless `import` found and recorded it (`adopted`, the first `up` of a tenant it
-    read)."""
+    read). A namespace an earlier release of the program made carries the tenant's label but no
+    stage annotation; its field `managers` (any of them pulumi's) tell it from a hand-made one."""
     if not live.namespace_exists or (adopted and f"Namespace/{tenant}" in adopted.kubernetes):
         return []
-    if live.namespace_tenant == tenant and live.stage is not None:
+    made_by_a_stack = live.stage is not None or any(m.startswith("pulumi") for m in managers)
+    if live.namespace_tenant == tenant and made_by_a_stack:
         return []
     marks = f"label {TENANT_NAMESPACE_LABEL}={tenant} and annotation {STAGE_ANNOTATION}"
     if live.namespace_tenant not in (None, tenant):

@@ -29,7 +29,7 @@ from tenant_stack.components import (
 from tenant_stack.components.weka_storage import SharedFilesystem
 from tenant_stack.errors import ClusterError, PreflightError, Problem
 from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
-from tenant_stack.live import LiveCluster, LiveReads
+from tenant_stack.live import LiveCluster, LiveReads, namespace_managers
 from tenant_stack.mapping import (
     ARCHIVE_KINDS,
     DRAIN_WAIT_SECONDS,
@@ -71,7 +71,9 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     holds for someone else, nodes the live cluster cannot give this tenant and claims `up` could
     only bring to the spec by replacing them."""
     adopted = spec.imported.found if spec.imported is not None and spec.imported.adopt else None
-    refusals = check_namespace(spec.slug, live, adopted)
+    # Only a namespace without the stage annotation is asked who wrote it: an earlier release's.
+    managers = namespace_managers(spec.slug) if live.namespace_exists and not live.stage else []
+    refusals = check_namespace(spec.slug, live, adopted, managers)
     if adopted is not None and recorded_found(spec.slug) != adopted:
         refusals.append(
             Problem(

@@ -616,3 +616,13 @@ def test_a_superuser_a_service_account_or_someone_elses_member_is_never_adopted(
     assert refusals_of(foo_spec, [carol], groups, recorded) == [
         ("users.2.username", f"Authentik user 'carol' {reason}: never adopted")
     ]
+
+
+def test_an_earlier_releases_namespace_is_told_from_a_hand_made_one_by_its_field_managers(
+    tmp_path: Path,
+) -> None:
+    # Labelled as the tenant's, without the stage annotation the program writes since.
+    live = namespace_of(tmp_path, {"name": "tenant-foo", "labels": {"tenant": "tenant-foo"}})
+    assert check_namespace(TENANT, live, None, ["pulumi-kubernetes-4e5f6a"]) == []
+    [refused] = check_namespace(TENANT, live, None, ["kubectl-create", "kubectl-label"])
+    assert "does not carry this tenant's marks" in refused.message
