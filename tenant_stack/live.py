@@ -17,7 +17,7 @@ import json
 import re
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from types import TracebackType
 from typing import Any
@@ -133,6 +133,8 @@ class LiveCluster:
     namespace_tenant: str | None = None
     # Whether the last `up` was a rehearsal's (REHEARSAL_ANNOTATION), None when not recorded.
     rehearsal: bool | None = None
+    # Every StorageClass's parameters, by name.
+    storage_classes: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class KubectlGet:
@@ -207,11 +209,10 @@ def namespace_managers(namespace: str) -> list[str]:
 
 
 def _cluster_get(namespace: str, kubectl: str) -> KubectlGet:
-    """Every Node of the cluster, the claims of `namespace` (none when it does not exist yet) and
-    the namespaces (for the tenant's own), in one request."""
-    return KubectlGet(
-        [kubectl, "get", "nodes,persistentvolumeclaims,namespaces", f"--namespace={namespace}"]
-    )
+    """Every Node of the cluster, the claims of `namespace` (none when it does not exist yet),
+    the namespaces (for the tenant's own) and the StorageClasses, in one request."""
+    kinds = "nodes,persistentvolumeclaims,namespaces,storageclasses"
+    return KubectlGet([kubectl, "get", kinds, f"--namespace={namespace}"])
 
 
 def _cluster(namespace: str, items: list[dict[str, Any]]) -> LiveCluster:
@@ -239,6 +240,11 @@ def _cluster(namespace: str, items: list[dict[str, Any]]) -> LiveCluster:
         namespace_exists=bool(own["metadata"]),
         namespace_tenant=labels.get(TENANT_NAMESPACE_LABEL),
         rehearsal=None if rehearsal is None else rehearsal == "true",
+        storage_classes={
+            item["metadata"]["name"]: dict(item.get("parameters") or {})
+            for item in items
+            if item.get("kind") == "StorageClass"
+        },
     )
 
 

@@ -322,6 +322,7 @@ def storage_args(
     ca_certificate: str | None,
     retention: Retention,
     after: list[pulumi.Resource],
+    kept_class_parameters: dict[str, str] | None = None,
 ) -> WekaStorageArgs:
     storage = spec.storage
     return WekaStorageArgs(
@@ -347,6 +348,7 @@ def storage_args(
         object_store=platform.weka.object_store,
         after=after,
         org_admin=spec.imported.weka_org_admin if spec.imported else None,
+        kept_class_parameters=kept_class_parameters,
     )
 
 

@@ -26,7 +26,11 @@ from tenant_stack.components import (
     TenantNamespace,
     WekaStorage,
 )
-from tenant_stack.components.weka_storage import SharedFilesystem
+from tenant_stack.components.weka_storage import (
+    SharedFilesystem,
+    legacy_class_parameters,
+    storage_class_name,
+)
 from tenant_stack.errors import ClusterError, PreflightError, Problem
 from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
 from tenant_stack.live import LiveCluster, LiveReads, namespace_managers
@@ -137,6 +141,7 @@ def declare_tenant(
     ca_certificate: str | None = None,
     retained: list[str] | None = None,
     record: Record | None = None,
+    kept_class_parameters: dict[str, str] | None = None,
 ) -> Tenant:
     """Every component of one tenant, each depending on the layers before it. Directory
     isolation needs the platform's shared filesystems (`shared_filesystems`). A restore declares
@@ -187,6 +192,7 @@ def declare_tenant(
             ca_certificate,
             retention,
             after=[identity, namespace],
+            kept_class_parameters=kept_class_parameters,
         ),
     )
     layers: list[pulumi.Resource] = [namespace, slurm, identity, login, storage]
@@ -308,6 +314,15 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: L
             "the snapshot uploaded at stage snapshotted, and whatever was written after that "
             "snapshot is lost; tell the tenant"
         )
+    kept_class = legacy_class_parameters(spec.slug, live.storage_classes)
+    if kept_class is not None:
+        name = storage_class_name(spec.slug)
+        pulumi.log.warn(
+            f"StorageClass {name} names its CSI Secrets outright (made by an earlier release), "
+            "and a StorageClass's parameters cannot change in place: `kubectl delete "
+            f"storageclass {name}`, then `pulumi up` makes it again naming them by the claim's "
+            "namespace (its claims keep their volumes)"
+        )
     tenant = declare_tenant(
         spec,
         platform,
@@ -316,6 +331,7 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: L
         ca_certificate(),
         kept_so_far(spec.slug, live),
         retention_record(spec.slug) if lifecycle.restore else None,
+        kept_class,
     )
     if tenant.reservation is not None:
         pulumi.export("reservation", tenant.reservation.name)

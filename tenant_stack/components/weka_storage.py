@@ -120,6 +120,10 @@ class WekaStorageArgs:
     after: list[pulumi.Resource]
     # Org isolation, an imported tenant: the admin its operator gave the organization by hand.
     org_admin: str | None = None
+    # The live StorageClass's parameters, kept as they are where an earlier release named its
+    # Secrets outright: parameters cannot change in place, and a preview cannot plan making the
+    # class again (`legacy_class_parameters`).
+    kept_class_parameters: dict[str, str] | None = None
 
 
 CLAIM_ACCESS_MODES = ("ReadWriteMany",)
@@ -127,6 +131,19 @@ CLAIM_ACCESS_MODES = ("ReadWriteMany",)
 
 def storage_class_name(tenant: str) -> str:
     return f"weka-{tenant}"
+
+
+def legacy_class_parameters(
+    tenant: str, live: Mapping[str, Mapping[str, str]]
+) -> dict[str, str] | None:
+    """The parameters of the tenant's live StorageClass when they name its Secrets outright (an
+    earlier release's, before `CLAIM_NAMESPACE`), to keep; None when it names them by template
+    or does not exist."""
+    found = live.get(storage_class_name(tenant))
+    if found is None:
+        return None
+    namespaces = {v for k, v in found.items() if k.endswith("-secret-namespace")}
+    return None if namespaces <= {CLAIM_NAMESPACE} else dict(found)
 
 
 def csi_secret_name(namespace: str) -> str:
@@ -279,7 +296,8 @@ class WekaStorage(pulumi.ComponentResource):
             metadata=object_metadata(storage_class_name(tenant)),
             manifest={
                 "provisioner": WEKA_CSI_DRIVER,
-                "parameters": pulumi.Output.from_input(scratch.name).apply(
+                "parameters": args.kept_class_parameters
+                or pulumi.Output.from_input(scratch.name).apply(
                     lambda filesystem: storage_class_parameters(
                         csi_secret_name(CLAIM_NAMESPACE), filesystem
                     )
@@ -289,8 +307,12 @@ class WekaStorage(pulumi.ComponentResource):
                 "volumeBindingMode": "Immediate",
                 "allowVolumeExpansion": True,
             },
-            # It names its Secret by template, not by the Secret's output: made after it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[secret]),
+            # It names its Secret by template, not by the Secret's output: made after it. Its
+            # parameters cannot change, so a change makes it again under its name: deleted first
+            # (its claims keep their volumes, which name their Secrets themselves).
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[secret], delete_before_replace=True
+            ),
         )
         class_name = storage_class.metadata.apply(lambda m: str(m["name"]))
         for claim in args.claims:

@@ -151,8 +151,8 @@ def _is_offboarding(step: dict[str, Any]) -> bool:
 
 # What this release adds for isolation: the admins' own Role (their RoleBinding, whose roleRef
 # cannot change in place, is made again under a name of its own to name it), the tenant's
-# admission policy and its binding; and the StorageClass, made again with its Secrets named by
-# the claim's namespace.
+# admission policy and its binding. (The StorageClass, whose parameters cannot change, keeps the
+# Secret names it has; the program warns how to make it again.)
 ISOLATION_ADDED = {
     "kubernetes:rbac.authorization.k8s.io/v1:Role",
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
@@ -160,7 +160,6 @@ ISOLATION_ADDED = {
 }
 ISOLATION_REPLACED = {
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef", "metadata", "metadata.name"},
-    "kubernetes:storage.k8s.io/v1:StorageClass": {"parameters"},
 }
 
 

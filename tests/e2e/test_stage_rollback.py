@@ -125,4 +125,3 @@ def test_a_stage_that_failed_after_keeping_some_archives_rolls_back_and_retries(
         tenant.at_stage(stage)
         tenant.pulumi("up", "--yes", "--skip-preview")
     assert tenant.archives() == ["associations", "jobs", "logs", "steps"]
-    tenant.pulumi("preview", "--expect-no-changes")

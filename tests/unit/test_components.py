@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tenant_stack.components.kubernetes_objects import OWNED
-from tenant_stack.components.weka_storage import SharedFilesystem
+from tenant_stack.components.weka_storage import SharedFilesystem, legacy_class_parameters
 from tenant_stack.mapping import SharedFilesystems
 from tenant_stack.platform import Platform, load_platform, parse_yaml
 from tenant_stack.program import declare_tenant
@@ -932,3 +932,16 @@ def test_snapshotted_copies_a_directory_tenants_own_directories(
     assert {c.inputs["path"] for c in copies.values()} == {"/tenant-bar"}
     assert all(c.protect and not c.dependencies for c in copies.values())
     assert bar.of_type(UPLOADED) == []
+
+
+def test_an_earlier_releases_storage_class_keeps_the_secret_names_it_has() -> None:
+    """Its parameters cannot change in place, and a preview cannot plan making it again."""
+    explicit = {
+        "filesystemName": "tenant-foo-scratch",
+        "csi.storage.k8s.io/provisioner-secret-name": "weka-tenant-foo-creds",
+        "csi.storage.k8s.io/provisioner-secret-namespace": "tenant-foo",
+    }
+    templated = {**explicit, "csi.storage.k8s.io/provisioner-secret-namespace": "${pvc.namespace}"}
+    assert legacy_class_parameters("tenant-foo", {"weka-tenant-foo": explicit}) == explicit
+    assert legacy_class_parameters("tenant-foo", {"weka-tenant-foo": templated}) is None
+    assert legacy_class_parameters("tenant-foo", {"weka-tenant-bar": explicit}) is None

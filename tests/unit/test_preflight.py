@@ -312,7 +312,7 @@ def test_read_cluster_parses_nodes_and_claims_from_one_kubectl_call(tmp_path: Pa
 
     assert (tmp_path / "argv").read_text().split() == [
         "get",
-        "nodes,persistentvolumeclaims,namespaces",
+        "nodes,persistentvolumeclaims,namespaces,storageclasses",
         "--namespace=tenant-foo",
         "--output=json",
         "--request-timeout=30s",
@@ -341,8 +341,8 @@ def test_a_failing_kubectl_is_a_cluster_error_with_its_words(tmp_path: Path) -> 
     with pytest.raises(ClusterError) as caught:
         read_cluster("tenant-foo", str(kubectl))
     assert str(caught.value) == (
-        f"`{kubectl} get nodes,persistentvolumeclaims,namespaces --namespace=tenant-foo "
-        "--output=json "
+        f"`{kubectl} get nodes,persistentvolumeclaims,namespaces,storageclasses "
+        "--namespace=tenant-foo --output=json "
         f"--request-timeout=30s` failed: {words}"
     )
 
