@@ -159,7 +159,7 @@ ISOLATION_ADDED = {
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
 }
 ISOLATION_REPLACED = {
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef", "metadata", "metadata.name"},
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef", "metadata"},
 }
 
 
@@ -168,7 +168,8 @@ def _is_isolation(step: dict[str, Any]) -> bool:
         return _type(step) in ISOLATION_ADDED
     if step["op"] in ("replace", "create-replacement", "delete-replaced"):
         replaced = ISOLATION_REPLACED.get(_type(step))
-        return replaced is not None and set(step.get("replaceReasons") or replaced) <= replaced
+        reasons = {str(r).split(".")[0].split("[")[0] for r in step.get("replaceReasons") or []}
+        return replaced is not None and reasons <= replaced
     return False
 
 
