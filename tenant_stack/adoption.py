@@ -36,8 +36,11 @@ from tenant_stack.spec.models import Found
 
 USER_TYPE = "pulumi-python:dynamic/authentik:TenantUser"
 GROUP_TYPE = "pulumi-python:dynamic/authentik:TenantGroup"
+_SLURM_KINDS = {
+    f"pulumi-python:dynamic/slurm:{kind}": kind for kind in ("Qos", "Account", "Partition")
+}
 
-__all__ = ["adopt_existing", "existing_objects", "record_found", "recorded_found"]
+__all__ = ["adopt_existing", "adopt_flag", "existing_objects", "record_found", "recorded_found"]
 
 # The ledger entry `import` writes: what it found of the tenant, as `imported.found` says it.
 FOUND_ACTION = "import-found"
@@ -76,7 +79,7 @@ def adopt_existing(slug: str, existing: set[tuple[str, str]], found: Found) -> N
     def transform(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult:
         props, opts = args.props, args.opts
         if args.type_.startswith("pulumi-python:dynamic/"):
-            adopt = _adopted(args.type_, props, found)
+            adopt = adopt_flag(args.type_, props, found)
             return pulumi.ResourceTransformationResult(
                 {**props, ADOPT: adopt} if adopt is not None else props, opts
             )
@@ -95,16 +98,19 @@ def adopt_existing(slug: str, existing: set[tuple[str, str]], found: Found) -> N
     pulumi.runtime.register_stack_transformation(transform)
 
 
-def _adopted(type_: str, props: Mapping[str, Any], found: Found) -> bool | str | None:
+def adopt_flag(type_: str, props: Mapping[str, Any], found: Found) -> bool | str | None:
     """The `adopt` flag of a dynamic resource: an Authentik user's or group's primary key as
-    `import` recorded it (the provider adopts that object only), None for one it did not
-    record; True for the other backends' objects, which their providers adopt by their names
-    on the tenant's own accounts, filesystems and directories."""
+    `import` recorded it (the provider adopts that object only), True for a Slurm QoS, account
+    or partition it recorded by name, None for one it did not record; True for Weka's objects,
+    which their providers adopt only inside the tenant's own organization and directories."""
     if type_ == USER_TYPE:
         pk = found.authentik_users.get(str(props.get("username")))
         return None if pk is None else str(pk)
     if type_ == GROUP_TYPE:
         return found.authentik_groups.get(str(props.get("name")))
+    kind = _SLURM_KINDS.get(type_)
+    if kind is not None:
+        return True if f"{kind}/{props.get('name')}" in found.slurm else None
     return True
 
 

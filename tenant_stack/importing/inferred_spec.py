@@ -516,6 +516,13 @@ def infer_spec(live: LiveTenant, platform: Platform, given: Contract, today: dat
                 group.name: group.pk for group in (identity.group, identity.admins) if group
             },
             "kubernetes": live.kubernetes.objects,
+            "slurm": sorted(
+                [
+                    *(f"Qos/{q.name}" for q in (live.slurm.normal, live.slurm.interactive) if q),
+                    *(f"Account/{a.name}" for a in (live.slurm.account, *live.slurm.teams) if a),
+                    *([f"Partition/{live.slurm.partition.name}"] if live.slurm.partition else []),
+                ]
+            ),
         },
         "what import read of the tenant made by hand: the first `up` adopts these only",
     )

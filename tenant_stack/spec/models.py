@@ -239,7 +239,7 @@ class Lifecycle(StrictModel):
 class Found(StrictModel):
     """What `import` found made by hand for the tenant, which its first `up` may adopt, and
     nothing else: Authentik's users and groups by their primary keys (a name alone could be a
-    staff account's), the Kubernetes objects as `Kind/name`."""
+    staff account's), the Kubernetes and Slurm objects as `Kind/name`."""
 
     authentik_users: dict[Username, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
     authentik_groups: dict[DnsLabel, Annotated[str, Field(min_length=1)]] = Field(
@@ -247,6 +247,10 @@ class Found(StrictModel):
     )
     kubernetes: list[Annotated[str, Field(pattern=r"^[A-Za-z]+/[a-z0-9][-a-z0-9.]*$")]] = Field(
         default_factory=list
+    )
+    # The Slurm QoS, accounts and partition as `Kind/name` (Qos, Account, Partition).
+    slurm: list[Annotated[str, Field(pattern=r"^(Qos|Account|Partition)/[A-Za-z0-9._-]+$")]] = (
+        Field(default_factory=list)
     )
 
 

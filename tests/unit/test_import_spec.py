@@ -128,6 +128,7 @@ def test_a_consistent_hand_built_tenant_becomes_a_valid_spec_with_its_numbers_pi
         authentik_users={"lea": 31},
         authentik_groups={SLUG: "g1"},
         kubernetes=[f"Namespace/{SLUG}", f"NetworkPolicy/{SLUG}-deny-all"],
+        slurm=[f"Account/{SLUG}", f"Partition/{SLUG}", "Qos/interactive-kit", "Qos/normal-kit"],
     )
     notes = {n.location: n.kind for n in inferred.notes}
     assert (notes["users.0.uid"], notes["contract.term"], notes["slurm.fairshare"]) == (
