@@ -252,10 +252,9 @@ def check_directory(
         if found is None or found.attributes.get(MARK_ATTRIBUTE) == spec.slug:
             continue
         where = f"users.{index}.username"
-        if found.attributes.get(MARK_ATTRIBUTE) is None and recorded_users.get(found.username) == (
-            found.pk
-        ):
-            unfit = _unadoptable(found, own_groups, {g.pk: g.name for g in groups})
+        recorded = recorded_users.get(found.username) == found.pk
+        if found.attributes.get(MARK_ATTRIBUTE) is None and recorded:
+            unfit = found.never_adopted(own_groups, {g.pk: g.name for g in groups})
             if unfit:
                 refusals.append(
                     Problem(where, f"Authentik user {user.username!r} {unfit}: never adopted")
@@ -282,21 +281,6 @@ def check_directory(
             )
         )
     return refusals
-
-
-_SERVICE_ACCOUNTS = ("service_account", "internal_service_account")
-
-
-def _unadoptable(user: User, own_groups: dict[str, str], names: dict[str, str]) -> str:
-    """Why `user` may not become a tenant's, or "" when it may."""
-    if user.is_superuser:
-        return "is a superuser (through its groups)"
-    if user.type in _SERVICE_ACCOUNTS:
-        return f"is a service account (type {user.type})"
-    outside = sorted(names.get(pk, pk) for pk in user.groups if pk not in own_groups)
-    if outside:
-        return f"is in groups outside the tenant's: {', '.join(outside)}"
-    return ""
 
 
 def _whose(attributes: dict[str, object]) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import ssl
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -45,6 +45,9 @@ _NEXT_STEP = {
     404: "the object is gone: run `pulumi refresh` so the state forgets it",
     429: "Authentik kept rate-limiting; retry later",
 }
+
+
+_SERVICE_ACCOUNTS = ("service_account", "internal_service_account")
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,19 @@ class User:
             is_superuser=bool(data.get("is_superuser", False)),
             type=str(data.get("type") or "internal"),
         )
+
+    def never_adopted(self, own_groups: Collection[str], names: Mapping[str, str]) -> str:
+        """Why this user may never become a tenant's, even when `import` recorded it: a
+        superuser, a service account, a member of a group but the tenant's (`own_groups`, by
+        primary key; `names` names the others where known). "" when it may."""
+        if self.is_superuser:
+            return "is a superuser (through its groups)"
+        if self.type in _SERVICE_ACCOUNTS:
+            return f"is a service account (type {self.type})"
+        outside = sorted(names.get(pk, pk) for pk in self.groups if pk not in own_groups)
+        if outside:
+            return f"is in groups outside the tenant's: {', '.join(outside)}"
+        return ""
 
 
 class AuthentikClient:

@@ -85,23 +85,9 @@ def _require_mark(
     )
 
 
-_SERVICE_ACCOUNTS = ("service_account", "internal_service_account")
-
-
 def _refuse_unadoptable(user: User, wanted: Collection[Group], doing: str) -> None:
-    """Never adopted, even when `import` recorded it: a superuser, a service account, a user in
-    any group but the tenant's."""
-    own = {group.pk for group in wanted}
-    outside = [pk for pk in user.groups if pk not in own]
-    reason = (
-        "is a superuser (through its groups)"
-        if user.is_superuser
-        else f"is a service account (type {user.type})"
-        if user.type in _SERVICE_ACCOUNTS
-        else f"is in {len(outside)} groups outside the tenant's"
-        if outside
-        else ""
-    )
+    """Never adopted, even when `import` recorded it (`User.never_adopted`)."""
+    reason = user.never_adopted({group.pk for group in wanted}, {})
     if reason:
         raise AuthentikError(
             doing,
