@@ -5,27 +5,44 @@ Two transports, as the runbooks reach the cluster: `LocalTransport` runs the com
 host, `KubectlExecTransport` runs it inside a pod (`kubectl -n NS exec TARGET -- ...`). The Slurm
 provider runs sacctmgr and scontrol through them; the Weka directory provider runs mkdir, chown
 and stat on a host or pod that mounts the Weka filesystems.
+
+A command whose output has no size bound (a directory's archive) is `stream`ed instead: its
+stdout is read in chunks as it comes, never held whole, and what bounds the wait is a stall (no
+byte for `stall` seconds), not the whole run, which for a large tree takes hours.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import IO, Protocol
 
 from providers import environment
 from providers.call_log import record
 
 __all__ = [
     "CommandResult",
+    "CommandStream",
     "KubectlExecTransport",
     "LocalTransport",
+    "StreamError",
+    "StreamingTransport",
     "Transport",
     "TransportSettings",
 ]
+
+# What one read of a streamed command's stdout takes at most; the pipe's own buffer is 64 KiB.
+CHUNK = 1 << 20
+# How much of a streamed command's stderr is kept: its last words are the ones that say why.
+STDERR_TAIL = 64 << 10
+# A streamed command's default stall: no byte for this long fails it.
+DEFAULT_STALL = 120.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,118 @@ class Transport(Protocol):
 
     def run(self, argv: Sequence[str]) -> CommandResult:
         """Runs the command and returns its result; never raises for the command's failure."""
+
+
+class StreamingTransport(Transport, Protocol):
+    def stream(self, argv: Sequence[str]) -> AbstractContextManager[CommandStream]:
+        """Starts the command; its stdout is read by iterating the stream. Leaving the context
+        stops the command if it still runs."""
+
+
+class StreamError(Exception):
+    """A streamed command failed, stalled or could not start; `result` says which, in its own
+    words (its stdout is the data, so `result.stdout` is empty)."""
+
+    def __init__(self, result: CommandResult) -> None:
+        super().__init__(result.words)
+        self.result = result
+
+
+class _Tail(threading.Thread):
+    """Reads a pipe to its end in the background (a command blocks when a pipe it writes is
+    full), keeping its last STDERR_TAIL bytes."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.kept = bytearray()
+
+    def run(self) -> None:
+        while chunk := os.read(self.pipe.fileno(), CHUNK):
+            self.kept += chunk
+            del self.kept[:-STDERR_TAIL]
+
+    @property
+    def text(self) -> str:
+        return self.kept.decode(errors="replace")
+
+
+class CommandStream:
+    """The stdout of a running command as chunks of bytes. Iterating it to the end raises
+    StreamError unless the command exited 0; `stderr` is what it said there."""
+
+    def __init__(self, argv: Sequence[str], process: subprocess.Popen[bytes], stall: float) -> None:
+        self.argv = tuple(argv)
+        self.process = process
+        self.stall = stall
+        assert process.stderr is not None
+        self._stderr = _Tail(process.stderr)
+        self._stderr.start()
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr.text
+
+    def __iter__(self) -> Iterator[bytes]:
+        stdout = self.process.stdout
+        assert stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while True:
+                if not selector.select(self.stall):
+                    self.stop()
+                    self._fail(None, f"{self.argv[0]} sent no byte for {self.stall:g} s")
+                chunk = os.read(stdout.fileno(), CHUNK)
+                if not chunk:
+                    break
+                yield chunk
+        try:
+            returncode = self.process.wait(self.stall)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            self._fail(None, f"{self.argv[0]} did not exit within {self.stall:g} s of its end")
+        self._stderr.join()
+        if returncode != 0:
+            self._fail(returncode, "")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._stderr.join()
+
+    def _fail(self, returncode: int | None, why: str) -> None:
+        said = f"{self.stderr.strip()}\n{why}".strip()
+        raise StreamError(CommandResult(self.argv, returncode, "", said))
+
+
+@contextmanager
+def _streamed(
+    backend: str,
+    argv: Sequence[str],
+    full: list[str],
+    env: dict[str, str] | None,
+    stall: float,
+) -> Iterator[CommandStream]:
+    started = time.perf_counter()
+    try:
+        process = subprocess.Popen(
+            full,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except OSError as error:
+        said = f"could not run {full[0]}: {error}"
+        raise StreamError(CommandResult(tuple(argv), None, "", said)) from None
+    stream = CommandStream(argv, process, stall)
+    try:
+        yield stream
+    finally:
+        stream.stop()
+        call = " ".join(a for a in argv[:3] if not a.startswith("-"))
+        record(backend, call, time.perf_counter() - started)
 
 
 def _execute(
@@ -105,6 +234,7 @@ class LocalTransport:
     backend: str
     timeout: float
     env: Mapping[str, str] = field(default_factory=dict)
+    stall: float = DEFAULT_STALL
 
     def command(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -113,6 +243,10 @@ class LocalTransport:
         return _execute(
             self.backend, argv, self.command(argv), {**os.environ, **self.env}, self.timeout
         )
+
+    def stream(self, argv: Sequence[str]) -> AbstractContextManager[CommandStream]:
+        env = {**os.environ, **self.env}
+        return _streamed(self.backend, argv, self.command(argv), env, self.stall)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +258,7 @@ class KubectlExecTransport:
     timeout: float
     namespace: str
     target: str
+    stall: float = DEFAULT_STALL
 
     def command(self, argv: Sequence[str]) -> list[str]:
         return ["kubectl", "-n", self.namespace, "exec", self.target, "--", *argv]
@@ -131,17 +266,23 @@ class KubectlExecTransport:
     def run(self, argv: Sequence[str]) -> CommandResult:
         return _execute(self.backend, argv, self.command(argv), None, self.timeout)
 
+    def stream(self, argv: Sequence[str]) -> AbstractContextManager[CommandStream]:
+        # kubectl exec carries the pod's stdout as bytes: an archive needs no text encoding.
+        return _streamed(self.backend, argv, self.command(argv), None, self.stall)
+
 
 @dataclass(frozen=True, kw_only=True)
 class TransportSettings:
     """How to reach a host that runs a provider's commands, read from `<PREFIX>_TRANSPORT`
-    (`local` or `kubectl`), `<PREFIX>_TIMEOUT` (seconds), `<PREFIX>_KUBECTL_NAMESPACE` and
+    (`local` or `kubectl`), `<PREFIX>_TIMEOUT` (seconds), `<PREFIX>_STALL_TIMEOUT` (seconds
+    without a byte that fail a streamed command), `<PREFIX>_KUBECTL_NAMESPACE` and
     `<PREFIX>_KUBECTL_TARGET`."""
 
     kind: str
     timeout: float
     namespace: str
     target: str
+    stall: float = DEFAULT_STALL
 
     @classmethod
     def from_environment(
@@ -154,14 +295,21 @@ class TransportSettings:
         return cls(
             kind=kind,
             timeout=environment.seconds(env, f"{prefix}_TIMEOUT", "20"),
+            stall=environment.seconds(env, f"{prefix}_STALL_TIMEOUT", f"{DEFAULT_STALL:g}"),
             namespace=env.get(f"{prefix}_KUBECTL_NAMESPACE") or namespace,
             target=env.get(f"{prefix}_KUBECTL_TARGET") or target,
         )
 
-    def make(self, backend: str, local_env: Mapping[str, str] | None = None) -> Transport:
+    def make(self, backend: str, local_env: Mapping[str, str] | None = None) -> StreamingTransport:
         """The transport; `local_env` is added to the environment of local commands."""
         if self.kind == "kubectl":
             return KubectlExecTransport(
-                backend=backend, timeout=self.timeout, namespace=self.namespace, target=self.target
+                backend=backend,
+                timeout=self.timeout,
+                namespace=self.namespace,
+                target=self.target,
+                stall=self.stall,
             )
-        return LocalTransport(backend=backend, timeout=self.timeout, env=dict(local_env or {}))
+        return LocalTransport(
+            backend=backend, timeout=self.timeout, env=dict(local_env or {}), stall=self.stall
+        )

@@ -304,19 +304,21 @@ def erase(
             ledger.append(tenant, ERASURE, now, details)
         stacks.up(tenant)
         resources = stacks.resources(tenant)
-        done.copies = _check_erased(store, tenant, resources, user, found.uid)
+        copies = _check_erased(store, tenant, resources, user, found.uid)
+        done.copies = sorted(copies)
         done.marked = _mark_redacted(store, tenant, resources, now)
         for item in done.copies:
-            ledger.append(tenant, ERASED, now, {"user": user, "item": item})
+            ledger.append(tenant, ERASED, now, {"user": user, "item": item, **copies[item]})
         ledger.append(tenant, REDACTED, now, {"user": user, "objects": str(len(done.marked))})
     return done
 
 
 def _check_erased(
     store: RetentionStore, tenant: str, resources: list[dict[str, Any]], user: str, uid: int
-) -> list[str]:
-    """The retained copies the `up` redid without `user`; an error for one it did not."""
-    copies = []
+) -> dict[str, dict[str, str]]:
+    """The retained copies the `up` redid without `user`, each with what the ledger records of
+    it (a directory copy's digests before and after); an error for one it did not redo."""
+    copies: dict[str, dict[str, str]] = {}
     for resource in resources:
         outputs = resource.get("outputs") or {}
         kind = str(resource.get("type")).rsplit(":", 1)[-1]
@@ -329,11 +331,14 @@ def _check_erased(
         if user not in (outputs.get("erased") or {}):
             raise TenantError(f"{item} still keeps {user}'s files after the up")
         if kind == "DirectoryCopy":
-            left = users_files(store.get(item), {user: uid})
+            left = users_files(store.chunks(item), {user: uid})
             if left:
                 raise TenantError(f"{item} still holds {user}'s files: {', '.join(left[:5])}")
-        copies.append(item)
-    return sorted(copies)
+            before, after = outputs.get("sha256_before_erasure"), outputs.get("sha256")
+            copies[item] = {"sha256-before": str(before), "sha256-after": str(after)}
+        else:
+            copies[item] = {}
+    return copies
 
 
 def _mark_redacted(

@@ -14,7 +14,10 @@ importer of the providers would otherwise pay.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -22,11 +25,11 @@ from typing import Any
 
 from providers.call_log import botocore_handlers
 from providers.errors import RetentionStoreError
-from providers.retention.objects import ObjectInfo, check_metadata
+from providers.retention.objects import SHA256, ObjectInfo, check_metadata
 from providers.retention.s3_errors import RETRY, missing_bucket, translated
 from providers.retention.settings import Settings
 
-__all__ = ["ObjectInfo", "RetentionStore", "holds"]
+__all__ = ["ObjectInfo", "RetentionStore", "Uploaded", "holds"]
 
 BACKEND = "retention"
 # Four tries in all; the waits between them are botocore's (exponential, with jitter, < 20 s).
@@ -36,6 +39,24 @@ CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
 # Files above this go up in parts, several at once, and one failed part is sent again alone.
 MULTIPART_THRESHOLD = 64 * 2**20
+# A streamed upload's parts: this size for the first PART_STEP parts, then twice as large for
+# each PART_STEP more, so that S3's 10,000 parts reach its 5 TiB limit of one object while the
+# memory a part takes stays small for the sizes most copies have (a larger part goes through a
+# file). S3 wants every part but the last to be at least 5 MiB.
+PART_SIZE = 16 * 2**20
+PART_STEP = 1000
+# One read of a stored object as it streams back.
+READ_CHUNK = 2**20
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    """An object stored from a stream: its ETag, size and sha256 (hex), as sent."""
+
+    etag: str
+    size: int
+    sha256: str
+
 
 # The name `list` is a method of the store below; the annotations need the builtin.
 _ObjectList = list[ObjectInfo]
@@ -112,6 +133,65 @@ class RetentionStore:
             says = "the upload completed, but a HEAD of the key right after it found nothing"
             raise RetentionStoreError(doing, says, RETRY)
         return stored.etag
+
+    def upload(self, key: str, chunks: Iterable[bytes], metadata: Mapping[str, str]) -> Uploaded:
+        """Stores the bytes `chunks` yields at `key`, in a multipart upload of bounded parts, as
+        they come: the object may be far larger than this process's memory. The object appears
+        only when the last part is in; a failure before, or one of `chunks`, aborts the upload,
+        so nothing is left at `key` that was not there before. Uploads of `key` left by a run
+        that was killed are aborted first."""
+        check_metadata(metadata)
+        doing = f"storing {self.url(key)} at {self._settings.endpoint}"
+        self._abort_uploads(key, doing)
+        with translated(doing):
+            upload_id = self._s3.create_multipart_upload(
+                Bucket=self.bucket, Key=key, Metadata=dict(metadata)
+            )["UploadId"]
+        digest, size = hashlib.sha256(), 0
+        parts: list[dict[str, Any]] = []
+
+        def counted() -> Iterator[bytes]:
+            nonlocal size
+            for chunk in chunks:
+                digest.update(chunk)
+                size += len(chunk)
+                yield chunk
+
+        try:
+            for part in _parts(counted()):
+                with part, translated(f"{doing} (part {len(parts) + 1})"):
+                    reply = self._s3.upload_part(
+                        Bucket=self.bucket,
+                        Key=key,
+                        UploadId=upload_id,
+                        PartNumber=len(parts) + 1,
+                        Body=part,
+                    )
+                parts.append({"PartNumber": len(parts) + 1, "ETag": reply["ETag"]})
+            with translated(doing):
+                reply = self._s3.complete_multipart_upload(
+                    Bucket=self.bucket,
+                    Key=key,
+                    UploadId=upload_id,
+                    MultipartUpload={"Parts": parts},
+                )
+        except BaseException:
+            self._abort(key, upload_id)
+            raise
+        return Uploaded(_etag(reply), size, digest.hexdigest())
+
+    def _abort_uploads(self, key: str, doing: str) -> None:
+        with translated(doing):
+            reply = self._s3.list_multipart_uploads(Bucket=self.bucket, Prefix=key)
+        for upload in reply.get("Uploads") or []:
+            if upload.get("Key") == key:
+                self._abort(key, str(upload["UploadId"]))
+
+    def _abort(self, key: str, upload_id: str) -> None:
+        # Best effort, on the way out of a failure that says more than this would: an upload
+        # not aborted is no object, and the next upload of the key aborts it.
+        with contextlib.suppress(Exception):
+            self._s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
 
     def create(
         self,
@@ -191,6 +271,21 @@ class RetentionStore:
             reply = self._s3.get_object(Bucket=self.bucket, Key=key)
             return bytes(reply["Body"].read())
 
+    def chunks(self, key: str) -> Iterator[bytes]:
+        """The content of the object at `key` as it streams back, in chunks of READ_CHUNK."""
+        doing = f"reading {self.url(key)} at {self._settings.endpoint}"
+        with translated(doing):
+            body = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"]
+        with body, translated(doing):
+            yield from body.iter_chunks(READ_CHUNK)
+
+    def sha256(self, key: str) -> str:
+        """The sha256 (hex) of the object at `key`, read back whole as it streams."""
+        digest = hashlib.sha256()
+        for chunk in self.chunks(key):
+            digest.update(chunk)
+        return digest.hexdigest()
+
     def download(self, key: str, path: Path) -> None:
         """Writes the object at `key` to `path`. The data goes to a temporary file beside `path`
         first, renamed over it once complete, so `path` is never left half written."""
@@ -232,13 +327,17 @@ class RetentionStore:
             raise RetentionStoreError(doing, "there is no object at that key")
         merged = {**(found.metadata or {}), **metadata}
         check_metadata(merged)
+        from boto3.s3.transfer import TransferConfig
+
+        # A managed copy: above the threshold it copies in parts, as one CopyObject stops at
+        # 5 GB; the data never leaves the store either way.
         with translated(doing):
-            self._s3.copy_object(
-                Bucket=self.bucket,
-                Key=key,
-                CopySource={"Bucket": self.bucket, "Key": key},
-                Metadata=merged,
-                MetadataDirective="REPLACE",
+            self._s3.copy(
+                {"Bucket": self.bucket, "Key": key},
+                self.bucket,
+                key,
+                ExtraArgs={"Metadata": merged, "MetadataDirective": "REPLACE"},
+                Config=TransferConfig(multipart_threshold=MULTIPART_THRESHOLD),
             )
 
     def delete_prefix(self, prefix: str) -> _Keys:
@@ -274,13 +373,52 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+def _parts(chunks: Iterable[bytes]) -> Iterator[Any]:
+    """`chunks` regrouped into the parts of a multipart upload (PART_SIZE, growing), each a
+    file object at its start, which the caller closes: in memory up to PART_SIZE, in a
+    temporary file above it."""
+    import tempfile
+
+    def spooled() -> Any:
+        return tempfile.SpooledTemporaryFile(max_size=PART_SIZE)
+
+    count, part = 0, None
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            if part is None:
+                size = PART_SIZE * 2 ** (count // PART_STEP)
+                part, room = spooled(), size
+            taken = view[:room]
+            part.write(taken)
+            room -= len(taken)
+            view = view[len(taken) :]
+            if not room:
+                part.seek(0)
+                yield part
+                count, part = count + 1, None
+    if part is not None or not count:
+        part = part or spooled()
+        part.seek(0)
+        yield part
+
+
 def _status(response: Mapping[str, Any]) -> int:
     return int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
 
 
-def holds(key: str) -> bool:
-    """Whether the store the environment names still holds a non-empty object at `key`: what a
-    delete gate asks before it lets the original go."""
+def holds(key: str) -> str | None:
+    """Why the store the environment names does not hold a whole copy at `key`, or None when it
+    does: what a delete gate asks before it lets the original go. Whole is marked with its
+    digest (`objects.SHA256`) and reading the same digest back, all of it."""
     with RetentionStore.from_environment() as store:
         found = store.head(key)
-    return found is not None and found.size > 0
+        if found is None or found.size == 0:
+            return f"{store.url(key)} is not in the retention store"
+        marked = (found.metadata or {}).get(SHA256)
+        if not marked:
+            return f"{store.url(key)} has no digest: its upload never completed"
+        read = store.sha256(key)
+    if read != marked:
+        return f"{store.url(key)} reads back with sha256 {read}, not its recorded {marked}"
+    return None

@@ -4,13 +4,16 @@ the `tenant` and `retention-until` metadata, verified by reading its size back; 
 head (an object deleted or changed behind the stack's back is drift); a new retention period
 stored as the same content with the new date; deleted only after `retention-until`, by the
 retention purge (the program declares these resources protected).
+
+A subclass says what to keep, as `content` held in memory (a Slurm archive), or by storing it
+itself (`keep` and `keep_again`: a directory's copy, which streams).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
@@ -25,7 +28,7 @@ from providers.retention.objects import (
     retention_metadata,
 )
 
-__all__ = ["Content", "KeptObjectProvider"]
+__all__ = ["Content", "KeptObjectProvider", "Stored"]
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,22 @@ class Content:
     outputs: Mapping[str, Any] = field(default_factory=dict)  # what else the outputs record
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What was stored, verified: its key and size, and what else the outputs record."""
+
+    key: str
+    size: int
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+
+
 class KeptObjectProvider(SchemaProvider):
     """A subclass's schema has `tenant` and `retention_days`; it says what to keep (`content`)."""
 
     error = RetentionStoreError
     what = "kept object"
+    # Outputs read back from the object's metadata (output -> metadata name), besides its size.
+    read_back: ClassVar[Mapping[str, str]] = {}
 
     def content(self, p: Mapping[str, Any], doing: str) -> Content:
         raise NotImplementedError
@@ -48,21 +62,41 @@ class KeptObjectProvider(SchemaProvider):
     def doing(self, props: Mapping[str, Any]) -> str:
         return f"keeping the {self.what} of tenant {props.get('tenant')!r}"
 
+    def keep(
+        self, store: RetentionStore, p: Mapping[str, Any], metadata: Mapping[str, str], doing: str
+    ) -> Stored:
+        """Stores the `content` with `metadata` (tenant, retention-until) added to its own."""
+        kept = self.content(p, doing)
+        _put_verified(store, kept.key, kept.data, {**metadata, **kept.metadata}, doing)
+        return Stored(kept.key, len(kept.data), kept.outputs)
+
+    def keep_again(
+        self,
+        store: RetentionStore,
+        key: str,
+        olds: Mapping[str, Any],
+        p: Mapping[str, Any],
+        metadata: Mapping[str, str],
+        doing: str,
+    ) -> Stored:
+        """Stores what `key` holds again with `metadata`, the whole of what it carries now."""
+        data = store.get(key)
+        _put_verified(store, key, data, metadata, doing)
+        return Stored(key, len(data))
+
     def create(self, props: dict[str, Any]) -> CreateResult:
         doing = self.doing(props)
         p = self.load(props, doing)
-        kept = self.content(p, doing)
         until = retained_until(p["retention_days"])
-        metadata = {**retention_metadata(p["tenant"], until), **kept.metadata}
         with RetentionStore.from_environment() as store:
-            _put_verified(store, kept.key, kept.data, metadata, doing)
+            kept = self.keep(store, p, retention_metadata(p["tenant"], until), doing)
             url = store.url(kept.key)
         outputs = {
             **p,
             **kept.outputs,
             "key": kept.key,
             "url": url,
-            "size": len(kept.data),
+            "size": kept.size,
             "retention_until": str(until),
         }
         return CreateResult(kept.key, outputs)
@@ -72,17 +106,14 @@ class KeptObjectProvider(SchemaProvider):
             found = store.head(id_)
         if found is None:
             return gone()
-        until = (found.metadata or {}).get(RETENTION_UNTIL, props.get("retention_until"))
-        return ReadResult(id_, {**props, "size": found.size, "retention_until": until})
-
-    def rewritten(self, data: bytes, p: Mapping[str, Any], doing: str) -> bytes:
-        """The content to keep from now on, from what is stored: the same, unless a subclass
-        has more to change (an erasure)."""
-        return data
+        metadata = found.metadata or {}
+        until = metadata.get(RETENTION_UNTIL, props.get("retention_until"))
+        read = {output: metadata.get(name, "") for output, name in self.read_back.items()}
+        return ReadResult(id_, {**props, **read, "size": found.size, "retention_until": until})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """The content stored again, `rewritten`, with the new retention period if it changed;
-        otherwise the date it was kept until stays."""
+        """The content stored again (`keep_again`), with the new retention period if it
+        changed; otherwise the date it was kept until stays."""
         doing = f"updating {self.what} {id_!r}"
         p = self.load(news, doing)
         until = kept_until(olds, p["retention_days"])
@@ -90,9 +121,10 @@ class KeptObjectProvider(SchemaProvider):
             found = store.head(id_)
             if found is None or found.metadata is None:
                 raise OffboardingError(doing, f"{store.url(id_)} is gone from the retention store")
-            data = self.rewritten(store.get(id_), p, doing)
-            _put_verified(store, id_, data, {**found.metadata, RETENTION_UNTIL: until}, doing)
-        return UpdateResult({**olds, **p, "retention_until": until, "size": len(data)})
+            metadata = {**found.metadata, RETENTION_UNTIL: until}
+            kept = self.keep_again(store, id_, olds, p, metadata, doing)
+        outputs = {**olds, **p, **kept.outputs, "retention_until": until, "size": kept.size}
+        return UpdateResult(outputs)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         refuse_deletion(

@@ -22,8 +22,10 @@ from typing import Any
 from providers.errors import BackendError
 
 __all__ = [
+    "FILES",
     "LEDGER_PREFIX",
     "RETENTION_UNTIL",
+    "SHA256",
     "TENANT",
     "UPLOADS_PREFIX",
     "ObjectInfo",
@@ -43,6 +45,11 @@ __all__ = [
 
 TENANT = "tenant"
 RETENTION_UNTIL = "retention-until"
+# A directory copy's digest (hex sha256 of the object's bytes) and its number of tar members
+# (files, directories and links), set once the whole copy is in: a copy without its digest is
+# not whole, and no gate takes it for the copy.
+SHA256 = "sha256"
+FILES = "files"
 # The day the retention purge runs as, when it is told one (`retention run --now DATE`): it sets
 # this for the engine it runs, so that the delete gates below judge expiry by the same day.
 TODAY_VARIABLE = "RETENTION_TODAY"

@@ -147,11 +147,11 @@ class DirectoryProvider(WekaProvider):
         if inputs["path"] == "/" or mount.remove_if_empty(*where, doing):
             return
         copy = inputs["retained_copy"]
-        if not inputs["allow_delete_with_data"] and not (copy and holds(copy)):
-            said = f"its copy {copy!r} is not in the retention store" if copy else "no copy"
+        missing = None if inputs["allow_delete_with_data"] else holds(copy) if copy else "none"
+        if missing:
             raise WekaError(
                 doing,
-                f"refused: it holds the tenant's data, and {said} is kept",
+                f"refused: it holds the tenant's data, and {missing}",
                 "offboarding keeps a copy first (lifecycle.stage snapshotted, then `pulumi up`), "
                 "then destroy deletes it; a rehearsal that holds no data says lifecycle.rehearsal",
             )

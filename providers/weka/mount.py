@@ -12,20 +12,28 @@ Read from the environment at call time, like the REST settings (`settings`):
     WEKA_MOUNT_KUBECTL_NAMESPACE  kubectl transport: the pod's namespace (default weka-system)
     WEKA_MOUNT_KUBECTL_TARGET     kubectl transport: what to exec into (default deploy/weka-admin)
     WEKA_MOUNT_TIMEOUT            seconds to wait for one command (default 20)
+    WEKA_MOUNT_STALL_TIMEOUT      seconds without a byte that fail an archive (default 120)
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import posixpath
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from providers.command import CommandResult, Transport, TransportSettings
+from providers.command import (
+    CommandResult,
+    CommandStream,
+    StreamError,
+    StreamingTransport,
+    TransportSettings,
+)
 from providers.errors import WekaError
 
-__all__ = ["DirectoryStat", "MountClient", "mount_client", "normalize_mode"]
+__all__ = ["DirectoryArchive", "DirectoryStat", "MountClient", "mount_client", "normalize_mode"]
 
 # Counted with the REST calls in the benchmark's call log: both are the Weka resources' cost.
 BACKEND = "weka"
@@ -59,9 +67,49 @@ class DirectoryStat:
     mode: str  # four octal digits, such as "0700" or "2770"
 
 
+# The archive, made on the mount host: a gzipped tar with numeric owners, modes, times, sparse
+# files as sparse and hard links as links, of one filesystem only. tar writes the name of each
+# member to an index file on the host (nothing grows in memory), counted once tar is done; the
+# count is the script's last line on stderr.
+_ARCHIVE = (
+    "set -o pipefail; index=$(mktemp) || exit 1; trap 'rm -f \"$index\"' EXIT; "
+    'tar --numeric-owner --sparse --one-file-system --index-file="$index" -v -C "$1" -cf - . '
+    '| gzip -c || exit; echo "members $(wc -l <"$index")" >&2'
+)
+_MEMBERS = re.compile(r"^members (\d+)$", re.MULTILINE)
+
+
 def normalize_mode(mode: str) -> str:
     """`mode` as four octal digits ("700" -> "0700"); stat prints it without the leading 0."""
     return mode.rjust(4, "0")
+
+
+class DirectoryArchive:
+    """A directory's archive as it streams from the mount host (`MountClient.archive`)."""
+
+    def __init__(self, stream: CommandStream, target: str, doing: str) -> None:
+        self._stream = stream
+        self._target = target
+        self._doing = doing
+        self.members: int | None = None  # how many the archive holds, once read to its end
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._stream
+        except StreamError as failed:
+            raise self._failed(failed.result.words) from None
+        counted = _MEMBERS.findall(self._stream.stderr)
+        if not counted:
+            raise self._failed(f"it ended without its member count: {self._stream.stderr}")
+        self.members = int(counted[-1])
+
+    def _failed(self, words: str) -> WekaError:
+        return WekaError(
+            self._doing,
+            f"the archive of {self._target} on the mount host: {words.strip()}",
+            "fix what tar says on the mount host and run `pulumi up` again: the upload was "
+            "aborted, nothing was kept",
+        )
 
 
 class MountClient:
@@ -69,7 +117,7 @@ class MountClient:
     absolute inside their filesystem ("/alice"); commands get them as absolute mount paths, so
     no argument can be read as an option."""
 
-    def __init__(self, transport: Transport, root: str) -> None:
+    def __init__(self, transport: StreamingTransport, root: str) -> None:
         self.transport = transport
         self.root = root
 
@@ -132,14 +180,20 @@ class MountClient:
         target = self.mount_path(org, filesystem, path)
         self._must(["rm", "-r", "-f", "--one-file-system", target], doing)
 
-    def archive(self, org: str, filesystem: str, path: str, doing: str) -> bytes:
-        """The directory's tree as a gzipped tar made on the mount host (numeric owners, modes
-        and times kept), for offboarding's retained copy of a tenant on shared filesystems. It
-        travels back through the transport as base64: commands answer in text."""
+    @contextmanager
+    def archive(
+        self, org: str, filesystem: str, path: str, doing: str
+    ) -> Iterator[DirectoryArchive]:
+        """The directory's tree as a gzipped tar, made on the mount host as it is read, for
+        offboarding's retained copy of a tenant on shared filesystems: iterate it for its bytes
+        (a bounded chunk at a time), then read its `members`. A stall fails it, not its length."""
         target = self.mount_path(org, filesystem, path)
-        script = 'set -o pipefail; tar --numeric-owner -C "$1" -czf - . | base64 -w0'
-        result = self._must(["bash", "-c", script, "bash", target], doing)
-        return base64.b64decode(result.stdout)
+        argv = ["bash", "-c", _ARCHIVE, "bash", target]
+        try:
+            with self.transport.stream(argv) as stream:
+                yield DirectoryArchive(stream, target, doing)
+        except StreamError as failed:
+            raise _error(doing, failed.result, _UNREACHABLE) from None
 
     def erase_users(
         self, org: str, filesystem: str, path: str, users: Mapping[str, int], doing: str

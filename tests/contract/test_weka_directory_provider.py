@@ -166,10 +166,30 @@ def test_delete_removes_an_empty_directory_and_refuses_one_with_data(
     with pytest.raises(WekaError, match="is not in the retention store"):
         DIRS.delete(full.id, wire(missing))
 
-    # With offboarding's copy in the store, the data may go.
+    # An object at the key that an upload left unmarked (no digest) is not a whole copy.
+    unmarked = f"test-{name}/storage/unmarked.tar.gz"
+    with RetentionStore.from_environment() as store:
+        store.put(unmarked, b"half an archive", {})
+    with pytest.raises(WekaError, match="has no digest: its upload never completed"):
+        DIRS.delete(full.id, wire({**outs(full), "retained_copy": unmarked}))
+
+    # With offboarding's copy in the store, marked and reading back as marked, the data may go.
     copy = DirectoryCopyProvider().create(
         {"tenant": f"test-{name}", "filesystem": name, "path": "/full", "retention_days": 1.0}
     )
+    with RetentionStore.from_environment() as store:
+        head = store.head(copy.id)
+        assert head is not None
+        assert head.metadata is not None
+        digest = store.sha256(copy.id)
+        assert (head.metadata["sha256"], head.metadata["files"]) == (digest, "2")
+        assert (outs(copy)["sha256"], outs(copy)["files"]) == (digest, 2)
+        # A copy changed behind the mark is refused too.
+        store.mark(copy.id, {"sha256": "0" * 64})
+        with pytest.raises(WekaError, match=f"reads back with sha256 {digest}, not its recorded"):
+            DIRS.delete(full.id, wire({**outs(full), "retained_copy": copy.id}))
+        store.mark(copy.id, {"sha256": digest})
+        store.delete(unmarked)
     DIRS.delete(full.id, wire({**outs(full), "retained_copy": copy.id}))
     assert not (mount / "full").exists()
     with RetentionStore.from_environment() as store:
