@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from providers.retention.client import RetentionStore
+from providers.retention.ledger import Ledger
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from sandbox.slurm.users import ensure_user
@@ -49,6 +50,7 @@ from tests.backends import (
     wait_for,
 )
 from tests.fleet_workers import start_worker, stop_workers, temporal
+from tests.trees import make_tree, manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -71,6 +73,8 @@ DATA = {
 }
 # erin's file, which erasing dave must leave as it is.
 ERINS = (f"{SLUG}/erin/todo.txt", b"erin's list\n")
+# Where in its scratch the tenant keeps a tree as production has them (tests.trees).
+TREE = "runs"
 
 
 @dataclass
@@ -79,6 +83,7 @@ class Tenant:
     env: dict[str, str]
     scratch: Path
     jobs: list[int] = field(default_factory=list)  # every job the tenant's users submitted
+    tree: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # the manifest of TREE
 
     @property
     def spec_file(self) -> Path:
@@ -240,6 +245,9 @@ def test_the_tenants_data_sits_in_its_directories_on_the_shared_filesystems(bar:
     target = mounted("Root", "cluster-home", ERINS[0])
     target.write_bytes(ERINS[1])
     os.chown(target, USERS["erin"], GID)
+    tree = mounted("Root", "cluster-scratch", f"{SLUG}/{TREE}")
+    make_tree(tree, {user: (uid, GID) for user, uid in USERS.items()})
+    bar.tree = manifest(tree)
 
 
 def test_the_tenants_jobs_run_on_the_slurmd_node(bar: Tenant) -> None:
@@ -529,7 +537,22 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
     assert (code, report["ok"]) == (0, True), report
 
 
-def test_each_retained_copy_gives_back_the_tenants_files(bar: Tenant) -> None:
+def unpacked(key: str, into: Path) -> Path:
+    """The copy at `key` unpacked by GNU tar into `into`, as an operator restores it by hand."""
+    into.mkdir()
+    with RetentionStore.from_environment() as store:
+        tar = subprocess.Popen(
+            ["tar", "--numeric-owner", "-xzf", "-", "-C", str(into)], stdin=subprocess.PIPE
+        )
+        assert tar.stdin is not None
+        for chunk in store.chunks(key):
+            tar.stdin.write(chunk)
+        tar.stdin.close()
+        assert tar.wait() == 0
+    return into
+
+
+def test_each_retained_copy_gives_back_the_tenants_files(bar: Tenant, tmp_path: Path) -> None:
     with RetentionStore.from_environment() as store:
         for filesystem, (path, data) in DATA.items():
             copy = store.get(f"{SLUG}/storage/{filesystem}.tar.gz")
@@ -537,9 +560,25 @@ def test_each_retained_copy_gives_back_the_tenants_files(bar: Tenant) -> None:
                 member = kept.getmember("./" + path.removeprefix(f"{SLUG}/"))
                 assert (member.uid, member.gid) == (USERS["dave"], GID)
                 assert kept.extractfile(member).read() == data  # type: ignore[union-attr]
+        scratch = f"{SLUG}/storage/cluster-scratch.tar.gz"
+        head = store.head(scratch)
+        digest = store.sha256(scratch)
+    assert head is not None
+    assert head.metadata is not None
+    copies = {
+        r["outputs"]["key"]: r["outputs"]
+        for r in bar.state()
+        if r["type"] == "pulumi-python:dynamic/retention:DirectoryCopy"
+    }
+    assert (copies[scratch]["sha256"], head.metadata["sha256"]) == (digest, digest)
+    assert int(head.metadata["files"]) == copies[scratch]["files"] > len(bar.tree)
+    # Every file of the tree, its owner, mode, time, hard links and holes, as they were.
+    assert manifest(unpacked(scratch, tmp_path / "copy") / TREE) == bar.tree
 
 
-def test_erasing_a_user_rewrites_each_directory_copy_without_their_files(bar: Tenant) -> None:
+def test_erasing_a_user_rewrites_each_directory_copy_without_their_files(
+    bar: Tenant, tmp_path: Path
+) -> None:
     keys = [f"{SLUG}/storage/{filesystem}.tar.gz" for filesystem in DATA]
     with RetentionStore.from_environment() as store:
         heads = {key: store.head(key) for key in keys}
@@ -565,6 +604,19 @@ def test_erasing_a_user_rewrites_each_directory_copy_without_their_files(bar: Te
             assert head.metadata is not None
             assert head.metadata["retention-until"] == dates[key]
             assert "gdpr-redacted" in head.metadata
+    # Everyone else's files of the tree came through the rewrite byte for byte.
+    scratch = f"{SLUG}/storage/cluster-scratch.tar.gz"
+    others = {name: kept for name, kept in bar.tree.items() if kept[1] != USERS["dave"]}
+    assert len(others) < len(bar.tree)
+    assert manifest(unpacked(scratch, tmp_path / "copy") / TREE) == others
+    with RetentionStore.from_environment() as store:
+        digest = store.sha256(scratch)
+    with Ledger.open() as ledger:
+        recorded = {
+            e.details["item"]: e.details for e in ledger.entries(SLUG) if e.action == "erased"
+        }
+    assert recorded[scratch]["sha256-after"] == digest
+    assert recorded[scratch]["sha256-before"] not in ("", digest, "None")
     user = authentik_user("dave")
     assert (user["name"], user["email"]) == ("erased user", "")
     assert user["attributes"]["uidNumber"] == str(USERS["dave"])
