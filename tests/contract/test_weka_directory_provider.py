@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import io
 import os
+import signal
+import subprocess
+import sys
 import tarfile
 import uuid
 from collections.abc import Iterator
@@ -20,14 +23,16 @@ import pytest
 from pulumi.dynamic import CreateResult, ReadResult
 
 from providers.errors import WekaError
-from providers.retention.client import RetentionStore
+from providers.retention.client import RetentionStore, holds
 from providers.retention.directory_copy_provider import DirectoryCopyProvider
 from providers.weka.client import WekaClient
 from providers.weka.directory_provider import DirectoryProvider
 from providers.weka.quota_provider import DirectoryQuotaProvider
 from providers.weka.settings import Settings
-from tests.backends import owner_and_mode
+from tests.backends import owner_and_mode, wait_for
 from tests.provider_calls import GB, checked, no_changes, wire
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -246,3 +251,45 @@ def test_a_mount_host_that_does_not_answer_is_an_error_not_a_hang(
     assert "`stat --format=%F " in message
     assert "connection refused" in message
     assert "check that the mount host answers" in message
+
+
+def test_a_copy_killed_while_it_uploads_leaves_no_object_and_the_next_one_completes(
+    filesystem: tuple[str, str, Path],
+) -> None:
+    name, _, mount = filesystem
+    (mount / "big").mkdir()
+    for n in range(3):
+        (mount / "big" / f"weights-{n}.pt").write_bytes(os.urandom(100 << 20))
+    props = {"tenant": f"test-{name}", "filesystem": name, "path": "/big", "retention_days": 1.0}
+    key = f"test-{name}/storage/{name}.tar.gz"
+    copying = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from providers.retention.directory_copy_provider import "
+            f"DirectoryCopyProvider as P; P().create({props!r})",
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    with RetentionStore.from_environment() as store:
+
+        def uploads() -> list[str]:
+            listed = store._s3.list_multipart_uploads(Bucket=store.bucket, Prefix=key)
+            return [u["UploadId"] for u in listed.get("Uploads") or []]
+
+        try:
+            wait_for("the copy's multipart upload to begin", lambda: bool(uploads()), 60)
+        finally:
+            # The engine killed, and with it the provider and the archive on the mount host.
+            os.killpg(copying.pid, signal.SIGKILL)
+            copying.wait()
+        assert store.head(key) is None, "a killed copy must leave no object at its key"
+        assert uploads(), "the killed upload is there, unfinished: nothing a gate could take"
+
+        made = DirectoryCopyProvider().create(props)
+        assert made.id == key
+        assert uploads() == [], "the next copy aborts what the killed one left"
+        assert holds(key) is None
+        assert outs(made)["files"] == 4
+        store.delete(key)
