@@ -55,4 +55,4 @@ review: setup
 # fleet's drift check on BENCH_TENANTS generated tenants (default 12) against the per-stack way.
 bench: setup
 	@$(ENV) && benchmarks/toolchain_build.sh && python benchmarks/onboarding.py \
-		&& python benchmarks/fleet_drift.py
+		&& python benchmarks/fleet_drift.py && python benchmarks/offboarding_data.py
