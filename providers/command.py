@@ -182,8 +182,7 @@ def _streamed(
         yield stream
     finally:
         stream.stop()
-        call = " ".join(a for a in argv[:3] if not a.startswith("-"))
-        record(backend, call, time.perf_counter() - started)
+        _record(backend, argv, started)
 
 
 def _execute(
@@ -214,9 +213,14 @@ def _execute(
     except OSError as error:
         return CommandResult(tuple(argv), None, "", f"could not run {full[0]}: {error}")
     finally:
-        call = " ".join(a for a in argv[:3] if not a.startswith("-"))
-        record(backend, call, time.perf_counter() - started)
+        _record(backend, argv, started)
     return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+def _record(backend: str, argv: Sequence[str], started: float) -> None:
+    """The command's time in the benchmark's call log, named by its first words."""
+    call = " ".join(a for a in argv[:3] if not a.startswith("-"))
+    record(backend, call, time.perf_counter() - started)
 
 
 def _text(output: str | bytes | None) -> str:

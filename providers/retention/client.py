@@ -286,6 +286,20 @@ class RetentionStore:
             digest.update(chunk)
         return digest.hexdigest()
 
+    def why_not_whole(self, key: str) -> str | None:
+        """Why the object at `key` is not a whole copy, or None when it is: whole is marked with
+        its digest (`objects.SHA256`) and reading the same digest back, all of it."""
+        found = self.head(key)
+        if found is None or found.size == 0:
+            return f"{self.url(key)} is not in the retention store"
+        marked = (found.metadata or {}).get(SHA256)
+        if not marked:
+            return f"{self.url(key)} has no digest: its upload never completed"
+        read = self.sha256(key)
+        if read != marked:
+            return f"{self.url(key)} reads back with sha256 {read}, not its recorded {marked}"
+        return None
+
     def download(self, key: str, path: Path) -> None:
         """Writes the object at `key` to `path`. The data goes to a temporary file beside `path`
         first, renamed over it once complete, so `path` is never left half written."""
@@ -387,8 +401,7 @@ def _parts(chunks: Iterable[bytes]) -> Iterator[Any]:
         view = memoryview(chunk)
         while view:
             if part is None:
-                size = PART_SIZE * 2 ** (count // PART_STEP)
-                part, room = spooled(), size
+                part, room = spooled(), PART_SIZE * 2 ** (count // PART_STEP)
             taken = view[:room]
             part.write(taken)
             room -= len(taken)
@@ -409,16 +422,6 @@ def _status(response: Mapping[str, Any]) -> int:
 
 def holds(key: str) -> str | None:
     """Why the store the environment names does not hold a whole copy at `key`, or None when it
-    does: what a delete gate asks before it lets the original go. Whole is marked with its
-    digest (`objects.SHA256`) and reading the same digest back, all of it."""
+    does (`RetentionStore.why_not_whole`): what a delete gate asks before it lets the data go."""
     with RetentionStore.from_environment() as store:
-        found = store.head(key)
-        if found is None or found.size == 0:
-            return f"{store.url(key)} is not in the retention store"
-        marked = (found.metadata or {}).get(SHA256)
-        if not marked:
-            return f"{store.url(key)} has no digest: its upload never completed"
-        read = store.sha256(key)
-    if read != marked:
-        return f"{store.url(key)} reads back with sha256 {read}, not its recorded {marked}"
-    return None
+        return store.why_not_whole(key)

@@ -58,11 +58,10 @@ def _marked(
     """Marks the copy just uploaded with its digest and count, then reads it back whole
     against the digest."""
     store.mark(key, {SHA256: uploaded.sha256, FILES: str(members)})
-    read = store.sha256(key)
-    if read != uploaded.sha256:
+    if problem := store.why_not_whole(key):
         raise OffboardingError(
             doing,
-            f"{store.url(key)} reads back with sha256 {read}, not the {uploaded.sha256} sent",
+            f"{problem} (the upload sent sha256 {uploaded.sha256})",
             "the store changed the object while it was written: run `pulumi up` again",
         )
     return Stored(key, uploaded.size, {"sha256": uploaded.sha256, "files": members})

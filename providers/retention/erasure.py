@@ -52,9 +52,10 @@ def is_erased(path: str, uid: int, users: Mapping[str, int]) -> bool:
 
 
 def users_files(archive: Iterable[bytes], users: Mapping[str, int]) -> list[str]:
-    """The members of the gzipped tar `archive` (its chunks) that `users` own."""
+    """The members of the gzipped tar `archive` (its chunks) that `users` own: those
+    `without_users` leaves out, found by the same walk with nothing compressed again."""
     found: list[str] = []
-    for _ in without_users(archive, users, found):
+    for _ in walk(_gunzipped(archive), _keeper(users, found)):
         pass
     return found
 
@@ -64,7 +65,11 @@ def without_users(
 ) -> Iterator[bytes]:
     """The gzipped tar `archive` (its chunks) without the members `users` own, gzipped again,
     as chunks; the names of the members left out are added to `removed`."""
+    return gzipped(walk(_gunzipped(archive), _keeper(users, removed)))
 
+
+def _keeper(users: Mapping[str, int], removed: list[str]) -> Callable[[tarfile.TarInfo], bool]:
+    """Whether a member stays, for `walk`; the names of those that do not go to `removed`."""
     left_out: set[str] = set()
 
     def keep(member: tarfile.TarInfo) -> bool:
@@ -75,7 +80,7 @@ def without_users(
             return False
         return True
 
-    return gzipped(walk(_gunzipped(archive), keep))
+    return keep
 
 
 def walk(tar: Iterable[bytes], keep: Callable[[tarfile.TarInfo], bool]) -> Iterator[bytes]:

@@ -35,11 +35,16 @@ def test_kubectl_transport_wraps_the_argv_without_a_shell() -> None:
 
 
 def test_transport_settings_come_from_the_prefixed_variables() -> None:
-    env = {"WEKA_MOUNT_TRANSPORT": "kubectl", "WEKA_MOUNT_TIMEOUT": "3"}
+    env = {
+        "WEKA_MOUNT_TRANSPORT": "kubectl",
+        "WEKA_MOUNT_TIMEOUT": "3",
+        "WEKA_MOUNT_STALL_TIMEOUT": "600",
+    }
     settings = TransportSettings.from_environment(env, "WEKA_MOUNT", namespace="n", target="t")
     transport = settings.make("test")
     assert isinstance(transport, KubectlExecTransport)
     assert (transport.timeout, transport.namespace, transport.target) == (3.0, "n", "t")
+    assert transport.stall == 600.0
     local = TransportSettings.from_environment({}, "X", namespace="n", target="t")
     made = local.make("test", {"SLURM_CONF": "/etc/slurm.conf"})
     assert isinstance(made, LocalTransport)
@@ -48,6 +53,7 @@ def test_transport_settings_come_from_the_prefixed_variables() -> None:
         ({"X_TRANSPORT": "ssh"}, "X_TRANSPORT='ssh'"),
         ({"X_TIMEOUT": "soon"}, "X_TIMEOUT='soon'"),
         ({"X_TIMEOUT": "-1"}, "X_TIMEOUT='-1'"),
+        ({"X_STALL_TIMEOUT": "0"}, "X_STALL_TIMEOUT='0'"),
     ):
         with pytest.raises(ValueError, match=named):
             TransportSettings.from_environment(bad, "X", namespace="n", target="t")
