@@ -8,7 +8,9 @@ and stat on a host or pod that mounts the Weka filesystems.
 
 A command whose output has no size bound (a directory's archive) is `stream`ed instead: its
 stdout is read in chunks as it comes, never held whole, and what bounds the wait is a stall (no
-byte for `stall` seconds), not the whole run, which for a large tree takes hours.
+byte for `stall` seconds), not the whole run, which for a large tree takes hours. A command whose
+input has no size bound (an archive unpacked back) is `feed`: its stdin is written a chunk at a
+time as the chunks come, and a command that takes no byte for `stall` seconds fails the same way.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import selectors
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, Protocol
 
@@ -78,6 +80,11 @@ class StreamingTransport(Transport, Protocol):
     def stream(self, argv: Sequence[str]) -> AbstractContextManager[CommandStream]:
         """Starts the command; its stdout is read by iterating the stream. Leaving the context
         stops the command if it still runs."""
+
+    def feed(self, argv: Sequence[str], chunks: Iterable[bytes]) -> CommandResult:
+        """Runs the command with `chunks` as its stdin, written as they come; never raises for
+        the command's failure (an error of `chunks` itself goes through, the command stopped).
+        The command may stop reading early: what it left unread stays in `chunks`."""
 
 
 class StreamError(Exception):
@@ -185,6 +192,69 @@ def _streamed(
         _record(backend, argv, started)
 
 
+def _fed(
+    backend: str,
+    argv: Sequence[str],
+    full: list[str],
+    env: dict[str, str] | None,
+    stall: float,
+    chunks: Iterable[bytes],
+) -> CommandResult:
+    started = time.perf_counter()
+    try:
+        process = subprocess.Popen(
+            full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+    except OSError as error:
+        _record(backend, argv, started)
+        return CommandResult(tuple(argv), None, "", f"could not run {full[0]}: {error}")
+    assert process.stdin
+    assert process.stdout
+    assert process.stderr
+    said = [_Tail(process.stdout), _Tail(process.stderr)]
+    for tail in said:
+        tail.start()
+    returncode: int | None = None
+    try:
+        why = _write(process.stdin, chunks, stall, full[0])
+        if not why:
+            try:
+                returncode = process.wait(stall)
+            except subprocess.TimeoutExpired:
+                why = f"{full[0]} did not exit within {stall:g} s of the end of its input"
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for tail in said:
+            tail.join()
+        _record(backend, argv, started)
+    stdout, stderr = (tail.text for tail in said)
+    return CommandResult(tuple(argv), returncode, stdout, f"{stderr.strip()}\n{why}".strip())
+
+
+def _write(stdin: IO[bytes], chunks: Iterable[bytes], stall: float, name: str) -> str:
+    """Writes `chunks` to a command's stdin and closes it; why it stalled, or "" (it took all, or
+    exited before: its status says how that went)."""
+    fd = stdin.fileno()
+    os.set_blocking(fd, False)
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_WRITE)
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    if not selector.select(stall):
+                        return f"{name} took no byte for {stall:g} s"
+                    view = view[os.write(fd, view) :]
+    except BrokenPipeError:
+        pass
+    finally:
+        with suppress(BrokenPipeError):
+            stdin.close()
+    return ""
+
+
 def _execute(
     backend: str,
     argv: Sequence[str],
@@ -252,6 +322,10 @@ class LocalTransport:
         env = {**os.environ, **self.env}
         return _streamed(self.backend, argv, self.command(argv), env, self.stall)
 
+    def feed(self, argv: Sequence[str], chunks: Iterable[bytes]) -> CommandResult:
+        env = {**os.environ, **self.env}
+        return _fed(self.backend, argv, self.command(argv), env, self.stall, chunks)
+
 
 @dataclass(frozen=True, kw_only=True)
 class KubectlExecTransport:
@@ -267,12 +341,19 @@ class KubectlExecTransport:
     def command(self, argv: Sequence[str]) -> list[str]:
         return ["kubectl", "-n", self.namespace, "exec", self.target, "--", *argv]
 
+    def fed_command(self, argv: Sequence[str]) -> list[str]:
+        """The argv run for the command `argv` with its stdin passed on (`exec -i`)."""
+        return ["kubectl", "-n", self.namespace, "exec", "-i", self.target, "--", *argv]
+
     def run(self, argv: Sequence[str]) -> CommandResult:
         return _execute(self.backend, argv, self.command(argv), None, self.timeout)
 
     def stream(self, argv: Sequence[str]) -> AbstractContextManager[CommandStream]:
         # kubectl exec carries the pod's stdout as bytes: an archive needs no text encoding.
         return _streamed(self.backend, argv, self.command(argv), None, self.stall)
+
+    def feed(self, argv: Sequence[str], chunks: Iterable[bytes]) -> CommandResult:
+        return _fed(self.backend, argv, self.fed_command(argv), None, self.stall, chunks)
 
 
 @dataclass(frozen=True, kw_only=True)

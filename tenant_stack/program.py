@@ -309,10 +309,14 @@ def build_tenant(spec: TenantSpec, platform: Platform, spec_path: Path, reads: L
     if spec.imported is not None and spec.imported.adopt and spec.imported.found is not None:
         adopt_existing(spec.slug, existing_objects(spec.slug), spec.imported.found)
     if lifecycle.restore:
+        made = (
+            "each filesystem is made from the snapshot uploaded"
+            if spec.storage.isolation == "org"
+            else "each directory is unpacked from the copy kept"
+        )
         pulumi.log.warn(
-            f"restoring {spec.slug} from what offboarding kept: each filesystem is made from "
-            "the snapshot uploaded at stage snapshotted, and whatever was written after that "
-            "snapshot is lost; tell the tenant"
+            f"restoring {spec.slug} from what offboarding kept: {made} at stage snapshotted, "
+            "and whatever was written after that is lost; tell the tenant"
         )
     kept_class = legacy_class_parameters(spec.slug, live.storage_classes)
     if kept_class is not None:

@@ -29,7 +29,7 @@ from providers.retention.objects import SHA256, ObjectInfo, check_metadata
 from providers.retention.s3_errors import RETRY, missing_bucket, translated
 from providers.retention.settings import Settings
 
-__all__ = ["ObjectInfo", "RetentionStore", "Uploaded", "holds"]
+__all__ = ["MarkedRead", "ObjectInfo", "RetentionStore", "Uploaded", "holds"]
 
 BACKEND = "retention"
 # Four tries in all; the waits between them are botocore's (exponential, with jitter, < 20 s).
@@ -287,18 +287,8 @@ class RetentionStore:
         return digest.hexdigest()
 
     def why_not_whole(self, key: str) -> str | None:
-        """Why the object at `key` is not a whole copy, or None when it is: whole is marked with
-        its digest (`objects.SHA256`) and reading the same digest back, all of it."""
-        found = self.head(key)
-        if found is None or found.size == 0:
-            return f"{self.url(key)} is not in the retention store"
-        marked = (found.metadata or {}).get(SHA256)
-        if not marked:
-            return f"{self.url(key)} has no digest: its upload never completed"
-        read = self.sha256(key)
-        if read != marked:
-            return f"{self.url(key)} reads back with sha256 {read}, not its recorded {marked}"
-        return None
+        """Why the object at `key` is not a whole copy, or None when it is (`MarkedRead`)."""
+        return MarkedRead(self, key).why_not_whole()
 
     def download(self, key: str, path: Path) -> None:
         """Writes the object at `key` to `path`. The data goes to a temporary file beside `path`
@@ -376,6 +366,46 @@ class RetentionStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class MarkedRead:
+    """A copy read back against the digest it is marked with (`objects.SHA256`), as it streams:
+    iterate it for its bytes, then ask `why_not_whole`. Whole is marked, and reading back that
+    digest, all of it: what a reader left unread is read then too."""
+
+    def __init__(self, store: RetentionStore, key: str) -> None:
+        self._store = store
+        self._digest = hashlib.sha256()
+        self._read = self._hashed(key)
+        self.url = store.url(key)
+        self.found = store.head(key)
+        self.metadata: Mapping[str, str] = (self.found.metadata if self.found else None) or {}
+
+    def _hashed(self, key: str) -> Iterator[bytes]:
+        for chunk in self._store.chunks(key):
+            self._digest.update(chunk)
+            yield chunk
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._read
+
+    def why_not_marked(self) -> str | None:
+        """Why the object cannot be whole whatever it reads back, or None."""
+        if self.found is None or self.found.size == 0:
+            return f"{self.url} is not in the retention store"
+        if not self.metadata.get(SHA256):
+            return f"{self.url} has no digest: its upload never completed"
+        return None
+
+    def why_not_whole(self) -> str | None:
+        if problem := self.why_not_marked():
+            return problem
+        for _ in self._read:
+            pass
+        read, marked = self._digest.hexdigest(), self.metadata[SHA256]
+        if read != marked:
+            return f"{self.url} reads back with sha256 {read}, not its recorded {marked}"
+        return None
 
 
 def _etag(reply: Mapping[str, Any]) -> str:

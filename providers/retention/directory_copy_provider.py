@@ -23,7 +23,7 @@ from providers.errors import OffboardingError
 from providers.retention.client import RetentionStore, Uploaded
 from providers.retention.erasure import erased_users, without_users
 from providers.retention.kept_object_provider import KeptObjectProvider, Stored
-from providers.retention.objects import FILES, SHA256, copy_key
+from providers.retention.objects import COPIED_PATH, FILES, SHA256, copy_key
 from providers.slurm import values
 from providers.weka.mount import mount_client
 from providers.weka.props import NAME, matching
@@ -79,7 +79,7 @@ class DirectoryCopyProvider(KeptObjectProvider):
         self, store: RetentionStore, p: Mapping[str, Any], metadata: Mapping[str, str], doing: str
     ) -> Stored:
         key = copy_key(p["tenant"], p["filesystem"])
-        metadata = {**metadata, "filesystem": p["filesystem"], "path": p["path"]}
+        metadata = {**metadata, "filesystem": p["filesystem"], COPIED_PATH: p["path"]}
         with mount_client().archive(p["org"], p["filesystem"], p["path"], doing) as archive:
             removed: list[str] = []
             kept = without_users(archive, p["erased"], removed) if p["erased"] else archive

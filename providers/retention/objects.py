@@ -22,6 +22,7 @@ from typing import Any
 from providers.errors import BackendError
 
 __all__ = [
+    "COPIED_PATH",
     "FILES",
     "LEDGER_PREFIX",
     "RETENTION_UNTIL",
@@ -50,6 +51,8 @@ RETENTION_UNTIL = "retention-until"
 # not whole, and no gate takes it for the copy.
 SHA256 = "sha256"
 FILES = "files"
+# The directory a copy is of, inside its filesystem ("/tenant-foo"): a restore makes that one.
+COPIED_PATH = "path"
 # The day the retention purge runs as, when it is told one (`retention run --now DATE`): it sets
 # this for the engine it runs, so that the delete gates below judge expiry by the same day.
 TODAY_VARIABLE = "RETENTION_TODAY"

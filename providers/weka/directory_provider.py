@@ -6,6 +6,13 @@ Ownership, when create finds the directory already there: it is adopted only whe
 belongs to the asked uid:gid (the tenant's pinned numbers). The root of a filesystem in a
 tenant's own organization is taken over as it is (the organization is the mark).
 
+Restore: a directory made while offboarding's copy of it is recorded (`retained_copy`: a
+tenant restored after its destroy, or a directory deleted behind the stack's back after the copy
+was kept) is made from that copy, unpacked on the mount host as it streams from the retention
+store, and put in place only once the copy has read back as the digest it is marked with. Its
+directories and files come back with their owners, modes and times; a directory inside it (a
+user's home) is then found there, its owner the mark.
+
 Pulumi pickles the provider into the state by module and class name: renaming either breaks
 existing stacks (see `provider`).
 """
@@ -20,8 +27,9 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import Field, Rule, Schema, gone
 from providers.errors import WekaError
-from providers.retention.client import holds
-from providers.weka.mount import mount_client, normalize_mode
+from providers.retention.client import MarkedRead, RetentionStore, holds
+from providers.retention.objects import COPIED_PATH
+from providers.weka.mount import MountClient, mount_client, normalize_mode
 from providers.weka.props import NAME, WekaProvider, matching, typed
 from providers.weka.settings import ROOT_ORG
 
@@ -50,6 +58,24 @@ def _mode(mode: str) -> str:
     if not _MODE.fullmatch(mode):
         raise ValueError(f"{mode!r} is not an octal mode like 0750")
     return normalize_mode(mode)
+
+
+def _restored(mount: MountClient, where: tuple[str, str, str], key: str, doing: str) -> bool:
+    """Makes the directory at `where` from the copy at `key`, when the copy is of it; False,
+    with nothing done, when the copy is of a directory above it."""
+    with RetentionStore.from_environment() as store:
+        copy = MarkedRead(store, key)
+        if problem := copy.why_not_marked():
+            raise WekaError(
+                doing,
+                f"its retained copy cannot be restored: {problem}",
+                "check the copy in the retention store (`python -m tenant_stack retention "
+                "calendar` lists what is kept) and, once it is whole there, run `pulumi up` again",
+            )
+        if copy.metadata.get(COPIED_PATH) != where[2]:
+            return False
+        mount.unpack(*where, copy, copy.why_not_whole, doing)
+    return True
 
 
 class DirectoryProvider(WekaProvider):
@@ -104,7 +130,10 @@ class DirectoryProvider(WekaProvider):
         where = self._where(inputs)
         owner = (inputs["uid"], inputs["gid"])
         found = mount.stat(*where, doing)
-        if found is None:
+        copy = inputs["retained_copy"]
+        if found is None and copy and _restored(mount, where, copy, doing):
+            mount.set_owner(*where, *owner, inputs["mode"], doing)
+        elif found is None:
             mount.make(*where, *owner, inputs["mode"], doing)
         elif inputs["path"] == "/":
             mount.set_owner(*where, *owner, inputs["mode"], doing)

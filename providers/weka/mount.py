@@ -12,7 +12,8 @@ Read from the environment at call time, like the REST settings (`settings`):
     WEKA_MOUNT_KUBECTL_NAMESPACE  kubectl transport: the pod's namespace (default weka-system)
     WEKA_MOUNT_KUBECTL_TARGET     kubectl transport: what to exec into (default deploy/weka-admin)
     WEKA_MOUNT_TIMEOUT            seconds to wait for one command (default 20)
-    WEKA_MOUNT_STALL_TIMEOUT      seconds without a byte that fail an archive (default 120)
+    WEKA_MOUNT_STALL_TIMEOUT      seconds without a byte that fail an archive or its unpacking
+                                  (default 120)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -77,6 +78,16 @@ _ARCHIVE = (
     '| gzip -c || exit; echo "members $(wc -l <"$index")" >&2'
 )
 _MEMBERS = re.compile(r"^members (\d+)$", re.MULTILINE)
+
+
+# The way back: an archive unpacked on the mount host into a staging directory beside its
+# directory, cleared first of what an unpacking killed midway left there. Moving it into place is
+# a step of its own (`mv -T`), taken once the archive has read back whole: a directory is never
+# seen half restored, and `mv -T` refuses to put it over a directory that holds anything.
+_UNPACK = (
+    'set -e; staging="$1"; rm -rf --one-file-system -- "$staging"; mkdir -- "$staging"; '
+    'tar --numeric-owner --same-owner --same-permissions -xzf - -C "$staging"'
+)
 
 
 def normalize_mode(mode: str) -> str:
@@ -194,6 +205,35 @@ class MountClient:
                 yield DirectoryArchive(stream, target, doing)
         except StreamError as failed:
             raise _error(doing, failed.result, _UNREACHABLE) from None
+
+    def unpack(
+        self,
+        org: str,
+        filesystem: str,
+        path: str,
+        archive: Iterable[bytes],
+        verify: Callable[[], str | None],
+        doing: str,
+    ) -> None:
+        """Makes the directory at `path` from `archive` (as `archive` made it: owners, modes,
+        times, sparse files, hard links), unpacked on the mount host as it streams in; `verify`
+        says, once the archive is in, why it cannot be trusted (None when it can), and nothing
+        is then put in place. The directory must not exist, or be empty."""
+        target = self.mount_path(org, filesystem, path)
+        parent, name = posixpath.split(target)
+        staging = posixpath.join(parent, f".{name}.restoring")
+        result = self.transport.feed(["bash", "-c", _UNPACK, "bash", staging], archive)
+        problem = verify() if result.ok else None
+        if not result.ok or problem:
+            # Best effort: the next unpack clears it too, and the error to tell is the one above.
+            self.transport.run(["rm", "-rf", "--one-file-system", "--", staging])
+        if result.returncode is None:
+            raise _error(doing, result, _UNREACHABLE)
+        if not result.ok:
+            raise _error(doing, result, "fix what tar says on the mount host, then run again")
+        if problem:
+            raise WekaError(doing, problem, "nothing was put in place; run `pulumi up` again")
+        self._must(["mv", "-T", "--", staging, target], doing)
 
     def erase_users(
         self, org: str, filesystem: str, path: str, users: Mapping[str, int], doing: str

@@ -399,13 +399,6 @@ def _lifecycle(spec: TenantSpec) -> Iterator[Problem]:
             "a restore brings an offboarded tenant back: set lifecycle.stage to the stage it "
             "returns to (active, say)",
         )
-    if lifecycle.restore and spec.storage.isolation != "org":
-        yield Problem(
-            "lifecycle.restore",
-            "a restore makes the tenant's own filesystems from their uploaded snapshots; a "
-            "directory-isolated tenant's copies are archives in the retention store, which the "
-            "program does not unpack: extract them into the new directories by hand",
-        )
     timeout = lifecycle.drain_timeout.seconds or 0
     low, high = (60, 3600) if lifecycle.drain_mode == "hard" else (60, 14 * 86400)
     if not low <= timeout <= high:

@@ -31,6 +31,7 @@ from providers.weka.quota_provider import DirectoryQuotaProvider
 from providers.weka.settings import Settings
 from tests.backends import owner_and_mode, wait_for
 from tests.provider_calls import GB, checked, no_changes, wire
+from tests.trees import manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -293,3 +294,61 @@ def test_a_copy_killed_while_it_uploads_leaves_no_object_and_the_next_one_comple
         assert holds(key) is None
         assert outs(made)["files"] == 4
         store.delete(key)
+
+
+def test_a_directory_made_while_its_copy_is_recorded_comes_back_from_the_copy(
+    filesystem: tuple[str, str, Path],
+) -> None:
+    name, _, mount = filesystem
+    top = DIRS.create(directory(name, "/tenant-r", mode="2770"))
+    home = DIRS.create(directory(name, "/tenant-r/alice", uid=ALICE, mode="0700"))
+    for n in range(3):
+        (mount / "tenant-r" / "alice" / f"step-{n}.log").write_bytes(os.urandom(1000 + n))
+    os.link(mount / "tenant-r" / "alice" / "step-0.log", mount / "tenant-r" / "alice" / "best")
+    for path in (mount / "tenant-r" / "alice").iterdir():
+        os.chown(path, ALICE, TENANT_GID)
+    before = manifest(mount / "tenant-r")
+    copy = DirectoryCopyProvider().create(
+        {"tenant": f"test-{name}", "filesystem": name, "path": "/tenant-r", "retention_days": 1.0}
+    )
+    # Destroy, as offboarding's gate lets it go once the copy is whole.
+    for made in (home, top):
+        DIRS.delete(made.id, wire({**outs(made), "retained_copy": copy.id}))
+    assert not (mount / "tenant-r").exists()
+
+    with RetentionStore.from_environment() as store:
+        digest = outs(copy)["sha256"]
+        # A copy changed behind its mark is never unpacked into place.
+        store.mark(copy.id, {"sha256": "0" * 64})
+        with pytest.raises(WekaError, match=f"reads back with sha256 {digest}, not its recorded"):
+            DIRS.create(directory(name, "/tenant-r", mode="2770", retained_copy=copy.id))
+        assert sorted(p.name for p in mount.iterdir()) == []
+        store.mark(copy.id, {"sha256": digest})
+
+        restored = DIRS.create(directory(name, "/tenant-r", mode="2770", retained_copy=copy.id))
+        assert manifest(mount / "tenant-r") == before
+        assert owner_and_mode(mount / "tenant-r") == (0, TENANT_GID, "2770")
+        # The home inside it is found there, its owner the mark; a user the copy does not hold
+        # gets an empty home.
+        DIRS.create(
+            directory(name, "/tenant-r/alice", uid=ALICE, mode="0700", retained_copy=copy.id)
+        )
+        bob = directory(name, "/tenant-r/bob", uid=ALICE + 1, mode="0700", retained_copy=copy.id)
+        DIRS.create(bob)
+        assert list((mount / "tenant-r" / "bob").iterdir()) == []
+        assert manifest(mount / "tenant-r") == {
+            **before,
+            "bob": ("dir", ALICE + 1, TENANT_GID, 0o700),
+        }
+        no_changes(
+            DIRS,
+            restored.id,
+            outs(DIRS.read(restored.id, wire(outs(restored)))),
+            directory(name, "/tenant-r", mode="2770", retained_copy=copy.id),
+        )
+
+        # A copy that is gone from the store is named, and nothing is made.
+        store.delete(copy.id)
+    with pytest.raises(WekaError, match=r"its retained copy cannot be restored: .* is not in the"):
+        DIRS.create(directory(name, "/tenant-s", retained_copy=copy.id))
+    assert not (mount / "tenant-s").exists()

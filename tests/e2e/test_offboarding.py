@@ -37,6 +37,7 @@ from tests.backends import (
     labelled,
     mounted,
     operator_command,
+    owner_and_mode,
     pulumi,
     retention_command,
     run,
@@ -48,6 +49,8 @@ from tests.backends import (
     show_partition,
     squeue_job,
     wait_for,
+    weka,
+    weka_quotas,
 )
 from tests.fleet_workers import start_worker, stop_workers, temporal
 from tests.trees import make_tree, manifest
@@ -637,3 +640,29 @@ def verify_offboarded(bar: Tenant) -> tuple[int, dict[str, Any]]:
     )
     report: dict[str, Any] = json.loads(done.stdout)
     return done.returncode, report
+
+
+def test_a_restore_after_the_destroy_unpacks_each_copy_into_the_shared_filesystems(
+    bar: Tenant,
+) -> None:
+    bar.at_stage("active", restore=True)
+    up = bar.up()
+    assert "each directory is unpacked from the copy kept at stage snapshotted" in up
+    # Every file of the tree as it was, less the erased user's; erin's file as she left it.
+    tree = mounted("Root", "cluster-scratch", f"{SLUG}/{TREE}")
+    assert manifest(tree) == {n: kept for n, kept in bar.tree.items() if kept[1] != USERS["dave"]}
+    erins = mounted("Root", "cluster-home", ERINS[0])
+    assert erins.read_bytes() == ERINS[1]
+    assert owner_and_mode(erins)[:2] == (USERS["erin"], GID)
+    # dave is still a user of the spec: his home is made again, empty.
+    assert list(mounted("Root", "cluster-home", f"{SLUG}/dave").iterdir()) == []
+    assert owner_and_mode(mounted("Root", "cluster-home", f"{SLUG}/dave")) == (
+        USERS["dave"], GID, "0700",
+    )  # fmt: skip
+    assert owner_and_mode(mounted("Root", "cluster-scratch", SLUG)) == (0, GID, "2770")
+    # The quotas are set again on the directories the copies came back into.
+    with weka() as api:
+        home, scratch = weka_quotas(api, "cluster-home"), weka_quotas(api, "cluster-scratch")
+    assert {f"/{SLUG}", f"/{SLUG}/dave", f"/{SLUG}/erin"} <= set(home)
+    assert f"/{SLUG}" in scratch
+    bar.pulumi("preview", "--expect-no-changes")

@@ -336,7 +336,8 @@ def test_destroy_keeps_the_uploads_and_each_restores_the_tenants_files(foo: Foo)
 def test_a_restore_after_the_destroy_makes_each_filesystem_from_its_snapshot(foo: Foo) -> None:
     foo.edit(stage="active", restore=True)
     up = foo.pulumi("up", "--yes", "--skip-preview")
-    assert "whatever was written after that snapshot is lost" in up
+    assert "each filesystem is made from the snapshot uploaded at stage snapshotted" in up
+    assert "whatever was written after that is lost" in up
     for kind, (path, data) in FILES.items():
         assert mounted(SLUG, f"{SLUG}-{kind}", path).read_bytes() == data
     foo.pulumi("preview", "--expect-no-changes")
