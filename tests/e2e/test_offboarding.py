@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import tarfile
 import time
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.retention.client import RetentionStore
+from providers.retention.client import RetentionStore, holds
 from providers.retention.ledger import Ledger
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
@@ -38,6 +39,7 @@ from tests.backends import (
     mounted,
     operator_command,
     owner_and_mode,
+    plugins_of_killed_engine,
     pulumi,
     retention_command,
     run,
@@ -487,6 +489,48 @@ def test_destroy_without_sign_off_is_refused_by_the_spec(bar: Tenant) -> None:
     code, said = bar.try_pulumi("preview")
     assert code != 0
     assert "lifecycle.sign_off" in said
+
+
+def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
+    bar: Tenant,
+) -> None:
+    bar.walk_to("archived", drain_mode="hard", drain_timeout="1m")
+    bar.at_stage("snapshotted", drain_mode="hard", drain_timeout="1m")
+    scratch = f"{SLUG}/storage/cluster-scratch.tar.gz"
+    up = subprocess.Popen(
+        ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", SLUG],
+        cwd=bar.project,
+        env={**os.environ, **bar.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    with RetentionStore.from_environment() as store:
+
+        def parts_sent() -> int:
+            listed = store._s3.list_multipart_uploads(Bucket=store.bucket, Prefix=scratch)
+            return sum(
+                len(store._s3.list_parts(Bucket=store.bucket, Key=scratch, UploadId=u["UploadId"])
+                    .get("Parts") or [])
+                for u in listed.get("Uploads") or []
+            )  # fmt: skip
+
+        try:
+            wait_for("a part of the scratch copy to be sent", lambda: parts_sent() > 0, 300)
+        finally:
+            # The engine killed, with its provider host and the archive on the mount host.
+            os.killpg(up.pid, signal.SIGKILL)
+            up.wait()
+            for pid in plugins_of_killed_engine(bar.project):
+                os.kill(pid, signal.SIGKILL)
+        assert store.head(scratch) is None, "a killed copy must leave no object at its key"
+        bar.pulumi("cancel", "--yes")
+        bar.pulumi("refresh", "--yes", "--clear-pending-creates")
+        bar.up()
+        assert parts_sent() == 0, "the next copy aborts what the killed one left"
+        for filesystem in DATA:
+            assert holds(f"{SLUG}/storage/{filesystem}.tar.gz") is None
+    bar.pulumi("preview", "--expect-no-changes")
 
 
 def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> None:
