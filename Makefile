@@ -51,8 +51,10 @@ review: setup
 	@$(TOOLS) && python -m tenant_stack review --base "$(BASE)" \
 		--markdown "$(REVIEW_OUT)/review.md" --json-file "$(REVIEW_OUT)/review.json"
 
-# Figures for the README: toolchain build times, onboarding against the engine's floor, and the
-# fleet's drift check on BENCH_TENANTS generated tenants (default 12) against the per-stack way.
+# Figures for the README: toolchain build times, onboarding against the engine's floor, the
+# fleet's drift check on BENCH_TENANTS generated tenants (default 12) against the per-stack way,
+# a directory copy and its restore against tar and S3 alone, and tenants of 3, 50 and 200 users.
 bench: setup
 	@$(ENV) && benchmarks/toolchain_build.sh && python benchmarks/onboarding.py \
-		&& python benchmarks/fleet_drift.py && python benchmarks/offboarding_data.py
+		&& python benchmarks/fleet_drift.py && python benchmarks/offboarding_data.py \
+		&& python benchmarks/tenant_size.py

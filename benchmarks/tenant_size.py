@@ -1,0 +1,173 @@
+"""How `up`, a no-op `preview` and the drift check (`preview --refresh`) of one tenant grow with
+its users, on the tests' sandbox: tenants of 3, 50 and 200 users (`--users`) in 4 teams, each user
+with 2 SSH keys, a home directory with its quota, and Slurm associations, brought up one after
+the other on throwaway file backends.
+
+Printed for each size, all from this one run: the wall time of each command, its time per user,
+and the backend calls it made (the clients' call log, GPU_TENANTS_CALL_LOG) per backend, in all
+and per user. A cost that grows faster than the users shows as a per-user figure that grows with
+the size: the goal is a per-user `up` at 200 users within 1.2x that at 50.
+
+Run with `make bench`, or in the `make -s env` environment: `python benchmarks/tenant_size.py
+[--users 3,50,200]`. Every stack is destroyed at the end. The machine is shared: read the ratios,
+not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from providers.call_log import VARIABLE, read_log  # noqa: E402
+from sandbox.__main__ import up as sandbox_up  # noqa: E402
+from sandbox.layout import SandboxLayout  # noqa: E402
+from sandbox.project import project_copy  # noqa: E402
+from tenant_stack.platform import load_platform  # noqa: E402
+from tenant_stack.spec import load_spec  # noqa: E402
+
+TEAMS = 4
+BACKENDS = ("authentik", "slurm", "weka", "retention")
+COMMANDS = {
+    "up": ("up", "--yes", "--skip-preview"),
+    "preview": ("preview", "--expect-no-changes"),
+    "drift": ("preview", "--refresh", "--expect-no-changes"),
+}
+
+
+def ssh_key(seed: str) -> str:
+    """An ed25519 public key line of 32 bytes derived from `seed` (the spec parses its blob)."""
+
+    def string(data: bytes) -> bytes:
+        return len(data).to_bytes(4, "big") + data
+
+    blob = string(b"ssh-ed25519") + string(hashlib.sha256(seed.encode()).digest())
+    return f"ssh-ed25519 {base64.b64encode(blob).decode()} {seed}"
+
+
+def tenant(users: int) -> dict[str, Any]:
+    """An on-demand tenant on the shared filesystems with `users` users in TEAMS teams and numbers
+    of its own (uids 40000 + 1000 x size-index, gids 60000+)."""
+    spec: dict[str, Any] = yaml.safe_load((ROOT / "tenants" / "tenant-bar.yaml").read_text())
+    slug = f"size-{users}"
+    short = f"s{users}"
+    spec.update(slug=slug, display_name=f"Size {users}")
+    spec["contract"].update(partition_type="on-demand", gpus=1, gpu_minutes=1000 * users)
+    spec["reservation"]["nodes"] = []
+    gid = 60000 + 2 * users
+    spec["identity"] = {"gid": gid, "admins": [f"{short}u000"], "admins_gid": gid + 1}
+    teams = [f"t{n}-{slug}" for n in range(TEAMS)]
+    spec["slurm"]["teams"] = [
+        {"name": team, "description": f"Team {n}", "fairshare": 10} for n, team in enumerate(teams)
+    ]
+    spec["users"] = [
+        {
+            "username": f"{short}u{n:03d}",
+            "name": f"User {n}",
+            "email": f"{short}u{n:03d}@{slug}.example",
+            "uid": 40000 + 1000 * (users % 7) + n,
+            "team": teams[n % TEAMS],
+            "ssh_keys": [ssh_key(f"{short}u{n:03d}@{host}") for host in ("laptop", "ws")],
+        }
+        for n in range(users)
+    ]
+    spec["slurm"]["qos"]["normal"]["gpus"] = 1
+    spec["slurm"]["qos"]["interactive"]["gpus"] = 1
+    spec["storage"].update(
+        pvcs=[], home_per_user={"soft": "9GB", "hard": "10GB"}, home_capacity=f"{10 * users}GB"
+    )
+    spec["lifecycle"].update(stage="active", rehearsal=True)
+    spec["login"]["hostname"] = f"login.{slug}.example.internal"
+    return spec
+
+
+def pulumi(project: Path, env: dict[str, str], slug: str, *args: str) -> None:
+    argv = ["pulumi", *args, "--non-interactive", "--stack", slug]
+    done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def measured(
+    project: Path, env: dict[str, str], slug: str, args: tuple[str, ...], log: Path
+) -> tuple[float, Counter[str]]:
+    """Wall seconds of `pulumi <args>` and the backend calls it made, per backend."""
+    log.write_text("")
+    started = time.monotonic()
+    pulumi(project, {**env, VARIABLE: str(log)}, slug, *args)
+    wall = time.monotonic() - started
+    return wall, Counter(call.backend for call in read_log(log))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", default=os.environ.get("BENCH_USERS", "3,50,200"))
+    args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.users.split(",")]
+
+    os.environ["GPU_TENANTS_SANDBOX"] = "test"
+    sandbox = SandboxLayout.from_environment()
+    sandbox_up(sandbox)
+    os.environ.update(sandbox.environment())
+    work = Path(tempfile.mkdtemp(prefix="bench-size-"))
+    project = project_copy(work / "project")
+    for example in (project / "tenants").glob("*.yaml"):
+        example.unlink()
+    platform = load_platform(project / "Pulumi.prod.yaml")
+    for users in sizes:  # a generated spec's mistake, said before anything is brought up
+        spec = tenant(users)
+        (project / "tenants" / f"{spec['slug']}.yaml").write_text(yaml.safe_dump(spec))
+        load_spec(project / "tenants", spec["slug"], platform)
+    (work / "backend").mkdir()
+    env = {
+        **os.environ,
+        "PULUMI_BACKEND_URL": (work / "backend").as_uri(),
+        "PULUMI_CONFIG_PASSPHRASE": "benchmark-only",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    }
+    figures: dict[int, dict[str, tuple[float, Counter[str]]]] = {}
+    for users in sizes:
+        slug = f"size-{users}"
+        pulumi(project, env, slug, "stack", "init")
+        try:
+            figures[users] = {
+                name: measured(project, env, slug, command, work / "calls.log")
+                for name, command in COMMANDS.items()
+            }
+        finally:
+            pulumi(project, env, slug, "destroy", "--yes", "--skip-preview")
+        print(f"[bench] {users} users done", file=sys.stderr)
+
+    print(f"one tenant of N users in {TEAMS} teams (2 SSH keys, a home and its quota each):")
+    header = ("users", "command", "wall s", "s/user", *(f"{b} calls" for b in BACKENDS))
+    print(" ".join(f"{h:>15}" for h in header))
+    for users, by_command in figures.items():
+        for name, (wall, calls) in by_command.items():
+            counts = (f"{calls[b]} ({calls[b] / users:.1f}/u)" for b in BACKENDS)
+            print(
+                " ".join(
+                    f"{v:>15}" for v in (users, name, f"{wall:.1f}", f"{wall / users:.2f}", *counts)
+                )
+            )
+    if len(sizes) >= 2:
+        small, large = sizes[-2], sizes[-1]
+        ratio = (figures[large]["up"][0] / large) / (figures[small]["up"][0] / small)
+        print(f"per-user `up` at {large} users / at {small}: {ratio:.2f} (goal <= 1.2)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
