@@ -3,7 +3,9 @@ setuid, setgid and sticky bits included), modification times, symbolic links as 
 links, named pipes and empty directories.
 
 The emulator packs a filesystem to copy it into a snapshot, packs a snapshot to upload it, and
-unpacks a downloaded one into a new filesystem. The tree's root is the member `.`, so unpacking
+unpacks a downloaded one into a new filesystem. Each goes as a stream of chunks, made while they
+are read and unpacked as they come, so a tree of any size passes through a few megabytes of
+memory and no temporary file. The tree's root is the member `.`, so unpacking
 gives the target directory the root's owner and mode too. Owners come back only when the
 emulator runs as root (as with GNU tar); otherwise files belong to the emulator's user.
 
@@ -16,12 +18,16 @@ link's own target is kept as written, absolute or not: it is data, followed by n
 
 from __future__ import annotations
 
+import io
 import os
 import tarfile
+import threading
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 ROOT_MEMBER = "."
+CHUNK = 1 << 20
 
 
 class UnsafeArchiveError(ValueError):
@@ -37,19 +43,78 @@ def pack(source: Path, into: BinaryIO, skip: str | None = None) -> None:
             return None
         return member
 
-    # PAX: long names, large uid/gid numbers and sub-second times survive.
-    with tarfile.open(fileobj=into, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    # PAX: long names, large uid/gid numbers and sub-second times survive. A stream ("w|"):
+    # `into` may be a pipe, which cannot tell where it is.
+    with tarfile.open(fileobj=into, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         tar.add(source, arcname=ROOT_MEMBER, recursive=True, filter=keep)
 
 
-def unpack(stream: BinaryIO, target: Path) -> None:
-    """Recreates in `target` (an empty directory, made if missing) the tree `pack` wrote."""
+def packed(source: Path, skip: str | None = None) -> Generator[bytes, None, None]:
+    """The tar stream `pack` writes, in chunks of up to CHUNK bytes made as they are read: a
+    thread packs into a pipe. A failure to pack is raised by the iterator after the bytes made
+    before it, so no reader takes a cut stream for a whole one. A reader that stops early
+    closes the pipe, and the packing stops at its next write."""
+    readable, writable = os.pipe()
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with open(writable, "wb") as pipe:
+                pack(source, pipe, skip)
+        except BaseException as error:  # handed to the reader, which raises it
+            failed.append(error)
+
+    writer = threading.Thread(target=write, name=f"pack {source}", daemon=True)
+    writer.start()
+    try:
+        with open(readable, "rb") as pipe:
+            while chunk := pipe.read(CHUNK):
+                yield chunk
+    finally:
+        writer.join()
+    if failed:
+        raise failed[0]
+
+
+def unpack(chunks: Iterable[bytes], target: Path) -> None:
+    """Recreates in `target` (an empty directory, made if missing) the tree `pack` wrote,
+    reading the stream `chunks` once, as it comes."""
     target.mkdir(parents=True, exist_ok=True)
     base = os.path.realpath(target)
-    with tarfile.open(fileobj=stream, mode="r") as tar:
+    reader = _Reader(chunks)
+    with tarfile.open(fileobj=reader, mode="r|") as tar:
         # The check runs for each member just before it is extracted, so it sees the links
         # that the members before it made.
         tar.extractall(base, numeric_owner=True, filter=lambda m, _: _inside(m, base))
+    # tarfile stops at the end-of-archive blocks; the stream's end is read too, so that a
+    # failure of its maker after them still fails the unpacking.
+    reader.drain()
+
+
+class _Reader(io.RawIOBase):
+    """Chunks of bytes as a file that reads forward, for tarfile."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._left = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while not self._left:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._left = memoryview(chunk)
+        size = min(len(buffer), len(self._left))
+        buffer[:size] = self._left[:size]
+        self._left = self._left[size:]
+        return size
+
+    def drain(self) -> None:
+        for _ in self._chunks:
+            pass
 
 
 def _inside(member: tarfile.TarInfo, base: str) -> tarfile.TarInfo:

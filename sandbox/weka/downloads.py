@@ -12,8 +12,6 @@ files are there. Quotas are not restored.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from sandbox.weka.core import Caller, check_name
@@ -88,11 +86,7 @@ class Downloads(Snapshots):
         self, fs: FileSystem, bucket: ObjectStore, locator: str, usage: dict[str, int]
     ) -> None:
         org = self._org_name(fs)
-        with tempfile.TemporaryDirectory(prefix="weka-download-") as scratch:
-            data = Path(scratch) / "data.tar"
-            bucket.fetch(locator, data)
-            with data.open("rb") as stream:
-                self.mounts.restore_fs(org, fs.name, stream)
+        self.mounts.restore_fs(org, fs.name, bucket.data(locator))
         for path, used in usage.items():
             if self.mounts.is_directory(org, fs.name, path):
                 self._on_disk(fs, path)[1].used_bytes = used

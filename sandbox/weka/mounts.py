@@ -17,9 +17,10 @@ filesystem keeps its id and quota (the real cluster drops them).
 
 A filesystem's snapshots are directories in it too, `.snapshots/<access point>`, where a real
 cluster shows them (hidden from `ls` there, a plain dot-directory here). Taking one copies the
-filesystem as it is, less its `.snapshots`, through a tar stream (archive.py) that keeps owners,
-modes and times: a real point-in-time copy, where Weka shares unchanged blocks. Nothing makes
-the copy read-only, as a real read-only snapshot is; writes into it are the writer's business.
+filesystem as it is, less its `.snapshots`, through a tar stream in a pipe (archive.py) that
+keeps owners, modes and times: a real point-in-time copy, where Weka shares unchanged blocks.
+Nothing makes the copy read-only, as a real read-only snapshot is; writes into it are the
+writer's business.
 """
 
 from __future__ import annotations
@@ -27,11 +28,9 @@ from __future__ import annotations
 import os
 import shutil
 import tarfile
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
 
 from sandbox.weka import archive
 from sandbox.weka.errors import ApiError
@@ -48,6 +47,11 @@ def _disk(doing: str) -> Iterator[None]:
     except (OSError, tarfile.TarError, archive.UnsafeArchiveError) as error:
         says = getattr(error, "strerror", None) or error
         raise ApiError(500, f"Mount error {doing}: {says}") from error
+
+
+def _disk_stream(doing: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    with _disk(doing):
+        yield from chunks
 
 
 def _make(path: Path) -> None:
@@ -129,10 +133,7 @@ class Mounts:
             _make(area)
             _remove(partial)
             try:
-                with tempfile.TemporaryFile(dir=area) as stream:
-                    archive.pack(self.fs_dir(org, fs), stream, skip=SNAPSHOTS)
-                    stream.seek(0)
-                    archive.unpack(stream, partial)
+                archive.unpack(archive.packed(self.fs_dir(org, fs), skip=SNAPSHOTS), partial)
                 _remove(target)
                 partial.replace(target)
             finally:
@@ -150,9 +151,10 @@ class Mounts:
         with _disk(f"removing {path}"):
             _remove(path)
 
-    def pack_snapshot(self, org: str, fs: str, access_point: str, into: BinaryIO) -> None:
-        """The snapshot's tree as a tar stream; 500 when its directory is gone from the mount
-        (removed by hand, or the snapshot was taken by an emulator that made no copies)."""
+    def packed_snapshot(self, org: str, fs: str, access_point: str) -> Iterator[bytes]:
+        """The snapshot's tree as a tar stream, made as it is read; 500 at once when its
+        directory is gone from the mount (removed by hand, or the snapshot was taken by an
+        emulator that made no copies), and from the stream when reading fails."""
         path = self.snapshot_dir(org, fs, access_point)
         if not path.is_dir() or path.is_symlink():
             raise ApiError(
@@ -160,14 +162,13 @@ class Mounts:
                 f"Snapshot data missing: {path} is not on the mount; delete the snapshot and "
                 "take a new one",
             )
-        with _disk(f"reading {path}"):
-            archive.pack(path, into)
+        return _disk_stream(f"reading {path}", archive.packed(path))
 
-    def restore_fs(self, org: str, fs: str, stream: BinaryIO) -> None:
+    def restore_fs(self, org: str, fs: str, chunks: Iterable[bytes]) -> None:
         """Unpacks a snapshot's tar stream into the filesystem's (new, empty) directory."""
         path = self.fs_dir(org, fs)
         with _disk(f"restoring a snapshot into {path}"):
-            archive.unpack(stream, path)
+            archive.unpack(chunks, path)
 
     def remove_org(self, org: str) -> None:
         path = self.root / org

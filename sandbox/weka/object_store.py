@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from providers.errors import RetentionStoreError
@@ -73,12 +72,13 @@ class ObjectStore:
     def key(self, locator: str, part: str) -> str:
         return uploaded_snapshot_prefix(locator) + part
 
-    def put(self, locator: str, data: Path, manifest: Mapping[str, Any]) -> None:
-        """Stores a snapshot's tar file and its manifest, the manifest last."""
+    def put(self, locator: str, data: Iterable[bytes], manifest: Mapping[str, Any]) -> None:
+        """Stores a snapshot's tar stream, as it comes (a multipart upload, aborted when the
+        stream fails), then its manifest."""
         meta = {"weka-locator": locator}
         body = json.dumps(manifest, indent=2, sort_keys=True).encode()
         with self._failing(f"uploading {locator}"):
-            self._client().put(self.key(locator, DATA), data, meta)
+            self._client().upload(self.key(locator, DATA), data, meta)
             self._client().put(self.key(locator, MANIFEST), body, meta)
 
     def manifest(self, locator: str) -> dict[str, Any] | None:
@@ -99,10 +99,10 @@ class ObjectStore:
             )
         return manifest
 
-    def fetch(self, locator: str, into: Path) -> None:
-        """Writes the snapshot's tar file to `into`."""
+    def data(self, locator: str) -> Iterator[bytes]:
+        """The snapshot's tar stream, as it is read from the bucket."""
         with self._failing(f"downloading {locator}"):
-            self._client().download(self.key(locator, DATA), into)
+            yield from self._client().chunks(self.key(locator, DATA))
 
     def purge(self, locator: str) -> None:
         """Removes what the upload at `locator` stored (manifest first: no half a snapshot)."""

@@ -13,11 +13,9 @@ then, so a snapshot it reports with a locator is always SYNCHRONIZED.
 
 from __future__ import annotations
 
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from sandbox.weka.core import Caller, check_name
@@ -149,11 +147,8 @@ class Snapshots(Filesystems):
         # The shape of a real locator: "59c2ddf9/d/s/16/spec/b365-4e7a-b924-b2f0956b7f9c".
         tail = str(uuid.uuid4()).split("-", 1)[1]
         locator = f"{self.state.cluster_guid[:8]}/d/s/{number}/spec/{tail}"
-        with tempfile.TemporaryDirectory(prefix="weka-upload-") as scratch:
-            data = Path(scratch) / "data.tar"
-            with data.open("wb") as stream:
-                self.mounts.pack_snapshot(self._org_name(fs), fs.name, snap.access_point, stream)
-            bucket.put(locator, data, self._manifest(snap, fs, locator))
+        data = self.mounts.packed_snapshot(self._org_name(fs), fs.name, snap.access_point)
+        bucket.put(locator, data, self._manifest(snap, fs, locator))
         snap.locator = locator
         fs.uploads.append(locator)
         return snap

@@ -7,20 +7,21 @@ import io
 import os
 import stat
 import tarfile
+import threading
+import tracemalloc
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
-from sandbox.weka.archive import UnsafeArchiveError, pack, unpack
+from sandbox.weka import archive
+from sandbox.weka.archive import UnsafeArchiveError, packed, unpack
 
 AS_ROOT = os.geteuid() == 0
 
 
 def round_trip(source: Path, target: Path, skip: str | None = None) -> None:
-    stream = io.BytesIO()
-    pack(source, stream, skip=skip)
-    stream.seek(0)
-    unpack(stream, target)
+    unpack(packed(source, skip=skip), target)
 
 
 def test_a_tree_comes_back_with_modes_links_and_times(tmp_path: Path) -> None:
@@ -107,5 +108,54 @@ def test_an_archive_cannot_reach_outside_its_target(
 ) -> None:
     target = tmp_path / "fs"
     with pytest.raises(UnsafeArchiveError, match=says):
-        unpack(archive_of(*members), target)
+        unpack([archive_of(*members).getvalue()], target)
     assert not (tmp_path / "escaped").exists()
+
+
+def test_a_tree_larger_than_the_test_allows_passes_through_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "fs"
+    source.mkdir()
+    size = 192 * 2**20
+    with (source / "sparse").open("wb") as out:  # read back as 192 MiB of zeros
+        out.truncate(size)
+    (source / "small").write_text("kept")
+    tracemalloc.start()
+    try:
+        unpack(packed(source), tmp_path / "copy")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "copy" / "sparse").stat().st_size == size
+    assert (tmp_path / "copy" / "small").read_text() == "kept"
+    assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB held for a {size // 2**20} MiB tree"
+
+
+def test_a_failure_to_pack_fails_the_stream_after_what_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def cut(source: Path, into: BinaryIO, skip: str | None = None) -> None:
+        into.write(b"\0" * 4096)
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(archive, "pack", cut)
+    chunks = packed(tmp_path)
+    assert next(chunks) == b"\0" * 4096
+    with pytest.raises(OSError, match="Input/output error"):
+        next(chunks)
+    # The zero blocks read as an empty archive: the failure after them still fails the unpacking.
+    monkeypatch.setattr(archive, "pack", cut)
+    with pytest.raises(OSError, match="Input/output error"):
+        unpack(packed(tmp_path), tmp_path / "copy")
+
+
+def test_a_reader_that_stops_early_stops_the_packing(tmp_path: Path) -> None:
+    source = tmp_path / "fs"
+    source.mkdir()
+    with (source / "sparse").open("wb") as out:
+        out.truncate(64 * 2**20)
+    chunks = packed(source)
+    next(chunks)
+    chunks.close()  # joins the packing thread, which stops at its next write
+    assert not [t for t in threading.enumerate() if t.name == f"pack {source}"]
