@@ -66,7 +66,10 @@ class WekaAuth(httpx.Auth):
     token, or logs in again when the refresh token is refused, then retries the request once.
 
     A failed login ends the flow with the login's own response, so the caller reports the
-    cluster's answer to the login (401 "Invalid username or password") rather than guessing."""
+    cluster's answer to the login (401 "Invalid username or password") rather than guessing.
+
+    One may serve many clients, in several threads at once (`shared_auth`): each flow reads the
+    tokens once per request, and two that renew them at the same moment cost a login more."""
 
     requires_response_body = True
 
@@ -128,6 +131,16 @@ class WekaAuth(httpx.Auth):
         self._access_token = str(access)
         self._refresh_token = str(refresh) if refresh else None
         return True
+
+
+_SHARED: dict[tuple[str, Credentials], WekaAuth] = {}
+
+
+def shared_auth(base_url: str, credentials: Credentials) -> WekaAuth:
+    """The one session of this process for `credentials` at `base_url`: a login costs the
+    cluster a password hash, and a process that makes a client per call (the provider host, a
+    call per user of a large tenant) would otherwise log in for each."""
+    return _SHARED.setdefault((base_url.rstrip("/"), credentials), WekaAuth(base_url, credentials))
 
 
 # --- what the API returns, read tolerantly ----------------------------------------------------
@@ -300,9 +313,10 @@ class WekaClient:
         timeout: float = 30.0,
         retry_delays: Sequence[float] = RETRY_DELAYS,
         sleep: Callable[[float], None] = time.sleep,
+        shared_login: bool = False,
     ) -> None:
         self.org = credentials.org
-        self._auth = WekaAuth(base_url, credentials)
+        self._auth = (shared_auth if shared_login else WekaAuth)(base_url, credentials)
         self._retry = RetryPolicy(tuple(retry_delays))
         self._sleep = sleep
         self._http = httpx.Client(
@@ -316,14 +330,16 @@ class WekaClient:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, credentials: Credentials | None = None
+        cls, settings: Settings, credentials: Credentials | None = None, shared_login: bool = False
     ) -> WekaClient:
         """A client of the cluster in `settings`, as its cluster admin unless `credentials`
-        (an organization's admin) are given."""
+        (an organization's admin) are given; with `shared_login`, in the process's one session
+        for those credentials (`shared_auth`)."""
         return cls(
             settings.url,
             credentials or Credentials(settings.username, settings.password),
             verify=settings.tls_verify(),
+            shared_login=shared_login,
         )
 
     def __enter__(self) -> WekaClient:

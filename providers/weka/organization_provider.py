@@ -115,7 +115,7 @@ class OrganizationProvider(WekaProvider):
         self, settings: Settings, admin: Credentials, inputs: Mapping[str, Any]
     ) -> None:
         """Refuses an existing organization unless its admin takes our derived password."""
-        with weka_client(settings, admin) as org_admin:
+        with weka_client(settings, admin, fresh_login=True) as org_admin:
             if org_admin.logs_in():
                 return
         name = inputs["name"]

@@ -121,13 +121,17 @@ class WekaProvider(SchemaProvider):
         return f"{what} Weka {self.schema.kind} {name!r}{where}"
 
 
-def weka_client(settings: Settings, login: Credentials | None = None) -> WekaClient:
-    """A client for one call, as `login` (default: the cluster admin of `settings`)."""
+def weka_client(
+    settings: Settings, login: Credentials | None = None, fresh_login: bool = False
+) -> WekaClient:
+    """A client for one call, as `login` (default: the cluster admin of `settings`), in the
+    provider host's one session for that login unless `fresh_login` (a check of the password
+    itself, which a session opened earlier would not make)."""
     # Imported here, the one place a Weka provider makes a client: a preview only checks and
     # diffs, so neither the program nor the dynamic-provider host loads the HTTP stack for it.
     from providers.weka.client import WekaClient
 
-    return WekaClient.from_settings(settings, login)
+    return WekaClient.from_settings(settings, login, shared_login=not fresh_login)
 
 
 def org_client(props: Mapping[str, Any]) -> WekaClient:

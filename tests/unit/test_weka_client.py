@@ -107,6 +107,35 @@ def test_client_refreshes_on_401_and_retries_once() -> None:
     ]
 
 
+def test_clients_with_a_shared_login_log_in_once_for_each_user() -> None:
+    script = Script({("GET", "fileSystems/u1"): [(200, {"data": FS})] * 5})
+    transport = httpx.MockTransport(script)
+
+    def client(password: str, shared: bool) -> WekaClient:
+        # A base URL of this test's own: the process's sessions outlive the test.
+        login = Credentials("admin", password)
+        url = "https://weka.shared-login.test/api/v2"
+        return WekaClient(url, login, transport=transport, shared_login=shared)
+
+    for _ in range(3):  # as a provider host makes one client per call
+        with client("Mock-Passw0rd", shared=True) as weka:
+            weka.get_filesystem("u1")
+    with client("Other-Passw0rd", shared=True) as weka:  # another login, another session
+        weka.get_filesystem("u1")
+    with client("Mock-Passw0rd", shared=False) as weka:  # a check of the password itself
+        weka.get_filesystem("u1")
+    assert [c[1] for c in script.calls] == [
+        "login",
+        "fileSystems/u1",
+        "fileSystems/u1",
+        "fileSystems/u1",
+        "login",
+        "fileSystems/u1",
+        "login",
+        "fileSystems/u1",
+    ]
+
+
 def test_client_logs_in_again_when_the_refresh_token_is_refused() -> None:
     first = {"access_token": "a1", "refresh_token": "r1"}
     fresh = {"access_token": "a3", "refresh_token": "r3"}
