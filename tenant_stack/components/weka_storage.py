@@ -206,8 +206,11 @@ class WekaStorage(pulumi.ComponentResource):
         own_filesystems = args.isolation == "org"
 
         def directory(
-            suffix: str, place: Place, path: str, uid: int, mode: str, after: list[pulumi.Resource]
+            suffix: str, place: Place, path: str, uid: int, mode: str, inside: WekaDirectory | None
         ) -> WekaDirectory:
+            # A directory inside another depends on that one alone, which depends on the layers
+            # before: the same order, through it, without an edge from each of a large tenant's
+            # homes to each of its users, which the engine would write into every checkpoint.
             return WekaDirectory(
                 f"{name}-dir-{suffix}",
                 org=place.org,
@@ -223,7 +226,7 @@ class WekaStorage(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    depends_on=[*args.after, *after],
+                    depends_on=[inside] if inside else args.after,
                     retain_on_delete=own_filesystems and path != "/",
                 ),
             )
@@ -244,17 +247,17 @@ class WekaStorage(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[on]),
             )
 
-        home_dir = directory("home", home, home.path, ROOT_UID, "0750", [])
+        home_dir = directory("home", home, home.path, ROOT_UID, "0750", None)
         if not own_filesystems:
             # The filesystem is the tenant's whole home allowance only when it is its own.
             quota("home", home, home_dir, 0, args.home_capacity)
         for user in args.users:
             user_path = f"{home.path.rstrip('/')}/{user.username}"
             user_dir = directory(
-                f"home-{user.username}", home, user_path, user.uid, "0700", [home_dir]
+                f"home-{user.username}", home, user_path, user.uid, "0700", home_dir
             )
             quota(f"home-{user.username}", home, user_dir, args.home_soft, args.home_hard)
-        scratch_dir = directory("scratch", scratch, scratch.path, ROOT_UID, "2770", [])
+        scratch_dir = directory("scratch", scratch, scratch.path, ROOT_UID, "2770", None)
         quota("scratch", scratch, scratch_dir, args.scratch_soft, args.scratch_hard)
         csi_user = WekaOrgUser(
             f"{name}-csi-user",

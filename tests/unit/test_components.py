@@ -759,7 +759,13 @@ def test_org_tenant_homes_are_per_user_directories_with_quotas(foo: Deployment) 
     assert alice.inputs["soft_limit_bytes"] == 90 * 10**9
     assert alice.inputs["owner"] == "tenant-foo"
     assert alice_dir.urn in alice.dependencies
-    assert foo.one(WEKA_DIR, "tenant-foo-dir-home").urn in alice_dir.dependencies
+    # A home follows the identity layer through the directory it is in, not by an edge to each
+    # user: a tenant of N users would otherwise hold N x N edges in every checkpoint.
+    home_dir = foo.one(WEKA_DIR, "tenant-foo-dir-home")
+    identity = {r.urn for r in foo.recorder.children(foo.one(IDENTITY, "tenant-foo"))}
+    assert home_dir.urn in alice_dir.dependencies
+    assert identity <= home_dir.dependencies
+    assert not identity & alice_dir.dependencies
     # The tenant's own filesystem holds the data: a removed user's home stays until the
     # filesystem goes, behind the snapshot gate.
     assert alice_dir.retain_on_delete is True
