@@ -1,4 +1,5 @@
-"""The operator's commands: `python -m tenant_stack <command> --help`.
+# PYTHON_ARGCOMPLETE_OK
+"""The operator's commands: `gpu-tenants <command> --help` (or `python -m tenant_stack`).
 
     handover <slug>            onboarding step 8: the connection sheet for the tenant
     verify-offboarded <slug>   offboarding step 8: is anything of the tenant left live, and is
@@ -39,11 +40,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import date, timedelta
+from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
+
+import argcomplete
 
 from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
@@ -88,10 +94,16 @@ TASK_QUEUE = "gpu-tenants-fleet"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m tenant_stack",
+        prog="gpu-tenants",
         description="Operator commands for tenant stacks.",
-        epilog="Exit status: 0 all checks passed, 1 a check failed, 2 the command could not run.",
+        # Kept as written: the completion line is a command to copy, not to wrap.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status: 0 all checks passed, 1 a check failed, 2 the command could not "
+        "run.\n\n"
+        "Completion in bash or zsh (in ~/.bashrc or ~/.zshrc to keep it):\n"
+        '  eval "$(register-python-argcomplete gpu-tenants)"',
     )
+    parser.add_argument("--version", action=_Versions)
     commands = parser.add_subparsers(dest="command", required=True)
     handover = commands.add_parser(
         "handover",
@@ -142,6 +154,49 @@ def _parser() -> argparse.ArgumentParser:
     _retention_parser(commands)
     _import_parser(commands)
     return parser
+
+
+class _Versions(argparse.Action):
+    """--version, read only when asked: completion builds the parser on every key press."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="print this command's version, the pinned Pulumi engine's and the Pulumi "
+            "SDK's, and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        print(versions())
+        parser.exit()
+
+
+def versions() -> str:
+    """The project's version as installed, the Pulumi engine's that toolchain/versions.sh pins
+    (the one `make setup` builds and the stacks were tested with), and the Pulumi SDK's."""
+    try:
+        project = metadata.version("gpu-tenants")
+    except metadata.PackageNotFoundError:
+        project = "(not installed in this Python: run make setup)"
+    pins = (ROOT / "toolchain" / "versions.sh").read_text()
+    pinned = re.search(r"^PULUMI_VERSION=(\S+)$", pins, flags=re.MULTILINE)
+    engine = pinned.group(1) if pinned else "(not pinned)"
+    return "\n".join(
+        (
+            f"gpu-tenants {project}",
+            f"Pulumi engine {engine} (pinned in toolchain/versions.sh)",
+            f"Pulumi Python SDK {metadata.version('pulumi')}",
+        )
+    )
 
 
 def _term(text: str) -> tuple[date, date]:
@@ -761,8 +816,12 @@ _COMMANDS = {
 }
 
 
-def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
+    """The command line's entry point: `argv` without the program's name (default: sys.argv's)."""
+    parser = _parser()
+    # Under a shell's completion (_ARGCOMPLETE set) this prints the candidates and exits.
+    argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
     try:
         status = _COMMANDS.get(args.command, _tenant)(args)
     except (TenantError, BackendError) as error:
@@ -774,4 +833,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

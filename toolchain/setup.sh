@@ -63,6 +63,22 @@ venv() {
   echo "$want" >"$stamp"
 }
 
+# The project itself, editable, for its console script (`gpu-tenants`, venv/bin): the command
+# runs the checkout's code as it is edited. Redone when pyproject.toml changes (its scripts and
+# packages), without build isolation, so the build needs no index.
+project_command() {
+  local stamp="$root/venv/.project.sha256" want
+  want=$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)
+  if [[ -f $stamp && $(cat "$stamp") == "$want" && -x $root/venv/bin/gpu-tenants ]]; then
+    say "gpu-tenants command installed in venv/bin"
+    return
+  fi
+  say "installing the project into venv/ (editable): the gpu-tenants command"
+  "$root/venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation \
+    -e "$root" || die "pip install -e . failed (see the pip error above)"
+  echo "$want" >"$stamp"
+}
+
 # The program's and the providers' bytecode. Where PYTHONDONTWRITEBYTECODE is set (as on this
 # machine) Python caches none, and every preview compiled them again, in the program and in the
 # dynamic-provider host: about 0.1 s of each. Compiled here, as pip does for what it installs; a
@@ -275,6 +291,7 @@ main() {
     return
   fi
   venv "$root/venv" "$root/requirements.txt"
+  project_command
   # The policy pack's own: pulumi-policy pins a protobuf older than the program's.
   venv "$root/policy/venv" "$root/policy/requirements.txt"
   program_bytecode
