@@ -53,8 +53,9 @@ review: setup
 
 # Figures for the README: toolchain build times, onboarding against the engine's floor, the
 # fleet's drift check on BENCH_TENANTS generated tenants (default 12) against the per-stack way,
-# a directory copy and its restore against tar and S3 alone, and tenants of 3, 50 and 200 users.
+# a directory copy and its restore against tar and S3 alone, tenants of 3, 50 and 200 users,
+# and one tenant's whole life from onboarding to the purge.
 bench: setup
 	@$(ENV) && benchmarks/toolchain_build.sh && python benchmarks/onboarding.py \
 		&& python benchmarks/fleet_drift.py && python benchmarks/offboarding_data.py \
-		&& python benchmarks/tenant_size.py
+		&& python benchmarks/tenant_size.py && python benchmarks/lifecycle.py

@@ -6,7 +6,10 @@ the other on throwaway file backends.
 Printed for each size, all from this one run: the wall time of each command, its time per user,
 and the backend calls it made (the clients' call log, GPU_TENANTS_CALL_LOG) per backend, in all
 and per user. A cost that grows faster than the users shows as a per-user figure that grows with
-the size: the goal is a per-user `up` at 200 users within 1.2x that at 50.
+the size: the goal is a per-user `up` at 200 users within 1.2x that at 50. The no-op preview is
+also set against the plugin floor (onboarding.py's stack of one Kubernetes object and one
+trivial dynamic resource, previewed in the same run), per 100 of the tenant's resources: the goal
+is within 2.5x the floor.
 
 Run with `make bench`, or in the `make -s env` environment: `python benchmarks/tenant_size.py
 [--users 3,50,200]`. Every stack is destroyed at the end. The machine is shared: read the ratios,
@@ -18,7 +21,9 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.onboarding import FLOOR_PROGRAM, FLOOR_PROVIDER, runtime_project  # noqa: E402
 from providers.call_log import VARIABLE, read_log  # noqa: E402
 from sandbox.__main__ import up as sandbox_up  # noqa: E402
 from sandbox.layout import SandboxLayout  # noqa: E402
@@ -58,11 +64,12 @@ def ssh_key(seed: str) -> str:
     return f"ssh-ed25519 {base64.b64encode(blob).decode()} {seed}"
 
 
-def tenant(users: int) -> dict[str, Any]:
+def tenant(users: int, slug: str = "") -> dict[str, Any]:
     """An on-demand tenant on the shared filesystems with `users` users in TEAMS teams and numbers
-    of its own (uids 40000 + 1000 x size-index, gids 60000+)."""
+    of its own (uids 40000 + 1000 x size-index, gids 60000+), a rehearsal, slug `size-<users>`
+    unless given."""
     spec: dict[str, Any] = yaml.safe_load((ROOT / "tenants" / "tenant-bar.yaml").read_text())
-    slug = f"size-{users}"
+    slug = slug or f"size-{users}"
     short = f"s{users}"
     spec.update(slug=slug, display_name=f"Size {users}")
     spec["contract"].update(partition_type="on-demand", gpus=1, gpu_minutes=1000 * users)
@@ -94,11 +101,19 @@ def tenant(users: int) -> dict[str, Any]:
     return spec
 
 
-def pulumi(project: Path, env: dict[str, str], slug: str, *args: str) -> None:
+def pulumi(project: Path, env: dict[str, str], slug: str, *args: str) -> str:
     argv = ["pulumi", *args, "--non-interactive", "--stack", slug]
     done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def resources(project: Path, env: dict[str, str], slug: str) -> int:
+    """How many resources the stack's state holds, the stack itself and providers left out."""
+    state = json.loads(pulumi(project, env, slug, "stack", "export"))
+    kinds = (r["type"] for r in state["deployment"].get("resources") or [])
+    return sum(1 for kind in kinds if not kind.startswith("pulumi:"))
 
 
 def measured(
@@ -138,18 +153,33 @@ def main(argv: list[str]) -> int:
         "PULUMI_CONFIG_PASSPHRASE": "benchmark-only",
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
     }
+    floor = runtime_project(
+        work / "floor", {"__main__.py": FLOOR_PROGRAM, "floor_provider.py": FLOOR_PROVIDER}
+    )
+    pulumi(floor, env, "floor", "stack", "init")
+    pulumi(floor, env, "floor", *COMMANDS["up"])
     figures: dict[int, dict[str, tuple[float, Counter[str]]]] = {}
-    for users in sizes:
-        slug = f"size-{users}"
-        pulumi(project, env, slug, "stack", "init")
-        try:
-            figures[users] = {
-                name: measured(project, env, slug, command, work / "calls.log")
-                for name, command in COMMANDS.items()
-            }
-        finally:
-            pulumi(project, env, slug, "destroy", "--yes", "--skip-preview")
-        print(f"[bench] {users} users done", file=sys.stderr)
+    counted: dict[int, int] = {}
+    floor_previews: list[float] = []
+    try:
+        for users in sizes:
+            slug = f"size-{users}"
+            pulumi(project, env, slug, "stack", "init")
+            try:
+                figures[users] = {
+                    name: measured(project, env, slug, command, work / f"calls-{users}-{name}.log")
+                    for name, command in COMMANDS.items()
+                }
+                counted[users] = resources(project, env, slug)
+                # The floor's preview beside each size's: what the machine gives at that moment.
+                floor_previews.append(
+                    measured(floor, env, "floor", COMMANDS["preview"], work / "floor.log")[0]
+                )
+            finally:
+                pulumi(project, env, slug, "destroy", "--yes", "--skip-preview")
+            print(f"[bench] {users} users done", file=sys.stderr)
+    finally:
+        pulumi(floor, env, "floor", "destroy", "--yes", "--skip-preview")
 
     print(f"one tenant of N users in {TEAMS} teams (2 SSH keys, a home and its quota each):")
     header = ("users", "command", "wall s", "s/user", *(f"{b} calls" for b in BACKENDS))
@@ -162,6 +192,14 @@ def main(argv: list[str]) -> int:
                     f"{v:>15}" for v in (users, name, f"{wall:.1f}", f"{wall / users:.2f}", *counts)
                 )
             )
+    floor_preview = statistics.median(floor_previews)
+    print(f"plugin floor's no-op preview: {floor_preview:.1f} s (median of {len(floor_previews)})")
+    for users, by_command in figures.items():
+        per_hundred = by_command["preview"][0] / (counted[users] / 100)
+        print(
+            f"{users} users: {counted[users]} resources; no-op preview {per_hundred:.1f} s per 100"
+            f" resources = {per_hundred / floor_preview:.2f}x the floor (goal <= 2.5)"
+        )
     if len(sizes) >= 2:
         small, large = sizes[-2], sizes[-1]
         ratio = (figures[large]["up"][0] / large) / (figures[small]["up"][0] / small)

@@ -1,0 +1,1 @@
+"""The benchmark scripts, each run as `python benchmarks/<name>.py` (see `make bench`)."""

@@ -1,0 +1,149 @@
+"""A tenant's whole life, timed end to end on the tests' sandbox: an on-demand tenant of 3 users
+onboarded (`up`), walked through every offboarding stage (one `up` per stage, as the merged pull
+requests would go: frozen, drained with a hard drain, archived, snapshotted, destroy with its
+sign-off), taken down by `destroy --exclude-protected`, checked by `verify-offboarded`, and
+purged by `retention run --now` past every retention date, until its stack holds nothing.
+
+Printed: the wall time of each step and of the whole, against the goal of 3 minutes. The
+ledger is a bucket of this run's own (with Object Lock, like the sandbox's), so that the purge's
+entries of earlier runs do not mix in.
+
+Run with `make bench`, or in the `make -s env` environment: `python benchmarks/lifecycle.py`.
+A run that fails midway takes the tenant down as a rehearsal. The machine is shared: read the
+shares of the whole, not the seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.tenant_size import pulumi, tenant  # noqa: E402
+from sandbox.__main__ import up as sandbox_up  # noqa: E402
+from sandbox.layout import SandboxLayout  # noqa: E402
+from sandbox.project import project_copy  # noqa: E402
+from sandbox.retention_store import seed_bucket  # noqa: E402
+from tenant_stack.annotations import REHEARSAL_ANNOTATION  # noqa: E402
+from tenant_stack.spec.models import STAGES  # noqa: E402
+
+SLUG = "lifecycle"
+GOAL_SECONDS = 180
+SIGN_OFF = {"by": "Benchmark Operator", "date": "2026-12-04", "ticket": "BENCH-1"}
+# Past every retention date of the platform's policy (years, at most).
+PURGE_AS_OF = "2100-01-01"
+
+
+def operator(env: dict[str, str], *args: str) -> str:
+    argv = [sys.executable, "-m", "tenant_stack", *args]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def left_in_state(project: Path, env: dict[str, str]) -> list[str]:
+    state = json.loads(pulumi(project, env, SLUG, "stack", "export"))
+    kinds = (r["type"] for r in state["deployment"].get("resources") or [])
+    return [kind for kind in kinds if not kind.startswith(("pulumi:", "gpu-tenants:"))]
+
+
+def take_down(project: Path, env: dict[str, str], spec_file: Path) -> None:
+    """What is left after a failure, taken down as a rehearsal: the operator's annotation on the
+    namespace first, which is what lets a spec turn `lifecycle.rehearsal` on."""
+    subprocess.run(
+        ["kubectl", "annotate", "--overwrite", "namespace", SLUG, f"{REHEARSAL_ANNOTATION}=true"],
+        capture_output=True,
+        check=False,
+    )
+    spec = yaml.safe_load(spec_file.read_text())
+    spec["lifecycle"] = {"stage": "active", "rehearsal": True}
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    for args in (("up", "--yes", "--skip-preview"), ("destroy", "--yes", "--skip-preview")):
+        subprocess.run(
+            ["pulumi", *args, "--non-interactive", "--stack", SLUG],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+
+
+def main() -> int:
+    os.environ["GPU_TENANTS_SANDBOX"] = "test"
+    sandbox = SandboxLayout.from_environment()
+    sandbox_up(sandbox)
+    os.environ.update(sandbox.environment())
+    ledger = f"ledger-{uuid.uuid4().hex[:12]}"
+    seed_bucket(sandbox.retention_store, sandbox.ports.retention_store, ledger, object_lock=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-lifecycle-"))
+    project = project_copy(work / "project")
+    for example in (project / "tenants").glob("*.yaml"):
+        example.unlink()
+    spec = tenant(3, SLUG)
+    spec["lifecycle"] = {"stage": "active", "drain_mode": "hard", "drain_timeout": "1m"}
+    spec_file = project / "tenants" / f"{SLUG}.yaml"
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    (work / "backend").mkdir()
+    env = {
+        **os.environ,
+        "PULUMI_BACKEND_URL": (work / "backend").as_uri(),
+        "PULUMI_CONFIG_PASSPHRASE": "benchmark-only",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "RETENTION_S3_LEDGER_BUCKET": ledger,
+    }
+    tenants = str(project / "tenants")
+    steps: list[tuple[str, float]] = []
+
+    def step(name: str, *args: str, command: bool = False) -> None:
+        started = time.monotonic()
+        if command:
+            operator(env, *args)
+        else:
+            pulumi(project, env, SLUG, *args)
+        steps.append((name, time.monotonic() - started))
+        print(f"[bench] {name}: {steps[-1][1]:.1f} s", file=sys.stderr)
+
+    pulumi(project, env, SLUG, "stack", "init")
+    pulumi(project, env, SLUG, "config", "set", "drain_wait_seconds", "15")
+    try:
+        step("up (onboarding)", "up", "--yes", "--skip-preview")
+        for stage in STAGES[1:]:
+            spec["lifecycle"]["stage"] = stage
+            if stage == "destroy":
+                spec["lifecycle"]["sign_off"] = SIGN_OFF
+            spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+            step(f"up at stage {stage}", "up", "--yes", "--skip-preview")
+        step("destroy --exclude-protected", "destroy", "--yes", "--skip-preview",
+             "--exclude-protected")  # fmt: skip
+        step("verify-offboarded", "verify-offboarded", SLUG, "--tenants", tenants, command=True)
+        step("retention run", "retention", "run", "--now", PURGE_AS_OF, "--tenant", SLUG,
+             "--project", str(project), command=True)  # fmt: skip
+        left = left_in_state(project, env)
+        if left:
+            raise SystemExit(f"the purge left {len(left)} resources in the stack: {left}")
+    except BaseException:
+        take_down(project, env, spec_file)
+        raise
+    pulumi(project, env, SLUG, "stack", "rm", "--yes")
+
+    whole = sum(seconds for _, seconds in steps)
+    print(f"one tenant's life ({SLUG}, 3 users), each step's wall time and share of the whole:")
+    for name, seconds in steps:
+        print(f"  {name:<30} {seconds:7.1f} s  {seconds / whole:6.1%}")
+    print(f"  {'whole':<30} {whole:7.1f} s  ({whole / GOAL_SECONDS:.2f}x the goal of 3 minutes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
