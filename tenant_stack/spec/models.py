@@ -13,6 +13,9 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, Field
 
+# Re-exported: the spec's readers take a tenant's stages from its models.
+from tenant_stack.lifecycle import STAGES as STAGES
+from tenant_stack.lifecycle import Stage as Stage
 from tenant_stack.platform import MAX_ID, DnsLabel, DnsName, StrictModel
 from tenant_stack.spec.names import (
     AccountName,
@@ -50,9 +53,6 @@ PosixId = Annotated[int, Field(ge=1, le=MAX_ID)]
 Count = Annotated[int, Field(ge=1, le=MAX_ID)]
 Day = Annotated[date, Field(strict=False)]  # a quoted ISO date is as clear as an unquoted one
 PreemptMode = Literal["off", "cancel", "requeue"]
-Stage = Literal["active", "frozen", "drained", "archived", "snapshotted", "destroy"]
-# The offboarding runbook's order; a stage implies every one before it.
-STAGES: tuple[Stage, ...] = ("active", "frozen", "drained", "archived", "snapshotted", "destroy")
 
 
 class Term(StrictModel):
