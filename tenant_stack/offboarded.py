@@ -7,9 +7,8 @@ so the operator sees every gap at once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from providers.authentik.client import AuthentikClient
@@ -179,21 +178,3 @@ def _run(
             yield step(spec)
         except (BackendError, ClusterError, OSError) as error:
             yield Check(f"{backend} could be read", False, str(error))
-
-
-def checklist(spec: TenantSpec, checks: list[Check]) -> str:
-    """The change ticket's "offboarded" checklist in Markdown."""
-    lines = [f"# {spec.display_name} (`{spec.slug}`): offboarded", ""]
-    lines += [f"- [{'x' if c.ok else ' '}] {c.item}: {c.detail}" for c in checks]
-    return "\n".join([*lines, ""])
-
-
-def as_json(spec: TenantSpec, checks: list[Check]) -> str:
-    return json.dumps(
-        {
-            "tenant": spec.slug,
-            "ok": all(c.ok for c in checks),
-            "checks": [asdict(c) for c in checks],
-        },
-        indent=2,
-    )

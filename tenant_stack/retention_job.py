@@ -87,21 +87,6 @@ class Report:
             "error": self.error or None,
         }
 
-    def lines(self, dry_run: bool) -> list[str]:
-        hold = self.hold
-        if self.error:
-            return [f"{self.tenant}: error: {self.error}"]
-        if hold.held:
-            since = hold.held_since.date() if hold.held_since else "?"
-            return [
-                f"{self.tenant}: skipped: under legal hold since {since} ({hold.held_by}); "
-                "every retention timer is paused"
-            ]
-        done = self.due if dry_run else self.purged
-        verb = "would purge" if dry_run else "purged"
-        found = [f"{self.tenant}: {verb} {r.item} (kept until {hold.until(r)})" for r in done]
-        return found or [f"{self.tenant}: nothing expired"]
-
 
 def _item(retained: Retained, hold: HoldState) -> dict[str, Any]:
     return {
@@ -111,19 +96,6 @@ def _item(retained: Retained, hold: HoldState) -> dict[str, Any]:
         "kept_until": retained.until.isoformat(),
         "until": hold.until(retained).isoformat(),
     }
-
-
-def calendar_rows(reports: Sequence[Report]) -> list[tuple[str, str, str, str, str]]:
-    """(tenant, item, class, until, status) for every retained resource, soonest first."""
-    rows = []
-    for report in reports:
-        hold = report.hold
-        for retained in report.retained:
-            status = "held" if hold.held else ("due" if retained in report.due else "kept")
-            rows.append(
-                (report.tenant, retained.item, retained.kind, str(hold.until(retained)), status)
-            )
-    return sorted(rows, key=lambda row: (row[3], row[0], row[1]))
 
 
 def run(

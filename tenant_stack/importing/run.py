@@ -50,29 +50,6 @@ class ImportReport:
             "first_up": self.first_up,
         }
 
-    def lines(self) -> list[str]:
-        if self.refusals:
-            return [
-                f"{self.tenant}: not imported, nothing written; the live tenant contradicts "
-                "itself or lacks what a spec needs:",
-                *(f"  {p.location or 'tenant'}: {p.message}" for p in self.refusals),
-            ]
-        out = [
-            f"{self.tenant}: wrote {self.spec}; review it in a pull request of its own",
-            "the first `up` (imported.adopt: true) adopts the tenant and changes only:",
-            *(f"  {change}" for change in self.first_up),
-        ]
-        for kind, title in (
-            ("todo", "no backend holds these (review each)"),
-            ("inferred", "inferred (check the rule)"),
-            ("found", "read as they are"),
-        ):
-            notes = [n for n in self.notes if n.kind == kind]
-            if notes:
-                out.append(f"{title}:")
-                out += [f"  {n.location}: {n.text}" for n in notes]
-        return out
-
 
 def _header(slug: str, today: date) -> list[str]:
     return [

@@ -118,3 +118,17 @@ def test_no_command_exits_2(tmp_path: Path) -> None:
     result = gpu_tenants(cwd=tmp_path)
     assert result.returncode == 2
     assert "usage: gpu-tenants" in result.stderr
+
+
+def test_python_m_tenant_stack_is_the_same_command(tmp_path: Path) -> None:
+    python = ROOT / "venv" / "bin" / "python"
+    result = subprocess.run(
+        [str(python), "-m", "tenant_stack", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == gpu_tenants("--version", cwd=tmp_path).stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tenant_stack.__main__ import main
+from tenant_stack.commands import main
 from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec

@@ -6,7 +6,9 @@ followed through the project's own modules):
 - providers reach neither the spec and components (`tenant_stack`) nor the sandbox;
 - the spec, components and program never reach the sandbox, toolchain, benchmarks or tests;
 - the sandbox reaches the product only through the bottom layer's helpers and the platform file's
-  loader.
+  loader;
+- the operator's commands (`tenant_stack.commands`) are the top: no module outside them imports
+  them but `tenant_stack/__main__.py` (and the tests, which test each layer where it is).
 
 Under providers/, the provider layer is `base` and each backend's `props`, `provider`,
 `resources` and `<kind>_provider` modules (one per kind of object, where a backend's providers
@@ -129,6 +131,18 @@ def test_the_sandbox_uses_only_the_products_bottom_helpers_and_platform_loader()
     assert sorted(n for n in used if n.startswith("tenant_stack") and n not in allowed) == []
 
 
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        m
+        for m in MODULES
+        if not m.startswith(("tenant_stack.commands", "tests")) and m != "tenant_stack.__main__"
+    ),
+)
+def test_nothing_below_the_commands_imports_them(module: str) -> None:
+    assert sorted(n for n in direct_imports(module) if n.startswith("tenant_stack.commands")) == []
+
+
 def test_the_graph_is_read() -> None:
     # The rules above would pass on an empty graph; this is what they stand on.
     assert "pulumi" in offending("providers.slurm.provider", ("pulumi",))
@@ -137,3 +151,4 @@ def test_the_graph_is_read() -> None:
     assert not is_client("providers.weka.provider")
     assert not is_client("providers.weka.organization_provider")
     assert "pulumi" in offending("providers.weka.organization_provider", ("pulumi",))
+    assert "tenant_stack.commands" in direct_imports("tenant_stack.__main__")

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from providers.retention.ledger import Entry
+from tenant_stack.commands.retention import report_lines
 from tenant_stack.retention_calendar import (
     HoldState,
     Retained,
@@ -131,13 +132,15 @@ def test_what_the_purge_began_is_purged_for_the_program() -> None:
 
 def test_the_report_says_why_a_tenant_was_skipped_and_what_went() -> None:
     held = Report(T, hold=HoldState(DAY0, "Lee Counsel", 0))
-    assert held.lines(dry_run=False) == [
+    assert report_lines(held, dry_run=False) == [
         f"{T}: skipped: under legal hold since 2027-01-01 (Lee Counsel); every retention timer "
         "is paused"
     ]
     logs = item("logs", "logs", date(2027, 4, 1))
     done = Report(T, hold=HoldState(None, "", 3), retained=[logs], due=[logs], purged=[logs])
-    assert done.lines(dry_run=False) == [f"{T}: purged logs (kept until 2027-04-04)"]
-    assert done.lines(dry_run=True) == [f"{T}: would purge logs (kept until 2027-04-04)"]
-    assert Report(T, hold=HoldState(None, "", 0)).lines(dry_run=False) == [f"{T}: nothing expired"]
-    assert Report(T, error="boom").lines(dry_run=False) == [f"{T}: error: boom"]
+    assert report_lines(done, dry_run=False) == [f"{T}: purged logs (kept until 2027-04-04)"]
+    assert report_lines(done, dry_run=True) == [f"{T}: would purge logs (kept until 2027-04-04)"]
+    assert report_lines(Report(T, hold=HoldState(None, "", 0)), dry_run=False) == [
+        f"{T}: nothing expired"
+    ]
+    assert report_lines(Report(T, error="boom"), dry_run=False) == [f"{T}: error: boom"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tenant_stack.commands.fleet import rollout_text
 from tenant_stack.fleet.rollout import StackUpdate, Wave, exit_status, not_run
-from tenant_stack.render import rollout_text
 
 CHANGED = StackUpdate("tenant-a", "changed", 12.34, {"update": 2, "create": 1})
 UNCHANGED = StackUpdate("tenant-b", "unchanged", 3.0)

@@ -1,0 +1,127 @@
+# PYTHON_ARGCOMPLETE_OK
+"""The operator's commands: `gpu-tenants <command> --help` (or `python -m tenant_stack`).
+
+    handover <slug>            onboarding step 8: the connection sheet for the tenant
+    verify-offboarded <slug>   offboarding step 8: is anything of the tenant left live, and is
+                               everything that must be retained in the retention store?
+    retention calendar|run     offboarding step 9: what every tenant stack retains until when,
+                               and the purge of what has expired (for a scheduler)
+    retention hold|release     a legal hold on a tenant: every retention timer paused
+    retention erase <slug> <user>  a user's right to erasure, from what offboarding kept
+    check                      the rules across tenants (unique users, uids, gids, nodes; pools)
+    drift [STACK...]           every tenant stack's drift, per layer, resource and property
+    fleet drift [STACK...]     the same drift check as a Temporal workflow, run by the workers
+    fleet rollout --wave S,S.. `pulumi up` of stacks in waves, stopping at the first that fails
+    fleet stage <slug> --stage S  a merged offboarding stage applied: `up`, rerun while it drains
+    fleet schedule             the drift check of every tenant stack as a Temporal Schedule
+    worker                     a fleet worker: serves the fleet's workflows from a task queue
+    status [SLUG...]           each tenant's conditions per layer, Ready, stage and next step
+    diagnose <slug>            every known failure of a tenant, with evidence, cause and fix
+    import <slug> --term S:E   a tenant onboarded by hand, read from every backend and written
+                               as tenants/<slug>.yaml for review (read-only on the backends)
+    review --base REF          the pull-request check: rules across tenants, a preview of each
+                               tenant the change touches, one Markdown comment and a JSON report
+
+Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
+says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
+`drift` and `fleet drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others
+still were). `fleet rollout`: 0 every wave applied, 1 a wave failed (the rollout stopped there),
+2 it could not run. `fleet stage`: 0 the stage is applied, 1 it is not (yet), 2 it could not
+run. `fleet drift|rollout|stage --no-wait` and `fleet schedule`: 0 once the workflow or the
+Schedule is made (its id is printed).
+`worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
+`review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
+`import`: 0 the spec is written, 1 the tenant is refused (nothing written; the output says why).
+`status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
+
+One module per command registers its parser (`register`) and runs it (`run`), with its terminal
+text beside it; options several commands share are in `options`. A command's `run` imports the
+domain code it needs: the parser is built on every key press of the shell's completion, and
+loading pydantic, Pulumi and the backends' clients would make each take a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import NoReturn
+
+import argcomplete
+
+from providers.errors import BackendError
+from tenant_stack.commands import (
+    check,
+    diagnose,
+    drift,
+    fleet,
+    handover,
+    import_,
+    retention,
+    review,
+    status,
+    verify_offboarded,
+    worker,
+)
+from tenant_stack.commands.version import Versions
+from tenant_stack.errors import TenantError
+
+__all__ = ["main"]
+
+_COMMANDS = (
+    handover,
+    verify_offboarded,
+    check,
+    drift,
+    fleet,
+    worker,
+    status,
+    diagnose,
+    review,
+    retention,
+    import_,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="gpu-tenants",
+        description="Operator commands for tenant stacks.",
+        # Kept as written: the completion line is a command to copy, not to wrap.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status: 0 all checks passed, 1 a check failed, 2 the command could not "
+        "run.\n\n"
+        "Completion in bash or zsh (in ~/.bashrc or ~/.zshrc to keep it):\n"
+        '  eval "$(register-python-argcomplete gpu-tenants)"',
+    )
+    top.add_argument("--version", action=Versions)
+    top.set_defaults(exits_without_teardown=False)
+    commands = top.add_subparsers(dest="command", required=True)
+    for command in _COMMANDS:
+        command.register(commands)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line's entry point: `argv` without the program's name (default: sys.argv's)."""
+    arguments = parser()
+    # Under a shell's completion (_ARGCOMPLETE set) this prints the candidates and exits.
+    argcomplete.autocomplete(arguments)
+    args = arguments.parse_args(argv)
+    try:
+        status: int = args.run(args)
+    except (TenantError, BackendError) as error:
+        print(error, file=sys.stderr)
+        status = 2
+    if args.exits_without_teardown:
+        _exit_without_teardown(status)
+    return status
+
+
+def _exit_without_teardown(status: int) -> NoReturn:
+    """Ends a process that used the Temporal SDK: its client's threads can outlive the
+    interpreter's teardown and abort it (SIGABRT) after the work is done
+    (temporalio/sdk-python#300), so everything is flushed and the teardown skipped."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -1,0 +1,71 @@
+"""`gpu-tenants check`: the rules across tenants (unique users, uids, gids, nodes; pools)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tenant_stack.commands.options import (
+    PLATFORM,
+    add_json,
+    add_outpost_numbers,
+    add_project,
+    add_tenants,
+    tenants,
+)
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser(
+        "check",
+        help="the rules across tenants: unique users, uids, gids and nodes, pools not oversold",
+        description="Loads every spec in tenants/ and checks the rules that need them all at "
+        "once (no cluster needed): usernames, uids and gids unique across tenants (offboarded "
+        "ones included), no uid equal to a gid, no node in two live tenants, the live tenants' "
+        "GPUs per pool within its inventory. Each finding names both specs and field paths.",
+    )
+    add_json(command, "the findings")
+    command.add_argument(
+        "--live",
+        action="store_true",
+        help="also against the numbers Authentik's LDAP outpost hands out now (AUTHENTIK_URL "
+        "and a read-only token in AUTHENTIK_TOKEN or AUTHENTIK_TOKEN_FILE)",
+    )
+    add_outpost_numbers(command)
+    add_tenants(command)
+    add_project(command)
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from providers.authentik.client import AuthentikClient
+    from providers.authentik.settings import Settings as AuthentikSettings
+    from tenant_stack.fleet.live_numbers import handed_out, live_collisions
+    from tenant_stack.platform import load_platform
+    from tenant_stack.spec.fleet import check_fleet, load_fleet
+
+    platform = load_platform(PLATFORM)
+    specs, broken = load_fleet(tenants(args), platform)
+    collisions = check_fleet(specs, platform)
+    if args.live:
+        with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
+            held = handed_out(directory.users(), directory.groups(), args.uid_start, args.gid_start)
+        collisions += live_collisions(specs, held)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "specs": sorted(path.name for path in specs),
+                    "invalid": {path.name: str(error) for path, error in broken.items()},
+                    "collisions": [c.as_json() for c in collisions],
+                }
+            )
+        )
+    else:
+        for error in broken.values():
+            print(error)
+        for collision in collisions:
+            print(collision)
+        if not broken and not collisions:
+            print(f"{len(specs)} specs, no collision")
+    return 1 if broken or collisions else 0

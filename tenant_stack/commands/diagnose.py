@@ -1,0 +1,39 @@
+"""`gpu-tenants diagnose <slug>`: every known failure of a tenant, with evidence, cause and fix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser(
+        "diagnose",
+        help="every known failure of a tenant, with its evidence, cause and fix",
+        description="Runs every check against the live cluster (read-only: kubectl get and "
+        "auth can-i, scontrol/sacctmgr show, Authentik and Weka GETs) and prints each failure "
+        "found with the evidence it read, the cause and the fix, what to fix first first. A "
+        "backend that does not answer is one finding.",
+        epilog="Exit status: 0 no problem found, 1 problems found, 2 the command could not run.",
+    )
+    command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
+    add_json(command, "the findings")
+    add_project(command)
+    add_tenants(command)
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tenant_stack.diagnosis.run import diagnose
+    from tenant_stack.platform import load_platform
+    from tenant_stack.spec import load_spec
+
+    platform = load_platform(PLATFORM)
+    found = diagnose(load_spec(tenants(args), args.slug, platform), platform)
+    if args.json:
+        print(json.dumps({"tenant": args.slug, "findings": [f.as_json() for f in found]}))
+    else:
+        print("\n".join(str(f) for f in found) or f"{args.slug}: no problem found")
+    return 1 if found else 0

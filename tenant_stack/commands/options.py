@@ -1,0 +1,70 @@
+"""The options several commands share, each defined here once, with one default."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# The project whose stacks the commands work on: a sandbox's own when one is set up (its stacks'
+# config files live there; a stack command run in the checkout would write them into it).
+PROJECT = Path(os.environ.get("GPU_TENANTS_PROJECT") or ROOT)
+PLATFORM = ROOT / "Pulumi.prod.yaml"
+
+
+def add_project(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--project",
+        type=Path,
+        default=PROJECT,
+        help="the Pulumi project whose stacks are the tenants, its tenants/ holding their specs "
+        "(default: $GPU_TENANTS_PROJECT when set, else the checkout)",
+    )
+
+
+def add_tenants(command: argparse.ArgumentParser) -> None:
+    """--tenants, beside --project (`tenants` reads both)."""
+    command.add_argument(
+        "--tenants", type=Path, help="where the specs are (default: the project's tenants/)"
+    )
+
+
+def tenants(args: argparse.Namespace) -> Path:
+    """The specs' directory --tenants and --project name."""
+    directory: Path = args.tenants or args.project / "tenants"
+    return directory
+
+
+def add_json(command: argparse.ArgumentParser, what: str = "the report") -> None:
+    command.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def add_workers(command: argparse.ArgumentParser, at_once: str) -> None:
+    command.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help=f"{at_once} at once (default: the machine's cores)",
+    )
+
+
+def add_outpost_numbers(command: argparse.ArgumentParser) -> None:
+    """Where Authentik's LDAP outpost starts handing out uids and gids."""
+    command.add_argument(
+        "--uid-start", type=int, default=2000, help="the outpost's uid_start_number (2000)"
+    )
+    command.add_argument(
+        "--gid-start", type=int, default=4000, help="the outpost's gid_start_number (4000)"
+    )
+
+
+def positive(text: str) -> int:
+    """A whole number above 0, or argparse's error naming the option."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+    return number

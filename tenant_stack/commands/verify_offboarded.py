@@ -1,0 +1,60 @@
+"""`gpu-tenants verify-offboarded <slug>`: offboarding step 8, is anything of the tenant left
+live, and is everything that must be retained in the retention store?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+
+if TYPE_CHECKING:
+    from tenant_stack.offboarded import Check
+    from tenant_stack.spec import TenantSpec
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser(
+        "verify-offboarded",
+        help="runbook step 8: search every backend for the tenant and list what is retained",
+        description="Searches Kubernetes, Slurm, Authentik, Weka and the retention store for "
+        "anything of the tenant left live, lists its archives with their retention dates, and "
+        "prints the change ticket's 'offboarded' checklist in Markdown.",
+    )
+    command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
+    add_json(command, "the checks")
+    add_tenants(command)
+    add_project(command)
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tenant_stack.offboarded import verify
+    from tenant_stack.platform import load_platform
+    from tenant_stack.spec import load_spec
+
+    platform = load_platform(PLATFORM)
+    spec = load_spec(tenants(args), args.slug, platform)
+    checks = verify(spec, platform)
+    print(as_json(spec, checks) if args.json else checklist(spec, checks))
+    return 0 if all(check.ok for check in checks) else 1
+
+
+def checklist(spec: TenantSpec, checks: list[Check]) -> str:
+    """The change ticket's "offboarded" checklist in Markdown."""
+    lines = [f"# {spec.display_name} (`{spec.slug}`): offboarded", ""]
+    lines += [f"- [{'x' if c.ok else ' '}] {c.item}: {c.detail}" for c in checks]
+    return "\n".join([*lines, ""])
+
+
+def as_json(spec: TenantSpec, checks: list[Check]) -> str:
+    return json.dumps(
+        {
+            "tenant": spec.slug,
+            "ok": all(c.ok for c in checks),
+            "checks": [asdict(c) for c in checks],
+        },
+        indent=2,
+    )
