@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,11 @@ def test_version_names_the_project_the_pinned_engine_and_the_sdk(tmp_path: Path)
         line for line in (ROOT / "requirements.txt").read_text().splitlines()
         if line.startswith("pulumi==")
     )  # fmt: skip
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     result = gpu_tenants("--version", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "gpu-tenants 0.1.0",
+        f"gpu-tenants {project['version']}",
         f"Pulumi engine {engine.partition('=')[2]} (pinned in toolchain/versions.sh)",
         f"Pulumi Python SDK {sdk.partition('==')[2]}",
     ]
@@ -132,3 +134,17 @@ def test_python_m_tenant_stack_is_the_same_command(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == gpu_tenants("--version", cwd=tmp_path).stdout
+
+
+def test_the_specs_are_the_projects_unless_tenants_says_otherwise(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "tenants").mkdir(parents=True)
+    elsewhere.mkdir()
+    spec = (ROOT / "tenants" / "tenant-bar.yaml").read_text()
+    (project / "tenants" / "tenant-bar.yaml").write_text(spec)
+    from_project = {"GPU_TENANTS_PROJECT": str(project)}
+    assert gpu_tenants("handover", "tenant-bar", cwd=tmp_path, env=from_project).returncode == 0
+    assert gpu_tenants("check", cwd=tmp_path, env=from_project).stdout == "1 specs, no collision\n"
+    moved = gpu_tenants("handover", "tenant-bar", "--tenants", str(elsewhere), cwd=tmp_path)
+    assert moved.returncode == 2
+    assert f"looked for {elsewhere / 'tenant-bar.yaml'}" in moved.stderr
