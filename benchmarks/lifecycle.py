@@ -1,8 +1,9 @@
-"""A tenant's whole life, timed end to end on the tests' sandbox: an on-demand tenant of 3 users
-onboarded (`up`), walked through every offboarding stage (one `up` per stage, as the merged pull
-requests would go: frozen, drained with a hard drain, archived, snapshotted, destroy with its
-sign-off), taken down by `destroy --exclude-protected`, checked by `verify-offboarded`, and
-purged by `retention run --now` past every retention date, until its stack holds nothing.
+"""A tenant's whole life, timed end to end on the tests' sandbox: a tenant of 3 users on two
+reserved nodes onboarded (`up`), one job of a user's run, walked through every offboarding stage
+(one `up` per stage, as the merged pull requests would go: frozen, drained with a hard drain,
+archived, snapshotted, destroy with its sign-off), taken down by `destroy --exclude-protected`,
+checked by `verify-offboarded`, and purged by `retention run --now` past every retention date,
+until its stack holds nothing.
 
 Printed: the wall time of each step and of the whole, against the goal of 3 minutes. The
 ledger is a bucket of this run's own (with Object Lock, like the sandbox's), so that the purge's
@@ -23,6 +24,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -34,11 +36,18 @@ from sandbox.__main__ import up as sandbox_up  # noqa: E402
 from sandbox.layout import SandboxLayout  # noqa: E402
 from sandbox.project import project_copy  # noqa: E402
 from sandbox.retention_store import seed_bucket  # noqa: E402
+from sandbox.slurm.users import ensure_user  # noqa: E402
 from tenant_stack.annotations import REHEARSAL_ANNOTATION  # noqa: E402
+from tenant_stack.platform import load_platform  # noqa: E402
+from tenant_stack.spec import load_spec  # noqa: E402
 from tenant_stack.spec.models import STAGES  # noqa: E402
 
 SLUG = "lifecycle"
 GOAL_SECONDS = 180
+GID = 48000
+# The sandbox's one slurmd node, and the node beside it, reserved for the tenant.
+SLURMD_NODE = "gpu-14"
+NODES = ["gpu-13", SLURMD_NODE]
 SIGN_OFF = {"by": "Benchmark Operator", "date": "2026-12-04", "ticket": "BENCH-1"}
 # Past every retention date of the platform's policy (years, at most).
 PURGE_AS_OF = "2100-01-01"
@@ -58,6 +67,32 @@ def left_in_state(project: Path, env: dict[str, str]) -> list[str]:
     return [kind for kind in kinds if not kind.startswith(("pulumi:", "gpu-tenants:"))]
 
 
+def run_a_job(user: dict[str, Any]) -> None:
+    """A short job of `user`'s on the tenant's partition, submitted as root for them (sbatch
+    --uid), waited for until accounting records it done."""
+    ensure_user(user["username"], user["uid"], GID, SLUG)
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", "--export=NONE", f"--uid={user['username']}", f"--gid={SLUG}",
+         f"--account={user['team']}", f"--partition={SLUG}", f"--nodelist={SLURMD_NODE}",
+         "--time=00:01:00", "--chdir=/tmp", "--output=/dev/null", "--wrap=true"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if submitted.returncode != 0:
+        raise SystemExit(f"sbatch as {user['username']} failed: {submitted.stderr.strip()}")
+    job = submitted.stdout.strip().split(";", 1)[0]
+    deadline = time.monotonic() + 120
+    while True:
+        state = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", job, "-o", "State"],
+            capture_output=True, text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+        if state == "COMPLETED":
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"job {job} of {user['username']} is {state or 'not in sacct'}")
+        time.sleep(0.5)
+
+
 def take_down(project: Path, env: dict[str, str], spec_file: Path) -> None:
     """What is left after a failure, taken down as a rehearsal: the operator's annotation on the
     namespace first, which is what lets a spec turn `lifecycle.rehearsal` on."""
@@ -67,7 +102,8 @@ def take_down(project: Path, env: dict[str, str], spec_file: Path) -> None:
         check=False,
     )
     spec = yaml.safe_load(spec_file.read_text())
-    spec["lifecycle"] = {"stage": "active", "rehearsal": True}
+    spec["lifecycle"].update(stage="active", rehearsal=True)
+    spec["lifecycle"].pop("sign_off", None)
     spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
     for args in (("up", "--yes", "--skip-preview"), ("destroy", "--yes", "--skip-preview")):
         subprocess.run(
@@ -91,9 +127,18 @@ def main() -> int:
     for example in (project / "tenants").glob("*.yaml"):
         example.unlink()
     spec = tenant(3, SLUG)
-    spec["lifecycle"] = {"stage": "active", "drain_mode": "hard", "drain_timeout": "1m"}
+    # Names and numbers of its own: tenant_size's tenant of 3 leaves its users' tombstones.
+    spec["identity"].update(gid=GID, admins=["lc000"], admins_gid=GID + 1)
+    for n, user in enumerate(spec["users"]):
+        user.update(username=f"lc{n:03d}", uid=GID - 1000 + n, email=f"lc{n:03d}@{SLUG}.example")
+    # Reserved on the sandbox's slurmd node, where its one job runs: an archive of a tenant
+    # that never ran a job is refused (an empty billing export).
+    spec["contract"].update(partition_type="reserved", gpus=8 * len(NODES))
+    spec["reservation"]["nodes"] = NODES
+    spec["lifecycle"].update(stage="active", rehearsal=False, drain_mode="hard", drain_timeout="1m")
     spec_file = project / "tenants" / f"{SLUG}.yaml"
     spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    load_spec(project / "tenants", SLUG, load_platform(project / "Pulumi.prod.yaml"))
     (work / "backend").mkdir()
     env = {
         **os.environ,
@@ -109,8 +154,10 @@ def main() -> int:
         started = time.monotonic()
         if command:
             operator(env, *args)
-        else:
+        elif args:
             pulumi(project, env, SLUG, *args)
+        else:
+            run_a_job(spec["users"][0])
         steps.append((name, time.monotonic() - started))
         print(f"[bench] {name}: {steps[-1][1]:.1f} s", file=sys.stderr)
 
@@ -118,6 +165,7 @@ def main() -> int:
     pulumi(project, env, SLUG, "config", "set", "drain_wait_seconds", "15")
     try:
         step("up (onboarding)", "up", "--yes", "--skip-preview")
+        step("a job, until sacct has it")
         for stage in STAGES[1:]:
             spec["lifecycle"]["stage"] = stage
             if stage == "destroy":
@@ -135,6 +183,8 @@ def main() -> int:
     except BaseException:
         take_down(project, env, spec_file)
         raise
+    # Only the components and the stack itself are left, which `stack rm` still refuses.
+    pulumi(project, env, SLUG, "destroy", "--yes", "--skip-preview")
     pulumi(project, env, SLUG, "stack", "rm", "--yes")
 
     whole = sum(seconds for _, seconds in steps)
