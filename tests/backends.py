@@ -4,9 +4,11 @@ running a tenant's jobs on the sandbox's one slurmd node (gpu-14)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -183,6 +185,33 @@ def run_pulumi(env: dict[str, str], project: Path, *args: str, timeout: float = 
     result = pulumi(env, project, *args, timeout=timeout)
     assert result.returncode == 0, f"pulumi {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
     return result.stdout
+
+
+@contextmanager
+def killed_on_leaving(
+    argv: list[str], cwd: Path, env: dict[str, str], project: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`argv` (a `pulumi` command, or an operator command that runs one on `project`) started
+    in a session of its own and, on leaving the block, SIGKILLed as a crashed machine would
+    stop it: the whole session, and the plugins of the engine it ran, which the engine starts
+    in process groups of their own and which may outlive it."""
+    job = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield job
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the whole session had ended
+            os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+        for pid in plugins_of_killed_engine(project):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def plugins_of_killed_engine(project: Path) -> list[int]:

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 import tarfile
 import time
@@ -35,11 +34,11 @@ from tests.backends import (
     authentik_user,
     file_backend,
     fresh_ledger,
+    killed_on_leaving,
     labelled,
     mounted,
     operator_command,
     owner_and_mode,
-    plugins_of_killed_engine,
     pulumi,
     retention_command,
     run,
@@ -497,14 +496,7 @@ def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
     bar.walk_to("archived", drain_mode="hard", drain_timeout="1m")
     bar.at_stage("snapshotted", drain_mode="hard", drain_timeout="1m")
     scratch = f"{SLUG}/storage/cluster-scratch.tar.gz"
-    up = subprocess.Popen(
-        ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", SLUG],
-        cwd=bar.project,
-        env={**os.environ, **bar.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    up = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", SLUG]
     with RetentionStore.from_environment() as store:
 
         def parts_sent() -> int:
@@ -515,14 +507,9 @@ def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
                 for u in listed.get("Uploads") or []
             )  # fmt: skip
 
-        try:
+        # The engine killed, with its provider host and the archive on the mount host.
+        with killed_on_leaving(up, bar.project, bar.env, bar.project):
             wait_for("a part of the scratch copy to be sent", lambda: parts_sent() > 0, 300)
-        finally:
-            # The engine killed, with its provider host and the archive on the mount host.
-            os.killpg(up.pid, signal.SIGKILL)
-            up.wait()
-            for pid in plugins_of_killed_engine(bar.project):
-                os.kill(pid, signal.SIGKILL)
         assert store.head(scratch) is None, "a killed copy must leave no object at its key"
         bar.pulumi("cancel", "--yes")
         bar.pulumi("refresh", "--yes", "--clear-pending-creates")

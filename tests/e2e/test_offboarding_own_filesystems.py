@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -39,9 +38,9 @@ from tests.backends import (
     authentik_user,
     file_backend,
     fresh_ledger,
+    killed_on_leaving,
     mounted,
     operator_command,
-    plugins_of_killed_engine,
     pulumi,
     retention_command,
     run,
@@ -218,24 +217,16 @@ def test_a_killed_up_at_stage_archived_converges_with_nothing_done_twice(foo: Fo
         foo.edit(stage=stage)
         foo.pulumi("up", "--yes", "--skip-preview")
     foo.edit(stage="archived")
-    up = subprocess.Popen(
-        ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", SLUG],
-        cwd=foo.project,
-        env={**os.environ, **foo.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    with RetentionStore.from_environment() as store:
+    argv = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", SLUG]
+    with (
+        killed_on_leaving(argv, foo.project, foo.env, foo.project) as up,
+        RetentionStore.from_environment() as store,
+    ):
         deadline = time.monotonic() + 300
         while not store.list(f"{SLUG}/slurm/"):
             assert up.poll() is None, "up finished before an archive was written"
             assert time.monotonic() < deadline, "no archive was written"
             time.sleep(0.2)
-    os.killpg(up.pid, signal.SIGKILL)
-    up.wait()
-    for pid in plugins_of_killed_engine(foo.project):
-        os.kill(pid, signal.SIGKILL)
     foo.pulumi("cancel", "--yes")
     foo.pulumi("refresh", "--yes", "--clear-pending-creates")
     foo.pulumi("up", "--yes", "--skip-preview")
@@ -395,20 +386,9 @@ def killed_when(foo: Foo, what: str, reached: Callable[[list[str]], bool], *args
     """`python -m tenant_stack retention <args>` on foo's project, SIGKILLed with its engine once
     the ledger's actions show `what` was `reached`; the stack's lock released as an operator
     would (`pulumi cancel`)."""
-    argv = [sys.executable, "-m", "tenant_stack", "retention", *args]
-    job = subprocess.Popen(
-        [*argv, "--project", str(foo.project)],
-        cwd=ROOT,
-        env={**os.environ, **foo.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    wait_for(what, lambda: reached([e.action for e in ledger_entries()]), timeout=300)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
-    for pid in plugins_of_killed_engine(foo.project):
-        os.kill(pid, signal.SIGKILL)
+    argv = [sys.executable, "-m", "tenant_stack", "retention", *args, "--project", str(foo.project)]
+    with killed_on_leaving(argv, ROOT, foo.env, foo.project):
+        wait_for(what, lambda: reached([e.action for e in ledger_entries()]), timeout=300)
     foo.pulumi("cancel", "--yes")
 
 

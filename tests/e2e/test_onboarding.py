@@ -4,11 +4,8 @@ shared Weka filesystems."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,11 +18,11 @@ from sandbox.project import ROOT
 from tests.backends import (
     authentik,
     authentik_user,
+    killed_on_leaving,
     kubectl_json,
     labelled,
     mounted,
     owner_and_mode,
-    plugins_of_killed_engine,
     run,
     run_pulumi,
     sacctmgr,
@@ -120,29 +117,16 @@ def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
     kill_once: Callable[[], bool],
 ) -> None:
     run_pulumi(pulumi_backend, project, "stack", "init", "tenant-foo")
-    env = {**os.environ, **pulumi_backend}
-    up = subprocess.Popen(
-        ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", "tenant-foo"],
-        cwd=project,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    argv = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", "tenant-foo"]
     try:
         # Kill the engine and its plugins mid-way through the layers: once Slurm has the
         # account, or once Weka has the organization (whose only mark is its admin's password).
-        deadline = time.monotonic() + 120
-        while not kill_once():
-            assert up.poll() is None, "up finished before it could be killed"
-            assert time.monotonic() < deadline, f"{kill_once.__name__} never came true"
-            time.sleep(0.1)
-        os.killpg(up.pid, signal.SIGKILL)
-        up.wait()
-        # The engine starts each plugin in a process group of its own, and hands each its address.
-        # Our language host stops once the engine is gone; the other plugins may not: end them.
-        for pid in plugins_of_killed_engine(project):
-            os.kill(pid, signal.SIGKILL)
+        with killed_on_leaving(argv, project, pulumi_backend, project) as up:
+            deadline = time.monotonic() + 120
+            while not kill_once():
+                assert up.poll() is None, "up finished before it could be killed"
+                assert time.monotonic() < deadline, f"{kill_once.__name__} never came true"
+                time.sleep(0.1)
 
         # The operator's recovery: release the dead update's lock; drop the creates it started
         # but never recorded; the next up finds those objects in the backends and adopts them
@@ -170,8 +154,6 @@ def test_an_up_killed_midway_converges_on_the_next_up_without_duplicates(
         homes = sorted(p.name for p in mounted("tenant-foo", "tenant-foo-home").iterdir())
         assert homes == ["alice", "bob", "carol"]
     finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
         run_pulumi(pulumi_backend, project, "destroy", "--yes", "--skip-preview")
 
 
