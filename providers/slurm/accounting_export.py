@@ -4,7 +4,10 @@ archives, so it is no per-tenant step: the tenant's records are exported instead
 
 - jobs: `sacct -X --allusers` over the tenant's accounts for its whole lifetime, one row per job
   (`--parsable2`, a header line first); an export without a row is refused, as the runbook's
-  sanity check says, since a tenant that ran jobs cannot have none.
+  sanity check says, since a tenant that ran jobs cannot have none. slurmctld sends its job
+  records to slurmdbd through a queue (`sdiag`'s "DBD Agent queue size"), which holds them while
+  slurmdbd is busy or unreachable: the export waits, bounded, until the queue is empty, so a job
+  that ended just before is not missing from the billing archive.
 - steps: the same without `-X`, every step of every job.
 - associations: the association and QoS tree as `sacctmgr show` prints it.
 - logs: the lines of the controller's and nodes' logs (SLURM_LOG_FILES, read on the Slurm
@@ -16,14 +19,15 @@ archives, so it is no per-tenant step: the tenant's records are exported instead
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from providers.command import Transport
 from providers.errors import SlurmError
 from providers.slurm.transport import SlurmCommandError, must
 
-__all__ = ["KINDS", "Export", "export", "tenant_lines"]
+__all__ = ["KINDS", "Export", "export", "tenant_lines", "wait_for_accounting"]
 
 KINDS = ("jobs", "steps", "associations", "logs")
 # Every field billing asks about (runbook 3b), and what tells one job from another.
@@ -55,6 +59,42 @@ def _must(transport: Transport, argv: Sequence[str], doing: str) -> str:
     return must(transport, argv, doing, _UNREACHABLE).stdout
 
 
+# How long an export waits for slurmctld's queue of records to slurmdbd to empty, and how often
+# it looks: a queue that slurmdbd drains takes seconds; one still full after this is a slurmdbd
+# that does not take records, which an operator must see to.
+DBD_QUEUE_WAIT = 120.0
+_DBD_QUEUE_POLL = 1.0
+_DBD_QUEUE = re.compile(r"^DBD Agent queue size:\s*([0-9]+)", re.MULTILINE)
+
+
+def wait_for_accounting(
+    transport: Transport,
+    doing: str,
+    timeout: float = DBD_QUEUE_WAIT,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Returns once slurmctld has no job record queued for slurmdbd (`sdiag`); SlurmError naming
+    the queue's size when it is still not empty after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        said = _must(transport, ["sdiag"], doing)
+        found = _DBD_QUEUE.search(said)
+        if found is None:
+            raise SlurmError(doing, "sdiag printed no 'DBD Agent queue size'", _UNREACHABLE)
+        queued = int(found.group(1))
+        if queued == 0:
+            return
+        if time.monotonic() >= deadline:
+            raise SlurmError(
+                doing,
+                f"slurmctld still holds {queued} records for slurmdbd after {timeout:g} s "
+                "(sdiag's DBD Agent queue size): the export would miss jobs",
+                "check slurmdbd (`sacctmgr ping`, its log) and run `pulumi up` again once "
+                "`sdiag` shows the queue empty; nothing was archived",
+            )
+        sleep(_DBD_QUEUE_POLL)
+
+
 def _sacct(transport: Transport, accounts: Sequence[str], jobs_only: bool, doing: str) -> Export:
     argv = [
         "sacct",
@@ -82,6 +122,8 @@ def export(
 ) -> Export:
     """The tenant's records of `kind`; SlurmError when Slurm fails or a job export is empty."""
     doing = f"exporting the Slurm {kind} of accounts {', '.join(accounts)}"
+    if kind in ("jobs", "steps", "logs"):
+        wait_for_accounting(transport, doing)
     if kind == "jobs":
         found = _sacct(transport, accounts, jobs_only=True, doing=doing)
         if found.rows == 0 and not allow_empty:

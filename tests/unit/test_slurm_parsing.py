@@ -13,7 +13,7 @@ import pytest
 from providers.command import CommandResult, KubectlExecTransport
 from providers.errors import SlurmError
 from providers.slurm import partitions, props, sacctmgr, usage, values
-from providers.slurm.accounting_export import tenant_lines
+from providers.slurm.accounting_export import tenant_lines, wait_for_accounting
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import ConfigMapStore, FileStore
 from providers.slurm.partitions import Partition
@@ -669,3 +669,36 @@ def test_a_tenants_log_archive_holds_its_own_lines_and_none_of_another_tenants_j
         "Node gpu-14 now responding",
     ]
     assert not any("JobId=42" in line or "[42." in line for line in kept)
+
+
+class _Queued:
+    """A transport whose slurmctld holds `queued[i]` records for slurmdbd at the i-th `sdiag`."""
+
+    def __init__(self, *queued: int) -> None:
+        self.queued = list(queued)
+        self.calls: list[tuple[str, ...]] = []
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        return list(argv)
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        self.calls.append(tuple(argv))
+        size = self.queued.pop(0) if len(self.queued) > 1 else self.queued[0]
+        said = f"Agent queue size:     0\nAgent count:          0\nDBD Agent queue size: {size}\n"
+        return CommandResult(tuple(argv), 0, said, "")
+
+
+def test_an_export_waits_for_the_records_slurmctld_has_not_sent_to_slurmdbd() -> None:
+    transport = _Queued(3, 1, 0)
+    slept: list[float] = []
+    wait_for_accounting(transport, "exporting", sleep=slept.append)
+    assert transport.calls == [("sdiag",)] * 3
+    assert len(slept) == 2
+
+
+def test_an_export_refuses_when_slurmdbd_never_takes_the_records() -> None:
+    with pytest.raises(SlurmError) as refused:
+        wait_for_accounting(_Queued(5), "exporting", timeout=0.0, sleep=lambda _: None)
+    said = str(refused.value)
+    assert "still holds 5 records for slurmdbd" in said
+    assert "nothing was archived" in said
