@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 TASK_QUEUE = "gpu-tenants-fleet"
 
 
+def add_workflow_options(command: argparse.ArgumentParser, workers: str | None = None) -> None:
+    """What every command that starts a workflow takes: --json, --no-wait, the task queue,
+    --workers (what they bound, when the workflow runs stacks at once) and --project."""
+    add_json(command)
+    command.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
+    add_task_queue(command)
+    if workers is not None:
+        add_workers(command, workers)
+    add_project(command)
+
+
 def add_task_queue(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--task-queue",
@@ -53,11 +64,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(the others still were) or the workflow could not run.",
     )
     drift.add_argument("stacks", nargs="*", help="only these stacks (default: every tenant stack)")
-    add_json(drift)
-    drift.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
-    add_task_queue(drift)
-    add_workers(drift, "stacks checked")
-    add_project(drift)
+    add_workflow_options(drift, workers="stacks checked")
     waves = work.add_parser(
         "rollout",
         help="`pulumi up` of stacks in waves, one child workflow per stack (its id: the stack)",
@@ -78,11 +85,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="STACK,STACK...",
         help="the stacks of one wave, comma-separated; repeat it for each wave, in order",
     )
-    add_json(waves)
-    waves.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
-    add_task_queue(waves)
-    add_workers(waves, "stacks updated")
-    add_project(waves)
+    add_workflow_options(waves, workers="stacks updated")
     stage = work.add_parser(
         "stage",
         help="a tenant's merged offboarding stage applied: its `up`, rerun while it drains",
@@ -107,10 +110,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the wait between two `up`s while the drain waits (default: 900)",
     )
     stage.add_argument("--rounds", type=positive, default=200, help="`up`s at most (default: 200)")
-    add_json(stage)
-    stage.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
-    add_task_queue(stage)
-    add_project(stage)
+    add_workflow_options(stage)
     schedule = work.add_parser(
         "schedule",
         help="the drift check of every tenant stack on a Temporal Schedule (made or updated)",
