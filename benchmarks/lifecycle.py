@@ -16,7 +16,6 @@ shares of the whole, not the seconds.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.tenant_size import pulumi, tenant  # noqa: E402
+from benchmarks.tenant_size import must_run, pulumi, resource_types, tenant  # noqa: E402
 from sandbox.__main__ import up as sandbox_up  # noqa: E402
 from sandbox.layout import SandboxLayout  # noqa: E402
 from sandbox.project import project_copy  # noqa: E402
@@ -51,20 +50,6 @@ NODES = ["gpu-13", SLURMD_NODE]
 SIGN_OFF = {"by": "Benchmark Operator", "date": "2026-12-04", "ticket": "BENCH-1"}
 # Past every retention date of the platform's policy (years, at most).
 PURGE_AS_OF = "2100-01-01"
-
-
-def operator(env: dict[str, str], *args: str) -> str:
-    argv = [sys.executable, "-m", "tenant_stack", *args]
-    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return done.stdout
-
-
-def left_in_state(project: Path, env: dict[str, str]) -> list[str]:
-    state = json.loads(pulumi(project, env, SLUG, "stack", "export"))
-    kinds = (r["type"] for r in state["deployment"].get("resources") or [])
-    return [kind for kind in kinds if not kind.startswith(("pulumi:", "gpu-tenants:"))]
 
 
 def run_a_job(user: dict[str, Any]) -> None:
@@ -153,7 +138,7 @@ def main() -> int:
     def step(name: str, *args: str, command: bool = False) -> None:
         started = time.monotonic()
         if command:
-            operator(env, *args)
+            must_run([sys.executable, "-m", "tenant_stack", *args], ROOT, env)
         elif args:
             pulumi(project, env, SLUG, *args)
         else:
@@ -177,7 +162,9 @@ def main() -> int:
         step("verify-offboarded", "verify-offboarded", SLUG, "--tenants", tenants, command=True)
         step("retention run", "retention", "run", "--now", PURGE_AS_OF, "--tenant", SLUG,
              "--project", str(project), command=True)  # fmt: skip
-        left = left_in_state(project, env)
+        # The components hold nothing of their own: what counts is what is left under them.
+        types = resource_types(project, env, SLUG)
+        left = [kind for kind in types if not kind.startswith("gpu-tenants:")]
         if left:
             raise SystemExit(f"the purge left {len(left)} resources in the stack: {left}")
     except BaseException:

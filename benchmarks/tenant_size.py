@@ -101,19 +101,24 @@ def tenant(users: int, slug: str = "") -> dict[str, Any]:
     return spec
 
 
-def pulumi(project: Path, env: dict[str, str], slug: str, *args: str) -> str:
-    argv = ["pulumi", *args, "--non-interactive", "--stack", slug]
-    done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
+def must_run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """`argv`'s output; the benchmark stops with its output's end when it fails."""
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return done.stdout
 
 
-def resources(project: Path, env: dict[str, str], slug: str) -> int:
-    """How many resources the stack's state holds, the stack itself and providers left out."""
+def pulumi(project: Path, env: dict[str, str], slug: str, *args: str) -> str:
+    return must_run(["pulumi", *args, "--non-interactive", "--stack", slug], project, env)
+
+
+def resource_types(project: Path, env: dict[str, str], slug: str) -> list[str]:
+    """The type of each resource the stack's state holds, the stack itself and providers left
+    out."""
     state = json.loads(pulumi(project, env, slug, "stack", "export"))
     kinds = (r["type"] for r in state["deployment"].get("resources") or [])
-    return sum(1 for kind in kinds if not kind.startswith("pulumi:"))
+    return [kind for kind in kinds if not kind.startswith("pulumi:")]
 
 
 def measured(
@@ -170,7 +175,7 @@ def main(argv: list[str]) -> int:
                     name: measured(project, env, slug, command, work / f"calls-{users}-{name}.log")
                     for name, command in COMMANDS.items()
                 }
-                counted[users] = resources(project, env, slug)
+                counted[users] = len(resource_types(project, env, slug))
                 # The floor's preview beside each size's: what the machine gives at that moment.
                 floor_previews.append(
                     measured(floor, env, "floor", COMMANDS["preview"], work / "floor.log")[0]
