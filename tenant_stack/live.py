@@ -62,6 +62,7 @@ class NodeState:
     pool: str | None
     reserved_by: str | None  # the tenant label the reservation operator sets
     reservation: str | None
+    taints: tuple[str, ...] = ()  # as `key[=value]:effect`, as kubectl describe shows them
 
     @classmethod
     def from_api(cls, node: dict[str, Any]) -> NodeState:
@@ -77,6 +78,10 @@ class NodeState:
             pool=labels.get(POOL_LABEL),
             reserved_by=labels.get(TENANT_LABEL),
             reservation=annotations.get(RESERVATION_ANNOTATION),
+            taints=tuple(
+                f"{t['key']}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
+                for t in (node.get("spec") or {}).get("taints") or []
+            ),
         )
 
 

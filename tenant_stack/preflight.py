@@ -73,6 +73,14 @@ def check_nodes(
     return Findings(refusals, warnings)
 
 
+def free_nodes(sku: str, pool: str, live: Sequence[NodeState]) -> list[NodeState]:
+    """Runbook step 1's query, for a tenant that holds no node yet: the nodes of `sku` and `pool`
+    that `check_nodes` would accept for any tenant (Ready, schedulable, in no reservation), less
+    those carrying a taint, which would keep the tenant's pods off them whatever the
+    reservation says."""
+    return [node for node in live if not node.taints and not any(_unfit(node, "", sku, pool))]
+
+
 def _unfit(node: NodeState, tenant: str, sku: str, pool: str) -> Iterator[str]:
     if node.reserved_by not in (None, tenant):
         held = f" (Reservation {node.reservation})" if node.reservation else ""

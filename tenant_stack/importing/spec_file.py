@@ -1,17 +1,18 @@
-"""The imported spec as YAML for review: the spec's own layout, with a comment above every value
-that was inferred or that no backend holds, so the pull request shows what to check."""
+"""A spec as YAML for review: the spec's own layout, with a comment above every value a command
+chose rather than read or was given, so the pull request shows what to check: what `import`
+inferred or no backend holds (`render`), what `new` chose and why (`render_commented`)."""
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from tenant_stack.importing.inferred_spec import Note
 
-__all__ = ["render"]
+__all__ = ["render", "render_commented"]
 
 _LABELS = {"inferred": "inferred", "todo": "TODO"}
 
@@ -21,10 +22,9 @@ def _scalar(value: Any) -> str:
     return str(yaml.safe_dump([value], default_flow_style=True, width=1000)).strip()[1:-1]
 
 
-def _comment(note: Note | None, indent: int) -> list[str]:
-    if note is None:
+def _comment(text: str | None, indent: int) -> list[str]:
+    if text is None:
         return []
-    text = f"{_LABELS[note.kind]}: {note.text}"
     return [" " * indent + "# " + line for line in textwrap.wrap(text, 96 - indent)]
 
 
@@ -32,7 +32,7 @@ def _flow(values: Sequence[Any]) -> bool:
     return all(not isinstance(v, dict | list) for v in values)
 
 
-def _mapping(data: dict[str, Any], path: str, indent: int, notes: dict[str, Note]) -> list[str]:
+def _mapping(data: dict[str, Any], path: str, indent: int, notes: Mapping[str, str]) -> list[str]:
     lines = []
     pad = " " * indent
     for key, value in data.items():
@@ -61,7 +61,16 @@ def _mapping(data: dict[str, Any], path: str, indent: int, notes: dict[str, Note
 
 
 def render(document: dict[str, Any], notes: Sequence[Note], header: Sequence[str]) -> str:
-    """`document` as the spec file, `header` as its opening comment."""
-    commented = {n.location: n for n in notes if n.kind in _LABELS}
+    """`document` as the spec file, `header` as its opening comment, each inferred or TODO
+    note above its value."""
+    commented = {n.location: f"{_LABELS[n.kind]}: {n.text}" for n in notes if n.kind in _LABELS}
+    return render_commented(document, commented, header)
+
+
+def render_commented(
+    document: dict[str, Any], comments: Mapping[str, str], header: Sequence[str]
+) -> str:
+    """`document` as the spec file, `header` as its opening comment, each of `comments` (by
+    dotted field path, `users.0.uid`) above its value."""
     lines = [f"# {line}" if line else "#" for line in header]
-    return "\n".join([*lines, *_mapping(document, "", 0, commented)]) + "\n"
+    return "\n".join([*lines, *_mapping(document, "", 0, comments)]) + "\n"
