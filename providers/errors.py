@@ -5,6 +5,7 @@
     ├── OffboardingError
     ├── RetentionStoreError
     ├── SlurmError
+    ├── WebhookError
     └── WekaError
 
 Each message says what was being done to which object, quotes the backend's own words, and says
@@ -19,6 +20,7 @@ __all__ = [
     "OffboardingError",
     "RetentionStoreError",
     "SlurmError",
+    "WebhookError",
     "WekaError",
 ]
 
@@ -51,6 +53,10 @@ class RetentionStoreError(BackendError):
 
 class SlurmError(BackendError):
     """A Slurm command (sacctmgr, scontrol) failed; `backend_says` is its output."""
+
+
+class WebhookError(BackendError):
+    """The operators' chat webhook did not take a message; `backend_says` is its answer."""
 
 
 class WekaError(BackendError):

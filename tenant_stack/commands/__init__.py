@@ -8,6 +8,10 @@
                                and the purge of what has expired (for a scheduler)
     retention hold|release     a legal hold on a tenant: every retention timer paused
     retention erase <slug> <user>  a user's right to erasure, from what offboarding kept
+    usage [SLUG...] --from D --to D  GPU-hours by team, user and day against the contract and
+                               the budget: Markdown, CSV, JSON, charts (--archived: the archive's)
+    expiring [--within 30d]    the tenants whose contract term ends soon (or has ended), each
+                               with its next step; --remind posts each reminder once (webhook)
     check                      the rules across tenants (unique users, uids, gids, nodes; pools)
     drift [STACK...]           every tenant stack's drift, per layer, resource and property
     fleet drift [STACK...]     the same drift check as a Temporal workflow, run by the workers
@@ -32,7 +36,10 @@ Schedule is made (its id is printed).
 `worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 `import`: 0 the spec is written, 1 the tenant is refused (nothing written; the output says why).
-`status`: 0 every tenant Ready, 1 one is not. `diagnose`: 0 no problem found, 1 problems found.
+`status`: 0 every tenant Ready, 1 one is not.
+`diagnose`: 0 no problem found, 1 problems found.
+`usage`: 0 the report is made, 2 it could not be.
+`expiring`: 0 no term ends within the window, 1 one does (or has ended), 2 could not run.
 
 One module per command registers its parser (`register`) and runs it (`run`), with its terminal
 text beside it; options several commands share are in `options`. A command's `run` imports the
@@ -54,12 +61,15 @@ from tenant_stack.commands import (
     check,
     diagnose,
     drift,
+    expiring,
     fleet,
     handover,
     import_,
+    new,
     retention,
     review,
     status,
+    usage,
     verify_offboarded,
     worker,
 )
@@ -69,6 +79,7 @@ from tenant_stack.errors import TenantError
 __all__ = ["main"]
 
 _COMMANDS = (
+    new,
     handover,
     verify_offboarded,
     check,
@@ -79,6 +90,8 @@ _COMMANDS = (
     diagnose,
     review,
     retention,
+    expiring,
+    usage,
     import_,
 )
 

@@ -81,9 +81,10 @@ def status_text(reports: Sequence[Status], colour: bool) -> str:
         return "no tenant"
     layers = (c.type.removesuffix("Ready") for c in reports[0].conditions[1:])
     rows = [
-        (report.tenant, *(c.status for c in report.conditions), report.stage) for report in reports
+        (report.tenant, *(c.status for c in report.conditions), report.stage, str(report.days_left))
+        for report in reports
     ]
-    header = ("TENANT", "READY", *layers, "STAGE")
+    header = ("TENANT", "READY", *layers, "STAGE", "DAYS LEFT")
     lines = [table(header, rows, lambda cell: paint(cell, colour and cell in COLOURS))]
     for report in reports:
         for condition in report.conditions[1:]:
@@ -96,6 +97,11 @@ def status_text(reports: Sequence[Status], colour: bool) -> str:
                 for s in report.usage.scopes
             )
             lines.append(f"{report.tenant}: GPUs in use / cap: {used}")
+        if report.days_left < 0 and report.stage == "active":
+            lines.append(
+                f"{report.tenant}: the contract term ended {report.term_end.isoformat()}: "
+                f"`gpu-tenants stage {report.tenant} frozen`, or renew it"
+            )
         following = report.next_stage or "none"
         lines.append(f"{report.tenant}: stage {report.stage}; next {following}, waits for:")
         lines += [f"  - {blocker}" for blocker in report.blockers]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 
 from providers.errors import BackendError
 from tenant_stack.diagnosis.checks import (
@@ -22,6 +23,7 @@ from tenant_stack.diagnosis.findings import LAYERS, Condition, Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.diagnosis.stages import stage_blockers
 from tenant_stack.errors import ClusterError
+from tenant_stack.expiry import days_left
 from tenant_stack.fleet.parallel import fan_out
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
@@ -86,6 +88,8 @@ class Status:
     blockers: list[str]  # what the next stage waits for, in the cluster first, then the spec
     findings: list[Finding]
     usage: Usage | None  # None when Slurm or Kubernetes could not be read
+    term_end: date
+    days_left: int  # to the contract term's last day; below 0 once it has passed
 
     @property
     def ready(self) -> bool:
@@ -101,6 +105,8 @@ class Status:
             "blockers": self.blockers,
             "findings": [f.as_json() for f in self.findings],
             "gpu_usage": self.usage.as_json() if self.usage else None,
+            "term_end": self.term_end.isoformat(),
+            "days_left": self.days_left,
         }
 
 
@@ -110,10 +116,12 @@ def status(
     findings: Sequence[Finding],
     usage: Usage | None = None,
     blockers: Sequence[str] = (),
+    today: date | None = None,
 ) -> Status:
     """A condition per layer from the findings, whether any GPU scope is over its cap, an
-    overall Ready, the GPU usage read, and the offboarding stage with what the next one waits
-    for: `blockers` read in the cluster, then the spec's own."""
+    overall Ready, the GPU usage read, the offboarding stage with what the next one waits
+    for (`blockers` read in the cluster, then the spec's own), and the days left in the
+    contract's term on `today` (default: today, UTC)."""
     unreachable = {f.evidence.split(":", 1)[0] for f in findings if f.check == _UNREACHABLE}
     layers = []
     for layer in LAYERS:
@@ -161,6 +169,8 @@ def status(
         waits,
         list(findings),
         usage,
+        spec.contract.term.end,
+        days_left(spec, today or datetime.now(UTC).date()),
     )
 
 

@@ -14,6 +14,7 @@ from tests.conftest import ROOT
 
 COMMAND = ROOT / "venv" / "bin" / "gpu-tenants"
 COMMANDS = {
+    "new": (),
     "handover": (),
     "verify-offboarded": (),
     "check": (),
@@ -24,6 +25,8 @@ COMMANDS = {
     "diagnose": (),
     "review": (),
     "retention": ("calendar", "run", "hold", "release", "erase"),
+    "expiring": (),
+    "usage": (),
     "import": (),
 }
 EVERY_COMMAND = [

@@ -4,11 +4,13 @@ offboarding stage waits for. Needs nothing running."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tenant_stack.commands.status import status_text
 from tenant_stack.diagnosis.findings import Finding
 from tenant_stack.diagnosis.run import status
 from tenant_stack.platform import load_platform
@@ -89,3 +91,18 @@ def test_a_scope_over_its_cap_is_oversubscribed_and_not_a_layer_problem(tmp_path
     assert conditions["NotOversubscribed"] == ("False", "TeamOverCap")
     assert conditions["SlurmAccountingReady"] == ("True", "AsDeclared")
     assert conditions["Ready"][0] == "False"
+
+
+def test_days_left_in_the_term_and_what_to_do_once_it_has_ended(tmp_path: Path) -> None:
+    spec = spec_at(tmp_path)
+    report = status(spec, PLATFORM, [], today=date(2026, 12, 5))
+    assert (report.days_left, report.as_json()["term_end"]) == (30, "2027-01-04")
+    text = status_text([report], colour=False)
+    assert text.splitlines()[0].split()[-2:] == ["DAYS", "LEFT"]
+    assert text.splitlines()[1].split()[-1] == "30"
+    assert "term ended" not in text
+    ended = status(spec, PLATFORM, [], today=date(2027, 1, 6))
+    assert ended.as_json()["days_left"] == -2
+    assert "the contract term ended 2027-01-04: `gpu-tenants stage tenant-foo frozen`" in (
+        status_text([ended], colour=False)
+    )
