@@ -1,4 +1,5 @@
-"""GPU usage against the caps on the tests' sandbox, as `status` and `diagnose` report it:
+"""GPU usage on the tests' sandbox: first the GPU-hours `usage` reports for jobs that ran, against
+sacct's own figures; then usage against the caps, as `status` and `diagnose` report it:
 tenant-foo on the slurmd node (8 GPUs), its team ml-team-foo capped at 4 in the spec. alice runs
 two 2-GPU jobs in the team; the team's cap is then lowered to 2 under them (Slurm keeps them
 running), which oversubscribes the team; GPU-requesting pods in the namespace then take the
@@ -6,19 +7,29 @@ tenant over its contract."""
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import subprocess
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from PIL import Image
 
+from providers.retention.client import RetentionStore
+from providers.retention.objects import archive_key
+from providers.slurm.accounting_export import export
+from providers.slurm.settings import Settings as SlurmSettings
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
+from sandbox.retention_store.service import seed_bucket
 from sandbox.slurm.users import ensure_user
 from tests.backends import (
     file_backend,
@@ -93,6 +104,84 @@ def scopes(report: dict[str, Any]) -> dict[str, tuple[int, int, bool]]:
 def condition(report: dict[str, Any]) -> tuple[str, str]:
     found = next(c for c in report["conditions"] if c["type"] == "NotOversubscribed")
     return found["status"], found["reason"]
+
+
+def finished(jobs: list[int]) -> bool:
+    """Whether slurmdbd has every job's end: sacct reads slurmdbd, which hears of it late."""
+    ids = ",".join(map(str, jobs))
+    ends = run("sacct", "-X", "-n", "-P", f"--jobs={ids}", "--format=End").split()
+    return len(ends) == len(jobs) and "Unknown" not in ends
+
+
+def sacct_gpu_hours(day: date) -> dict[str, float]:
+    """GPU-hours per user of the tenant's jobs on `day`, from sacct's own figures: each job's
+    ElapsedRaw (seconds) times the GPUs in its AllocTRES."""
+    lines = run(
+        "sacct", "-X", "-n", "-P", "--allusers", f"--accounts={SLUG},{TEAM}",
+        f"--starttime={day}", f"--endtime={day + timedelta(days=1)}",
+        "--format=User,ElapsedRaw,AllocTRES,Start,End",
+    ).splitlines()  # fmt: skip
+    hours: dict[str, float] = {}
+    for line in lines:
+        user, elapsed, tres, start, end = line.split("|")
+        gpus = sum(int(t.split("=")[1]) for t in tres.split(",") if t.startswith("gres/gpu"))
+        if gpus and start != "Unknown":
+            # A job of the window that ran over its midnight would be clipped by the report.
+            assert start.startswith(str(day)), line
+            assert end.startswith(str(day)), line
+            hours[user] = hours.get(user, 0.0) + int(elapsed) * gpus / 3600
+    return hours
+
+
+def test_usage_gives_the_gpu_hours_sacct_gives(
+    foo: Foo, tmp_path: Path, sandbox: SandboxLayout
+) -> None:
+    jobs = [
+        sbatch_as("alice", GROUP, f"--account={TEAM}", f"--partition={SLUG}", f"--gres=gpu:{gpus}",
+                  "--mem=64M", "--time=00:05:00", "--output=/dev/null", f"--wrap=sleep {seconds}")
+        for gpus, seconds in ((2, 4), (1, 2), (3, 3))
+    ]  # fmt: skip
+    wait_for("the jobs' ends in slurmdbd", partial(finished, jobs), 120)
+    today = str(date.today())
+    said = operator_command(
+        "usage", SLUG, "--from", today, "--to", today, "--json", "--csv", tmp_path / "usage.csv",
+        "--charts", tmp_path / "charts", "--chart-format", "png", "--project", foo.project,
+        env=foo.env,
+    )  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    report = json.loads(said.stdout)["tenants"][0]
+    expected = sacct_gpu_hours(date.fromisoformat(today))
+    assert expected["alice"] >= (2 * 4 + 1 * 2 + 3 * 3) / 3600
+    assert report["by_user"] == pytest.approx(expected, abs=1e-3)
+    assert report["gpu_hours"] == pytest.approx(sum(expected.values()), abs=1e-3)
+    assert report["by_team"][TEAM] >= expected["alice"] - 1e-3
+    assert report["capacity_gpu_hours"] == 8 * 24
+    alice = next(row for row in report["slurm_budget"] if row["user"] == "alice")
+    assert alice["budget"] == 240000
+    with (tmp_path / "usage.csv").open(newline="") as billing:
+        rows = list(csv.DictReader(billing, strict=True))
+    assert sum(float(r["gpu_hours"]) for r in rows) == pytest.approx(report["gpu_hours"], abs=1e-3)
+    for chart in (
+        tmp_path / "charts" / f"{SLUG}-gpu-hours.png",
+        tmp_path / "charts" / f"{SLUG}-budget.png",
+    ):
+        with Image.open(chart) as image:
+            image.verify()
+    # The offboarding archive's jobs.csv, as stage archived exports it, into a bucket of this
+    # test's own: `--archived` reads the same figures from it.
+    bucket = f"usage-{uuid.uuid4().hex[:12]}"
+    seed_bucket(sandbox.retention_store, sandbox.ports.retention_store, bucket)
+    exported = export(SlurmSettings.from_environment().make_transport(), "jobs", [SLUG, TEAM])
+    with RetentionStore.from_environment({**os.environ, "RETENTION_S3_BUCKET": bucket}) as store:
+        store.put(archive_key(SLUG, "jobs", "csv"), exported.data, {})
+    archived = operator_command(
+        "usage", SLUG, "--archived", "--from", today, "--to", today, "--json",
+        "--project", foo.project, env={**foo.env, "RETENTION_S3_BUCKET": bucket},
+    )  # fmt: skip
+    assert archived.returncode == 0, archived.stderr
+    kept = json.loads(archived.stdout)["tenants"][0]
+    assert kept["by_user"] == pytest.approx(report["by_user"], abs=1e-3)
+    assert kept["by_day"] == pytest.approx(report["by_day"], abs=1e-3)
 
 
 def test_a_team_within_its_cap(foo: Foo) -> None:
