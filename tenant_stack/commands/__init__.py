@@ -60,6 +60,7 @@ from providers.errors import BackendError
 from tenant_stack.commands import (
     check,
     diagnose,
+    doctor,
     drift,
     expiring,
     fleet,
@@ -68,6 +69,7 @@ from tenant_stack.commands import (
     new,
     retention,
     review,
+    stage,
     status,
     usage,
     verify_offboarded,
@@ -80,6 +82,8 @@ __all__ = ["main"]
 
 _COMMANDS = (
     new,
+    stage,
+    doctor,
     handover,
     verify_offboarded,
     check,
