@@ -60,7 +60,6 @@ from providers.errors import BackendError
 from tenant_stack.commands import (
     check,
     diagnose,
-    doctor,
     drift,
     expiring,
     fleet,
@@ -69,7 +68,6 @@ from tenant_stack.commands import (
     new,
     retention,
     review,
-    stage,
     status,
     usage,
     verify_offboarded,
@@ -82,8 +80,6 @@ __all__ = ["main"]
 
 _COMMANDS = (
     new,
-    stage,
-    doctor,
     handover,
     verify_offboarded,
     check,

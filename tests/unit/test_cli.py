@@ -15,8 +15,6 @@ from tests.conftest import ROOT
 COMMAND = ROOT / "venv" / "bin" / "gpu-tenants"
 COMMANDS = {
     "new": (),
-    "stage": (),
-    "doctor": (),
     "handover": (),
     "verify-offboarded": (),
     "check": (),
