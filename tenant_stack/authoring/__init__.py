@@ -1,3 +1,6 @@
 """Authoring a tenant's spec: `gpu-tenants new` drafts `tenants/<slug>.yaml` from a contract's
-terms and a users file (`users_file`), choosing nodes, numbers, budgets and the runbook's values,
-each with a comment saying why (`new_tenant`). Returns data; the command prints it."""
+terms and a users file. The modules, each using those before it: `users_file` (the users, each
+value at its line), `taken` (the nodes and numbers no new tenant may have, and the next free),
+`spec_draft` (the document, with the reason for every value chosen) and `new_tenant` (the
+checks, the live reads, the located refusals and the atomic write). They return data; the
+command prints it."""
