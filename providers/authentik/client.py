@@ -196,6 +196,21 @@ class AuthentikClient:
     ) -> None:
         self.close()
 
+    # the token itself
+
+    def version(self) -> str:
+        """The server's release (`GET /admin/version/`'s `version_current`), which Authentik shows
+        to a user with the `view_system_info` permission (every superuser has it)."""
+        body = self._request("GET", "/admin/version/", doing="reading the Authentik version")
+        return _parsed(lambda data: str(data["version_current"]), body, "version")
+
+    def me(self) -> Mapping[str, Any]:
+        """The token's own user as `GET /core/users/me/` renders it (`is_superuser`,
+        `system_permissions`, ...): what the token may do, read without writing anything."""
+        body = self._request("GET", "/core/users/me/", doing="reading the API token's own user")
+        user: Mapping[str, Any] = _parsed(lambda data: data["user"], body, "user")
+        return user
+
     # groups
 
     def find_group(self, name: str) -> Group | None:

@@ -42,6 +42,17 @@ ROOT_CONFIG: dict[str, Any] = {
 }
 
 
+# GET /admin/version/ of the release this emulator follows, offline (no newer release known).
+VERSION: dict[str, Any] = {
+    "version_current": "2024.10.5",
+    "version_latest": "2024.10.5",
+    "version_latest_valid": True,
+    "build_hash": "",
+    "outdated": False,
+    "outpost_outdated": False,
+}
+
+
 def _listed(page: list[Any], pagination: dict[str, int]) -> Response:
     return Response(200, {"pagination": pagination, "results": page})
 
@@ -62,6 +73,13 @@ def _sees_all(ctx: Context) -> bool:
 
 def root_config(ctx: Context) -> Response:
     return Response(200, ROOT_CONFIG)
+
+
+def admin_version(ctx: Context) -> Response:
+    """VersionSerializer: Authentik asks for `authentik_rbac.view_system_info`, which only
+    superusers hold here (the emulator has no RBAC roles)."""
+    _require_superuser(ctx)
+    return Response(200, VERSION)
 
 
 # users
@@ -362,6 +380,7 @@ def clock_advance(ctx: Context) -> Response:
 
 ROUTES: list[Route] = [
     route(f"{API}/root/config/", auth="optional", get=root_config),
+    route(f"{API}/admin/version/", get=admin_version),
     route(f"{API}/core/users/", get=users_list, post=users_create),
     route(f"{API}/core/users/me/", get=users_me),
     route(
