@@ -8,7 +8,11 @@ followed through the project's own modules):
 - the sandbox reaches the product only through the bottom layer's helpers and the platform file's
   loader;
 - the operator's commands (`tenant_stack.commands`) are the top: no module outside them imports
-  them but `tenant_stack/__main__.py` (and the tests, which test each layer where it is).
+  them but `tenant_stack/__main__.py` (and the tests, which test each layer where it is);
+- inside `tenant_stack`, each module and subpackage sits on a level (`LEVELS`) and imports only
+  from its own level and those below: the foundations, the spec, the components (which take
+  typed args and import neither the spec nor the platform: `mapping` builds their args), the
+  domain work over a spec, the program and the work over stacks, and the commands on top.
 
 Under providers/, the provider layer is `base` and each backend's `props`, `provider`,
 `resources` and `<kind>_provider` modules (one per kind of object, where a backend's providers
@@ -30,6 +34,34 @@ PACKAGES = ("providers", "tenant_stack", "sandbox", "toolchain", "benchmarks", "
 # `<kind>_provider` (a backend's providers split one module per kind of object). Everything else
 # under providers/ is a backend client or its helpers, the bottom layer.
 PROVIDER_LAYER = {"props", "provider", "resources", "base"}
+# The levels inside tenant_stack, bottom first, each a set of its modules and subpackages.
+LEVELS = (
+    {"errors", "lifecycle", "annotations", "platform", "live", "stacks"},
+    {"spec"},
+    {"components"},
+    {
+        "mapping",
+        "preflight",
+        "adoption",
+        "handover",
+        "fleet",
+        "retention_calendar",
+        "expiry",
+        "usage_report",
+        "usage_charts",
+    },
+    {
+        "program",
+        "diagnosis",
+        "importing",
+        "offboarded",
+        "retention_job",
+        "authoring",
+        "workflows",
+        "doctor",
+    },
+    {"commands", "__main__"},
+)
 
 
 def module_name(path: Path) -> str:
@@ -143,6 +175,34 @@ def test_nothing_below_the_commands_imports_them(module: str) -> None:
     assert sorted(n for n in direct_imports(module) if n.startswith("tenant_stack.commands")) == []
 
 
+def level_of(module: str) -> int:
+    """The level of a tenant_stack module (the package itself: the lowest, it imports nothing)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return 0
+    return next(i for i, level in enumerate(LEVELS) if parts[1] in level)
+
+
+def test_every_part_of_tenant_stack_has_a_level() -> None:
+    parts = {m.split(".")[1] for m in MODULES if m.startswith("tenant_stack.")}
+    assert sorted(parts - set().union(*LEVELS)) == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("tenant_stack")))
+def test_tenant_stack_imports_only_its_own_level_and_below(module: str) -> None:
+    above = sorted(
+        name
+        for name in direct_imports(module)
+        if name.startswith("tenant_stack") and level_of(name) > level_of(module)
+    )
+    assert above == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("tenant_stack.comp")))
+def test_components_take_args_not_the_spec_nor_the_platform(module: str) -> None:
+    assert offending(module, ("tenant_stack.spec", "tenant_stack.platform")) == []
+
+
 def test_the_graph_is_read() -> None:
     # The rules above would pass on an empty graph; this is what they stand on.
     assert "pulumi" in offending("providers.slurm.provider", ("pulumi",))
@@ -152,3 +212,5 @@ def test_the_graph_is_read() -> None:
     assert not is_client("providers.weka.organization_provider")
     assert "pulumi" in offending("providers.weka.organization_provider", ("pulumi",))
     assert "tenant_stack.commands" in direct_imports("tenant_stack.__main__")
+    assert level_of("tenant_stack.spec.models") < level_of("tenant_stack.components.identity")
+    assert "tenant_stack.mapping" in direct_imports("tenant_stack.program")
