@@ -67,7 +67,8 @@ class UsersFile:
 def read_users(path: Path) -> UsersFile:
     """The users `path` lists, and every problem of the file, each at its line. Raises
     OSError when the file cannot be read at all."""
-    text = path.read_text(encoding="utf-8")
+    # utf-8-sig: a spreadsheet's CSV export often starts with a byte order mark.
+    text = path.read_text(encoding="utf-8-sig")
     if path.suffix.lower() == ".csv":
         rows, refusals = _csv_rows(text)
     elif path.suffix.lower() in (".yaml", ".yml"):

@@ -171,6 +171,18 @@ def test_its_nodes_uids_and_gids_are_no_other_tenants(new_tenant: NewTenant) -> 
     assert not set(spec.reservation.nodes) & (their_nodes | new_tenant.reserved_before)
 
 
+def test_up_planned_every_layer_of_the_runbook(new_tenant: NewTenant) -> None:
+    for layer in (
+        "gpu-tenants:reservation:CapacityReservation",  # step 1
+        "gpu-tenants:identity:IdentityGroup",  # 2
+        "gpu-tenants:namespace:TenantNamespace",  # 3
+        "gpu-tenants:slurm:SlurmAccounting",  # 4
+        "gpu-tenants:login:LoginPod",  # 5
+        "gpu-tenants:storage:WekaStorage",  # 4e, 6
+    ):
+        assert layer in new_tenant.up, layer
+
+
 def test_up_made_the_tenant_on_its_nodes_with_its_numbers(new_tenant: NewTenant) -> None:
     platform = load_platform(ROOT / "Pulumi.prod.yaml")
     spec = load_spec(new_tenant.project / "tenants", SLUG, platform)

@@ -158,6 +158,13 @@ def test_a_csv_users_file_gives_each_user_with_its_line_and_keys(tmp_path: Path)
     assert "ssh_keys 1: the line says ssh-ed25519 but the key data" in read.refusals[0].message
 
 
+def test_a_spreadsheets_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "users.csv"
+    path.write_bytes(CSV.encode("utf-8-sig"))
+    read = read_users(path)
+    assert (read.refusals, [u.username for u in read.users]) == ([], ["ann", "ben"])
+
+
 def test_a_yaml_users_file_takes_a_list_or_a_specs_users_block(tmp_path: Path) -> None:
     listed = f"""- username: ann
   name: Ann New
