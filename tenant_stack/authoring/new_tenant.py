@@ -261,7 +261,8 @@ def _resolved(
             except ValueError as error:
                 problems.append(Problem(option, str(error)))
     names = [user.username for user in users.users]
-    for admin in terms.admins:
+    # An admin whose row is refused is not missing: its row's problem says what to fix.
+    for admin in terms.admins if not users.refusals else ():
         if admin not in names:
             problems.append(Problem("--admin", f"{admin!r} is not a user of the users file"))
     count = len(users.users)
