@@ -25,19 +25,14 @@ from dataclasses import dataclass
 
 from providers.command import Transport
 from providers.errors import SlurmError
-from providers.slurm.transport import SlurmCommandError, must
+from providers.slurm.job_history import JOB_FIELDS
+from providers.slurm.transport import SLURMDBD_UNREACHABLE, SlurmCommandError, must
 
 __all__ = ["KINDS", "Export", "export", "tenant_lines", "wait_for_accounting"]
 
 KINDS = ("jobs", "steps", "associations", "logs")
-# Every field billing asks about (runbook 3b), and what tells one job from another.
-_JOB_FIELDS = (
-    "JobID,JobName,User,Account,Partition,QOS,ReqTRES,AllocTRES,Submit,Start,End,Elapsed,"
-    "State,ExitCode,NodeList"
-)
 # From before any tenant: the whole lifetime, whatever the cluster's age.
 _SINCE = "1970-01-01"
-_UNREACHABLE = "check that slurmdbd and slurmctld answer (`sacctmgr ping`), then run again"
 
 
 # How Slurm's daemons name a job in a log line: `JobId=123`, `StepId=123.0`, `job 123`,
@@ -56,7 +51,7 @@ class Export:
 
 
 def _must(transport: Transport, argv: Sequence[str], doing: str) -> str:
-    return must(transport, argv, doing, _UNREACHABLE).stdout
+    return must(transport, argv, doing, SLURMDBD_UNREACHABLE).stdout
 
 
 # How long an export waits for slurmctld's queue of records to slurmdbd to empty, and how often
@@ -80,7 +75,7 @@ def wait_for_accounting(
         said = _must(transport, ["sdiag"], doing)
         found = _DBD_QUEUE.search(said)
         if found is None:
-            raise SlurmError(doing, "sdiag printed no 'DBD Agent queue size'", _UNREACHABLE)
+            raise SlurmError(doing, "sdiag printed no 'DBD Agent queue size'", SLURMDBD_UNREACHABLE)
         queued = int(found.group(1))
         if queued == 0:
             return
@@ -105,7 +100,7 @@ def _sacct(transport: Transport, accounts: Sequence[str], jobs_only: bool, doing
         # sacct selects by eligible time, and a job cancelled while held (`--begin` later) was
         # never eligible before now: the window reaches ahead so that it is billed for too.
         "--endtime=now+3650days",
-        f"--format={_JOB_FIELDS}",
+        f"--format={JOB_FIELDS}",
         "--parsable2",
     ]
     text = _must(transport, argv, doing)

@@ -15,7 +15,7 @@ from datetime import date, datetime
 
 from providers.command import Transport
 from providers.errors import SlurmError
-from providers.slurm.transport import must
+from providers.slurm.transport import SLURMDBD_UNREACHABLE, must
 from providers.slurm.usage import gpus_of
 
 __all__ = ["JOB_FIELDS", "JobRecord", "parse_jobs", "read_jobs"]
@@ -25,7 +25,6 @@ JOB_FIELDS = (
     "JobID,JobName,User,Account,Partition,QOS,ReqTRES,AllocTRES,Submit,Start,End,Elapsed,"
     "State,ExitCode,NodeList"
 )
-_UNREACHABLE = "check that slurmdbd and slurmctld answer (`sacctmgr ping`), then run again"
 # What sacct prints for a time that has not come (a pending job's start, a running job's end).
 _NOT_YET = ("Unknown", "None", "")
 
@@ -95,7 +94,7 @@ def read_jobs(
         f"--format={JOB_FIELDS}",
         "--parsable2",
     ]
-    text = must(transport, argv, doing, _UNREACHABLE).stdout
+    text = must(transport, argv, doing, SLURMDBD_UNREACHABLE).stdout
     try:
         return parse_jobs(text)
     except ValueError as error:

@@ -10,13 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from providers.command import CommandResult, Transport
-from providers.slurm.transport import must
+from providers.slurm.transport import SLURMCTLD_UNREACHABLE, must
 
 __all__ = ["Job", "SlurmQueue"]
 
 # squeue's fields, '|'-separated: id, state, user, account, partition, expected end.
 _FORMAT = "%i|%T|%u|%a|%P|%e"
-_UNREACHABLE = "check that slurmctld answers (`scontrol ping`), then run again"
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class SlurmQueue:
         self.transport = transport
 
     def _must(self, argv: Sequence[str], doing: str) -> CommandResult:
-        return must(self.transport, argv, doing, _UNREACHABLE)
+        return must(self.transport, argv, doing, SLURMCTLD_UNREACHABLE)
 
     def jobs(self, accounts: Sequence[str]) -> list[Job]:
         """Every job queued or running under `accounts`, in any partition."""

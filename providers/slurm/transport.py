@@ -1,7 +1,8 @@
-"""Slurm's side of the command transport (`providers.command`): the default wait and the error
-a failed sacctmgr or scontrol becomes. The Slurm clients run through `LocalTransport` on this host
-(the sandbox, or an operator host with Slurm clients and SLURM_CONF) or `KubectlExecTransport` in
-the controller pod (`kubectl -n slurm-control exec deploy/slurmctld -- ...`).
+"""Slurm's side of the command transport (`providers.command`): the error a failed sacctmgr or
+scontrol becomes, and what to do when a daemon does not answer. The Slurm clients run through
+`LocalTransport` on this host (the sandbox, or an operator host with Slurm clients and
+SLURM_CONF) or `KubectlExecTransport` in the controller pod
+(`kubectl -n slurm-control exec deploy/slurmctld -- ...`).
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from collections.abc import Sequence
 from providers.command import CommandResult, Transport
 from providers.errors import SlurmError
 
-__all__ = ["BACKEND", "DEFAULT_TIMEOUT", "SlurmCommandError", "must"]
+__all__ = ["BACKEND", "SLURMCTLD_UNREACHABLE", "SLURMDBD_UNREACHABLE", "SlurmCommandError", "must"]
 
 # How Slurm commands are named in the benchmark's call log.
 BACKEND = "slurm"
 
-# sacctmgr waits about a minute for a slurmdbd that accepts connections but does not answer, and
-# scontrol retries an unreachable slurmctld for ~10 s; every read or write of the provider takes
-# well under a second when both answer.
-DEFAULT_TIMEOUT = 20.0
+# The next step when a command fails for want of an answer: squeue, scancel and sshare need
+# slurmctld alone; sacct, sacctmgr and sdiag's accounting figures need slurmdbd behind it too.
+SLURMCTLD_UNREACHABLE = "check that slurmctld answers (`scontrol ping`), then run again"
+SLURMDBD_UNREACHABLE = "check that slurmdbd and slurmctld answer (`sacctmgr ping`), then run again"
 
 
 class SlurmCommandError(SlurmError):

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 
 from providers.command import Transport
 from providers.errors import SlurmError
-from providers.slurm.transport import must
+from providers.slurm.transport import SLURMCTLD_UNREACHABLE, must
 
 __all__ = ["GpuMinutes", "RunningJob", "SlurmUsage", "gpus_of", "parse_running", "parse_sshare"]
 
 GPU = "gres/gpu"
-_UNREACHABLE = "check that slurmctld answers (`scontrol ping`), then run again"
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,9 @@ class SlurmUsage:
         # squeue 22.05 ignores its filters (--states, --accounts) with --json: every job of the
         # cluster comes back, so the accounts are picked here.
         argv = ["squeue", "--json"]
-        result = must(self.transport, argv, "reading the accounts' running jobs", _UNREACHABLE)
+        result = must(
+            self.transport, argv, "reading the accounts' running jobs", SLURMCTLD_UNREACHABLE
+        )
         try:
             jobs = parse_running(result.stdout)
         except ValueError as error:
@@ -91,5 +92,7 @@ class SlurmUsage:
     def gpu_minutes(self, accounts: Sequence[str]) -> list[GpuMinutes]:
         argv = ["sshare", "-P", "-n", "-a", f"--accounts={','.join(accounts)}"]
         argv += ["--format=Account,User,GrpTRESMins,GrpTRESRaw"]
-        result = must(self.transport, argv, "reading the accounts' GPU-minutes", _UNREACHABLE)
+        result = must(
+            self.transport, argv, "reading the accounts' GPU-minutes", SLURMCTLD_UNREACHABLE
+        )
         return parse_sshare(result.stdout)
