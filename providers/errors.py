@@ -2,6 +2,7 @@
 
     BackendError       a backend refused or failed a step
     ├── AuthentikError
+    ├── KubernetesError
     ├── OffboardingError
     ├── RetentionStoreError
     ├── SlurmError
@@ -17,6 +18,7 @@ from __future__ import annotations
 __all__ = [
     "AuthentikError",
     "BackendError",
+    "KubernetesError",
     "OffboardingError",
     "RetentionStoreError",
     "SlurmError",
@@ -40,6 +42,10 @@ class BackendError(Exception):
 
 class AuthentikError(BackendError):
     """The Authentik API answered with an error (its JSON body is `backend_says`)."""
+
+
+class KubernetesError(BackendError):
+    """kubectl failed; `backend_says` is its own message."""
 
 
 class OffboardingError(BackendError):

@@ -21,7 +21,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from providers.command import Transport
-from providers.kubernetes.workloads import KubernetesError, kubectl
+from providers.errors import KubernetesError
+from providers.kubernetes.workloads import kubectl
 
 __all__ = ["LeaseLock"]
 

@@ -11,19 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.command import LocalTransport
-from providers.errors import BackendError
+from providers.errors import KubernetesError
 
-__all__ = ["KubernetesError", "Workloads", "kubectl"]
+__all__ = ["Workloads", "kubectl"]
 
 # Scaling objects the tenant made: these kinds hold a replica count a rollback gives back.
 SCALED_KINDS = ("deployments", "statefulsets")
 # What Helm marks a release's objects with: the stack's own login release is not the tenant's.
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 _TIMEOUT = 60.0
-
-
-class KubernetesError(BackendError):
-    """kubectl failed; `backend_says` is its own message."""
 
 
 def kubectl() -> LocalTransport:

@@ -14,7 +14,8 @@ from typing import Any
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers.base import LIFECYCLE, Field, Schema, SchemaProvider, nonempty_text
-from providers.kubernetes.workloads import KubernetesError, Workloads
+from providers.errors import KubernetesError
+from providers.kubernetes.workloads import Workloads
 
 __all__ = ["WorkloadsStoppedProvider"]
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from providers.errors import KubernetesError
 from providers.kubernetes.lease import LeaseLock
-from providers.kubernetes.workloads import KubernetesError
 from providers.slurm.sacctmgr import QosSettings
 from providers.slurm.settings import Settings
 from tests.backends import kubectl_json, sacctmgr
