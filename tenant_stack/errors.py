@@ -4,7 +4,9 @@
     ├── PlatformError      Pulumi.prod.yaml (the platform every tenant reads) is missing or wrong
     ├── SpecError          tenants/<slug>.yaml (one tenant's spec) is missing or wrong
     ├── PreflightError     the live cluster refuses what a valid spec asks (a node taken, NotReady)
-    └── ClusterError       the live cluster could not be read
+    ├── ClusterError       the live cluster could not be read
+    └── StackError         a `pulumi` command on a tenant's stack failed
+        └── StackNotFoundError   the project has no stack of that name
 
 A backend's refusals are the backend layer's own (`providers.errors.BackendError`).
 
@@ -25,6 +27,8 @@ __all__ = [
     "PreflightError",
     "Problem",
     "SpecError",
+    "StackError",
+    "StackNotFoundError",
     "TenantError",
 ]
 
@@ -88,3 +92,8 @@ class ClusterError(TenantError):
 
 class StackError(TenantError):
     """A `pulumi` command on a tenant's stack failed; the message quotes the engine's words."""
+
+
+class StackNotFoundError(StackError):
+    """The project has no stack of the name asked for: a tenant never brought up, or destroyed
+    and removed."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tenant_stack.errors import StackError
+from tenant_stack.errors import StackError, StackNotFoundError
 
 __all__ = ["Engine", "Running", "Stacks"]
 
@@ -29,6 +29,9 @@ _NO_PLUGIN_INSTALLS = {"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true"}
 _STREAMING = {"PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true", **_NO_PLUGIN_INSTALLS}
 # A targeted destroy runs the delete of one resource: a store upload of a large archive is slow.
 _TIMEOUT = 1800.0
+# The CLI exits 255 for every error, so a missing stack is told from the others only by its words
+# (`error: no stack named 'tenant-foo' found`), as Pulumi's own Automation API tells it.
+_NO_STACK = "no stack named"
 
 
 class Stacks:
@@ -115,7 +118,8 @@ class Stacks:
         result = self._engine(*args, env=env)
         if result.returncode != 0:
             said = (result.stderr.strip() or result.stdout.strip())[-2000:]
-            raise StackError(f"`{result.command}` failed (exit {result.returncode}):\n{said}")
+            error = StackNotFoundError if _NO_STACK in said else StackError
+            raise error(f"`{result.command}` failed (exit {result.returncode}):\n{said}")
         return result.stdout
 
     def _engine(self, *args: str, env: Mapping[str, str] | None = None) -> Engine:

@@ -17,7 +17,7 @@ from tenant_stack.commands.options import (
     tenants,
 )
 from tenant_stack.commands.terminal import COLOURS, paint, table, wants_colour
-from tenant_stack.errors import StackError
+from tenant_stack.errors import StackNotFoundError
 
 if TYPE_CHECKING:
     from tenant_stack.diagnosis.run import Status
@@ -68,10 +68,8 @@ def _applied_stage(stacks: Stacks, slug: str) -> str | None:
 
     try:
         return applied_stage(stacks.resources(slug))
-    except StackError as error:
-        if f"no stack named '{slug}'" in str(error):
-            return None
-        raise
+    except StackNotFoundError:
+        return None
 
 
 def status_text(reports: Sequence[Status], colour: bool) -> str:
