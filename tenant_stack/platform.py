@@ -29,10 +29,12 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from yaml.nodes import MappingNode, ScalarNode
 
+from providers.identities import MAX_ID
 from tenant_stack.errors import PlatformError, Problem, SpecError
 
 __all__ = [
     "CONFIG_NAMESPACE",
+    "MAX_ID",
     "Authentik",
     "KubernetesNames",
     "Ldap",
@@ -47,7 +49,6 @@ __all__ = [
 ]
 
 CONFIG_NAMESPACE = "gpu-tenants"
-MAX_ID = 2**31 - 1  # uidNumber/gidNumber are signed 32-bit in NSS and in Slurm's accounting
 
 # --- the YAML boundary (shared with the spec) ----------------------------------------------------
 

@@ -9,16 +9,15 @@ is a change that `update` puts back.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from providers.base import LIFECYCLE, Field, Schema
+from providers.identities import EMAIL, HYPHENATED, MAX_ID
 
 __all__ = [
     "GID_ATTRIBUTE",
     "GROUP",
     "MARK_ATTRIBUTE",
-    "MAX_ID",
     "SSH_KEYS_ATTRIBUTE",
     "UID_ATTRIBUTE",
     "USER",
@@ -34,14 +33,10 @@ GID_ATTRIBUTE = "gidNumber"
 UID_ATTRIBUTE = "uidNumber"
 SSH_KEYS_ATTRIBUTE = "ssh_keys"
 _MANAGED_ATTRIBUTES = frozenset({MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE})
-MAX_ID = 2**31 - 1  # uidNumber/gidNumber are signed 32-bit in NSS and in Slurm's accounting
-
-_HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-_EMAIL = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
 
 
 def _hyphenated(value: Any, what: str, example: str, limit: int) -> str:
-    if not isinstance(value, str) or len(value) > limit or not _HYPHENATED.match(value):
+    if not isinstance(value, str) or len(value) > limit or not HYPHENATED.match(value):
         raise ValueError(
             f"{value!r} is not {what}: use up to {limit} lowercase letters and digits in "
             f"hyphen-separated words, starting with a letter, such as {example!r}"
@@ -78,7 +73,7 @@ def _email(value: Any) -> str:
     # Empty is Authentik's own "no address" (its email field may be blank): an erased user's.
     if value == "":
         return ""
-    if not isinstance(value, str) or not _EMAIL.match(value):
+    if not isinstance(value, str) or not EMAIL.match(value):
         raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
     return value
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from providers.identities import MAX_ID
 from tenant_stack.authoring.spec_draft import Choice, Resolved, SpecDraft
 from tenant_stack.authoring.taken import Taken, free_for, next_free
 from tenant_stack.authoring.users_file import UsersFile, read_users
@@ -29,7 +30,7 @@ from tenant_stack.errors import Problem, TenantError
 from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.importing.spec_file import render_commented
 from tenant_stack.live import NodeState
-from tenant_stack.platform import MAX_ID, Platform, parse_yaml, problems_from
+from tenant_stack.platform import Platform, parse_yaml, problems_from
 from tenant_stack.preflight import check_directory
 from tenant_stack.spec.fleet import refusals_beside
 from tenant_stack.spec.models import TenantSpec, hostlist

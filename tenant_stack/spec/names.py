@@ -11,9 +11,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from providers.identities import EMAIL, HYPHENATED
 from providers.slurm.sacctmgr import QOS_FLAGS
 
-_HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # A slug names the tenant's namespace, Slurm account and partition, Authentik group, Weka
 # organization and retention store prefix at once, so it may be none of the names those systems
 # give themselves. The platform's own names (Pulumi.prod.yaml) are refused by `check_spec`.
@@ -34,7 +34,7 @@ _SACCTMGR_UNSAFE = set("|,=\"'`\\")
 
 
 def _slug(value: str) -> str:
-    if not 3 <= len(value) <= 40 or not _HYPHENATED.match(value):
+    if not 3 <= len(value) <= 40 or not HYPHENATED.match(value):
         raise ValueError(
             f"{value!r} is not a slug: use 3-40 lowercase letters and digits in hyphen-separated "
             "words, starting with a letter, such as 'tenant-foo'"
@@ -50,7 +50,7 @@ def _slug(value: str) -> str:
 
 
 def _username(value: str) -> str:
-    if len(value) > 32 or not _HYPHENATED.match(value):
+    if len(value) > 32 or not HYPHENATED.match(value):
         raise ValueError(
             f"{value!r} is not a username: use up to 32 lowercase letters and digits, "
             "hyphen-separated, starting with a letter, such as 'alice' or 'bob-smith'"
@@ -101,7 +101,7 @@ def _person_name(value: str) -> str:
 
 
 def _email(value: str) -> str:
-    if not re.match(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$", value):
+    if not EMAIL.match(value):
         raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
     return value
 
