@@ -4,7 +4,7 @@ quotas, and the capacity contract so the customer knows what they bought). Its o
 counterpart is the notice sent when the tenant is frozen: what stops, what is kept, how long.
 
 Both are rendered from the reviewed spec alone, so a pull request shows them before `up`; the
-tenant stack exports them, and `python -m tenant_stack handover <slug>` prints the sheet.
+tenant stack exports them, and `gpu-tenants handover <slug>` prints the sheet.
 """
 
 from __future__ import annotations

@@ -405,7 +405,7 @@ class Retention(StrictModel):
 
 
 class Fleet(StrictModel):
-    """The fleet's scheduled work on Temporal (`python -m tenant_stack fleet schedule`)."""
+    """The fleet's scheduled work on Temporal (`gpu-tenants fleet schedule`)."""
 
     drift_every_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 240
 

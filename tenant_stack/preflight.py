@@ -203,7 +203,7 @@ def check_namespace(
             "slug",
             f"namespace {tenant} already exists and {whose}: `up` would take it over, and a "
             "later destroy delete it. If it is a tenant onboarded by hand, bring it in with "
-            f"`python -m tenant_stack import {tenant}` and review the spec it writes; otherwise "
+            f"`gpu-tenants import {tenant}` and review the spec it writes; otherwise "
             "choose another slug",
         )
     ]
@@ -243,7 +243,7 @@ def check_directory(
         for collision in live_collisions({spec_path: spec}, held)
     ]
     fix = (
-        f"if it is this tenant's, made by hand, bring the tenant in with `python -m tenant_stack "
+        f"if it is this tenant's, made by hand, bring the tenant in with `gpu-tenants "
         f"import {spec.slug}`; otherwise choose another name"
     )
     recorded_users = adopted.authentik_users if adopted else {}

@@ -150,7 +150,7 @@ def refuse_while_held(error: type[BackendError], tenant: str, what: str) -> None
             doing,
             f"refused: tenant {tenant} is under legal hold ({', '.join(held)}), and nothing of "
             "it is deleted while it is",
-            "nothing was deleted; legal lifts the hold (`python -m tenant_stack retention "
+            "nothing was deleted; legal lifts the hold (`gpu-tenants retention "
             f"release {tenant}`, or lifecycle.legal_hold: false in its spec)",
         )
     named, real = today(), datetime.now(UTC).date()
@@ -160,7 +160,7 @@ def refuse_while_held(error: type[BackendError], tenant: str, what: str) -> None
             doing,
             f"refused: {TODAY_VARIABLE} is {named}, after today ({real}), and no retention run "
             f"recorded that day in tenant {tenant}'s ledger",
-            "run the purge with `python -m tenant_stack retention run --now DATE`, which "
+            "run the purge with `gpu-tenants retention run --now DATE`, which "
             "records who moved the clock; nothing was deleted",
         )
 

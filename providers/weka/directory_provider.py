@@ -69,7 +69,7 @@ def _restored(mount: MountClient, where: tuple[str, str, str], key: str, doing: 
             raise WekaError(
                 doing,
                 f"its retained copy cannot be restored: {problem}",
-                "check the copy in the retention store (`python -m tenant_stack retention "
+                "check the copy in the retention store (`gpu-tenants retention "
                 "calendar` lists what is kept) and, once it is whole there, run `pulumi up` again",
             )
         if copy.metadata.get(COPIED_PATH) != where[2]:

@@ -1,6 +1,8 @@
 # PYTHON_ARGCOMPLETE_OK
 """The operator's commands: `gpu-tenants <command> --help` (or `python -m tenant_stack`).
 
+    new <slug> --users F ...   onboarding: a new tenant's spec from the contract's terms and a
+                               users file, its nodes and numbers chosen from what is free
     handover <slug>            onboarding step 8: the connection sheet for the tenant
     verify-offboarded <slug>   offboarding step 8: is anything of the tenant left live, and is
                                everything that must be retained in the retention store?
@@ -35,6 +37,7 @@ run. `fleet drift|rollout|stage --no-wait` and `fleet schedule`: 0 once the work
 Schedule is made (its id is printed).
 `worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
+`new`: 0 the spec is written, 1 refused (nothing written; the output names the option or line).
 `import`: 0 the spec is written, 1 the tenant is refused (nothing written; the output says why).
 `status`: 0 every tenant Ready, 1 one is not.
 `diagnose`: 0 no problem found, 1 problems found.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from tenant_stack.commands.options import (
     add_project,
     add_tenants,
     tenants,
+    term,
 )
 from tenant_stack.errors import TenantError
 
@@ -62,16 +62,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_project(command)
     add_json(command)
     command.set_defaults(run=run)
-
-
-def term(text: str) -> tuple[date, date]:
-    start, _, end = text.partition(":")
-    try:
-        return date.fromisoformat(start), date.fromisoformat(end)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not START:END in ISO dates, such as 2026-01-05:2027-01-04"
-        ) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.import_ import term
 from tenant_stack.commands.options import (
     PLATFORM,
     add_json,
@@ -19,6 +18,7 @@ from tenant_stack.commands.options import (
     add_tenants,
     positive,
     tenants,
+    term,
 )
 
 if TYPE_CHECKING:

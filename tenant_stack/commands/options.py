@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +69,14 @@ def positive(text: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
     return number
+
+
+def term(text: str) -> tuple[date, date]:
+    """A contract's term, START:END in ISO dates, or argparse's error naming the option."""
+    start, _, end = text.partition(":")
+    try:
+        return date.fromisoformat(start), date.fromisoformat(end)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not START:END in ISO dates, such as 2026-01-05:2027-01-04"
+        ) from None

@@ -54,7 +54,7 @@ class ImportReport:
 def _header(slug: str, today: date) -> list[str]:
     return [
         f"{slug}: onboarded by hand, imported from the live backends on {today.isoformat()}",
-        "by `python -m tenant_stack import`. Every value was read from a backend unless a",
+        "by `gpu-tenants import`. Every value was read from a backend unless a",
         "comment says it was inferred (with the rule) or is a TODO (no backend holds it).",
         "",
     ]

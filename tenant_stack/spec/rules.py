@@ -378,7 +378,7 @@ def _lifecycle(spec: TenantSpec) -> Iterator[Problem]:
         yield Problem(
             "imported.found",
             "required with imported.adopt: adoption takes over only the objects `import` "
-            f"found and recorded; run `python -m tenant_stack import {spec.slug}` again",
+            f"found and recorded; run `gpu-tenants import {spec.slug}` again",
         )
     lifecycle = spec.lifecycle
     if lifecycle.stage == "destroy" and lifecycle.sign_off is None:

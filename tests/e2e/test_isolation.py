@@ -96,7 +96,7 @@ def test_an_existing_namespace_without_the_tenants_marks_is_not_taken_over(
         f"tenant's marks (label tenant={HAND_MADE} and annotation "
         "gpu-tenants.example.io/lifecycle-stage)"
     ) in printed, printed
-    assert f"`python -m tenant_stack import {HAND_MADE}`" in printed
+    assert f"`gpu-tenants import {HAND_MADE}`" in printed
     assert namespace_objects(hand_made_namespace) == before
     assert sacctmgr("show", "account", HAND_MADE, "format=Account") == []
 

@@ -491,7 +491,7 @@ def test_a_namespace_that_is_not_this_tenants_is_refused_unless_import_recorded_
     [refusal] = check_namespace(TENANT, live, None)
     assert refusal.location == "slug"
     assert phrase in refusal.message
-    assert "python -m tenant_stack import tenant-foo" in refusal.message
+    assert "gpu-tenants import tenant-foo" in refusal.message
     assert check_namespace(TENANT, live, Found(kubernetes=["Namespace/tenant-foo"])) == []
     # An imported spec adopts what import found, and import found no such namespace.
     assert len(check_namespace(TENANT, live, Found(kubernetes=["Secret/tenant-foo"]))) == 1
@@ -581,7 +581,7 @@ def test_a_user_or_group_of_someone_else_is_refused_unless_import_brought_it_in(
         "Authentik user 'carol' already exists and is not marked as any tenant's: `up` would "
         "rewrite its uid and SSH keys"
     )
-    assert "`python -m tenant_stack import tenant-foo`" in found[2][1]
+    assert "`gpu-tenants import tenant-foo`" in found[2][1]
     # import recorded carol and the admins group, by their primary keys; bob is another tenant's.
     recorded = Found(authentik_users={"carol": 500}, authentik_groups={"tenant-foo-admins": "g-99"})
     assert [where for where, _ in refusals_of(foo_spec, users, groups, recorded)] == [
