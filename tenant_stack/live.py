@@ -31,6 +31,7 @@ from tenant_stack.annotations import (
 from tenant_stack.errors import ClusterError
 
 __all__ = [
+    "TENANT_LABEL",
     "ClaimState",
     "LiveCluster",
     "LiveReads",
@@ -42,7 +43,7 @@ __all__ = [
     "read_cluster",
 ]
 
-TENANT_LABEL = "reserved.tenant"
+TENANT_LABEL = "reserved.tenant"  # what the reservation operator labels and taints nodes with
 RESERVATION_ANNOTATION = "scheduling.example.io/reservation"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 POOL_LABEL = "hardware-pool"

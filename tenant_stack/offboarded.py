@@ -22,7 +22,7 @@ from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.errors import ClusterError
-from tenant_stack.live import kubectl_json
+from tenant_stack.live import TENANT_LABEL, kubectl_json
 from tenant_stack.mapping import ARCHIVE_KINDS
 from tenant_stack.platform import Platform
 from tenant_stack.retention_calendar import Record
@@ -44,7 +44,7 @@ def _items(*args: str) -> list[dict[str, Any]]:
 
 def _capacity(spec: TenantSpec) -> Check:
     names = sorted(
-        n["metadata"]["name"] for n in _items("get", "nodes", "-l", f"reserved.tenant={spec.slug}")
+        n["metadata"]["name"] for n in _items("get", "nodes", "-l", f"{TENANT_LABEL}={spec.slug}")
     )
     tainted = [
         n["metadata"]["name"]

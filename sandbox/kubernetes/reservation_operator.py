@@ -24,6 +24,8 @@ import httpx
 
 from sandbox.kubernetes.client import JSON, KubeClient, KubeError
 
+# The operator's own names, written from its side: the product reads its copies
+# (`tenant_stack.live`), so that a product reading the wrong name fails against the sandbox.
 TENANT_LABEL = "reserved.tenant"
 RESERVATION_ANNOTATION = "scheduling.example.io/reservation"
 FINALIZER = "scheduling.example.io/release-nodes"

@@ -25,14 +25,13 @@ from tenant_stack.components.tenant_namespace import workload_labels
 from tenant_stack.diagnosis.findings import Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.errors import ClusterError
-from tenant_stack.live import kubectl_get
+from tenant_stack.live import TENANT_LABEL, kubectl_get
 from tenant_stack.mapping import filesystems
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
 
 __all__ = ["CHECKS", "OVERSUBSCRIBED", "STAGE_CHECKS", "Check", "oversubscribed"]
 
-TENANT_LABEL = "reserved.tenant"  # what the reservation operator labels and taints nodes with
 _UP = "pulumi up --refresh --stack {slug}"  # puts back what the program declares
 OVERSUBSCRIBED = "gpus-oversubscribed"
 # Failures that block the next offboarding stage: `status` names them among its blockers.
