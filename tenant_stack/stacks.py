@@ -88,7 +88,7 @@ class Stacks:
         engine surely gone), in order: `pulumi cancel` releases the lock the run held, `pulumi
         refresh --clear-pending-creates` drops the creates it began and never recorded. The
         next `up` makes those again, and our providers adopt what the dead run made by its
-        ownership marks, so nothing is made twice (README: a killed `up`)."""
+        ownership marks, so nothing is made twice (docs/design.md: a killed `up`)."""
         return (
             ("cancel", "--stack", stack, "--yes"),
             ("refresh", "--stack", stack, "--yes", "--skip-preview", "--clear-pending-creates"),

@@ -239,7 +239,7 @@ DRIFTS = [
     ),
 ]
 
-# The two drift commands of the README: would `up` change anything; does the state differ from
+# The two drift commands of docs/design.md: would `up` change anything; does the state differ from
 # the backends.
 DRIFT_COMMANDS = {
     "preview-refresh": ("preview", "--refresh", "--expect-no-changes"),
