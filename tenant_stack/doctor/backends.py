@@ -17,18 +17,21 @@ from providers.retention.client import RetentionStore
 from providers.retention.settings import Settings as RetentionSettings
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
-from providers.weka.settings import Credentials
+from providers.weka.settings import ROOT_ORG, Credentials
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.doctor.report import Check, CheckFailedError, Steps
 from tenant_stack.doctor.supported import judge
 
 __all__ = [
+    "authentik_user_may",
     "check_authentik",
     "check_retention",
     "check_slurm",
     "check_temporal",
     "check_weka",
     "slurm_config",
+    "slurm_operator_may",
+    "weka_user_may",
 ]
 
 # What the program makes in Weka: organizations (with their admins), as the Root organization's
@@ -70,16 +73,7 @@ def check_authentik(timeout: float) -> list[Check]:
     def token() -> str:
         if "refused" in found:
             raise found["refused"]
-        user: Mapping[str, Any] = found["me"]
-        name = user.get("username", "?")
-        if not user.get("is_superuser"):
-            raise CheckFailedError(
-                f"the token's user {name!r} is not a superuser: it cannot create, change and "
-                "delete users and groups",
-                "use a superuser's API token (a member of a group with is_superuser, such as "
-                "authentik Admins) in AUTHENTIK_TOKEN or AUTHENTIK_TOKEN_FILE",
-            )
-        return f"user {name!r}, a superuser: may read and write users and groups"
+        return authentik_user_may(found["me"])
 
     try:
         steps.step("reachable", reachable)
@@ -89,6 +83,33 @@ def check_authentik(timeout: float) -> list[Check]:
         if "client" in found:
             found["client"].close()
     return steps.checks
+
+
+def authentik_user_may(user: Mapping[str, Any]) -> str:
+    """The detail for a token whose user (`GET /core/users/me/`'s `user`) may read and write
+    users and groups: a superuser, as the provider's settings ask. CheckFailedError otherwise."""
+    name = user.get("username", "?")
+    if not user.get("is_superuser"):
+        raise CheckFailedError(
+            f"the token's user {name!r} is not a superuser: it cannot create, change and "
+            "delete users and groups",
+            "use a superuser's API token (a member of a group with is_superuser, such as "
+            "authentik Admins) in AUTHENTIK_TOKEN or AUTHENTIK_TOKEN_FILE",
+        )
+    return f"user {name!r}, a superuser: may read and write users and groups"
+
+
+def weka_user_may(me: Mapping[str, Any], username: str) -> str:
+    """The detail for a Weka user (`GET /users/whoami`) with the role the program needs;
+    CheckFailedError otherwise."""
+    role = str(me.get("role", ""))
+    if role != WEKA_ROLE or me.get("org_name", ROOT_ORG) != ROOT_ORG:
+        raise CheckFailedError(
+            f"{username!r} has role {role!r} in organization {me.get('org_name')!r}; the program "
+            f"creates organizations, which needs {WEKA_ROLE} in the {ROOT_ORG} organization",
+            f"set WEKA_USERNAME to a {WEKA_ROLE} of the {ROOT_ORG} organization",
+        )
+    return f"{username!r} is a {WEKA_ROLE} of organization {ROOT_ORG!r}"
 
 
 def check_weka(timeout: float) -> list[Check]:
@@ -117,14 +138,7 @@ def check_weka(timeout: float) -> list[Check]:
                 "check WEKA_USERNAME and WEKA_PASSWORD (or WEKA_PASSWORD_FILE)",
             )
         me = found["client"].request("GET", "users/whoami", doing="reading the Weka user")
-        role = str(me.get("role", ""))
-        if role != WEKA_ROLE:
-            raise CheckFailedError(
-                f"{settings.username!r} has role {role!r}; the program creates organizations, "
-                f"which needs {WEKA_ROLE} in the Root organization",
-                f"set WEKA_USERNAME to a {WEKA_ROLE} of the Root organization",
-            )
-        return f"{settings.username!r} is a {WEKA_ROLE} of organization {me.get('org_name')!r}"
+        return weka_user_may(me, settings.username)
 
     def version() -> str:
         cluster = found["client"].request("GET", "cluster", doing="reading the Weka cluster")
@@ -144,6 +158,18 @@ def slurm_config(text: str) -> dict[str, str]:
     """The `Key = value` lines of `scontrol show config` or `sacctmgr show configuration`."""
     pairs = (re.match(r"^(\S+)\s*=\s*(.*)$", line.strip()) for line in text.splitlines())
     return {pair.group(1): pair.group(2).strip() for pair in pairs if pair}
+
+
+def slurm_operator_may(user: str, level: str) -> str:
+    """The detail for a user whose AdminLevel (`sacctmgr show user format=adminlevel`) lets it
+    add and delete accounts, users and QoS; CheckFailedError otherwise."""
+    if level not in SLURM_ADMIN_LEVELS:
+        raise CheckFailedError(
+            f"{user!r} runs the Slurm commands with AdminLevel {level or 'None'!r}: sacctmgr "
+            "refuses its writes",
+            f"sacctmgr -i modify user {user} set AdminLevel=Operator (as a Slurm admin)",
+        )
+    return f"{user!r} is a Slurm {level}"
 
 
 def check_slurm() -> list[Check]:
@@ -197,13 +223,7 @@ def check_slurm() -> list[Check]:
             f"reading the AdminLevel of {user!r}",
             "check that slurmdbd is up",
         ).strip()
-        if level not in SLURM_ADMIN_LEVELS:
-            raise CheckFailedError(
-                f"{user!r} runs the Slurm commands with AdminLevel {level or 'None'!r}: sacctmgr "
-                "refuses its writes",
-                f"sacctmgr -i modify user {user} set AdminLevel=Operator (as a Slurm admin)",
-            )
-        return f"{user!r} is a Slurm {level}"
+        return slurm_operator_may(user, level)
 
     steps.step("slurmctld", controller)
     steps.step(

@@ -21,7 +21,7 @@ from tenant_stack.doctor.report import Check, CheckFailedError, Steps
 from tenant_stack.doctor.supported import judge
 from tenant_stack.live import kubectl_json
 
-__all__ = ["ACCESS", "Access", "check_kubernetes", "needed"]
+__all__ = ["ACCESS", "Access", "check_kubernetes", "needed", "steps_needed"]
 
 # The Kubernetes provider reads, server-side applies (patch), deletes and waits (watch) on what a
 # stack owns.
@@ -154,14 +154,16 @@ class Question:
     why: str
 
     def argv(self) -> list[str]:
-        where = (
-            []
-            if self.namespace is None
-            else ["--all-namespaces"]
-            if self.namespace == EVERY_NAMESPACE
-            else [f"--namespace={self.namespace}"]
-        )
-        return ["kubectl", "auth", "can-i", self.verb, self.resource, *where]
+        # `kind/name` is a named object to kubectl: a subresource goes in its own flag.
+        resource, _, subresource = self.resource.partition("/")
+        argv = ["kubectl", "auth", "can-i", self.verb, resource]
+        if subresource:
+            argv.append(f"--subresource={subresource}")
+        if self.namespace == EVERY_NAMESPACE:
+            argv.append("--all-namespaces")
+        elif self.namespace is not None:
+            argv.append(f"--namespace={self.namespace}")
+        return argv
 
     def __str__(self) -> str:
         where = {None: "", EVERY_NAMESPACE: " in every namespace"}.get(
@@ -186,6 +188,12 @@ def needed(env: Mapping[str, str]) -> list[Question]:
             Question(verb, access.resource, namespace, access.why) for verb in access.verbs
         ]
     return questions
+
+
+def steps_needed(env: Mapping[str, str]) -> int:
+    """How many `timeout`s the checks may take: reachable, version, and the questions in
+    rounds of _CAN_I_AT_ONCE."""
+    return 2 + -(-len(needed(env)) // _CAN_I_AT_ONCE)
 
 
 def check_kubernetes(timeout: float) -> list[Check]:

@@ -17,7 +17,7 @@ from tenant_stack.doctor.backends import (
     check_weka,
 )
 from tenant_stack.doctor.engine import check_engine, check_state
-from tenant_stack.doctor.kubernetes import check_kubernetes
+from tenant_stack.doctor.kubernetes import check_kubernetes, steps_needed
 from tenant_stack.doctor.report import FAILED, Check
 
 __all__ = ["DoctorError", "run_checks"]
@@ -32,7 +32,7 @@ def run_checks(project: Path, timeout: float) -> list[Check]:
     seconds per step it takes; a group that has not finished by then is one failed check (its
     thread is a daemon: it cannot keep the command from exiting)."""
     groups: dict[str, tuple[int, Callable[[], list[Check]]]] = {
-        "kubernetes": (3, lambda: check_kubernetes(timeout)),
+        "kubernetes": (steps_needed(os.environ), lambda: check_kubernetes(timeout)),
         "authentik": (3, lambda: check_authentik(timeout)),
         "weka": (3, lambda: check_weka(timeout)),
         "slurm": (5, check_slurm),

@@ -35,6 +35,7 @@ from authentik_client.models.token_view import TokenView
 from authentik_client.models.user import User
 from authentik_client.models.user_group import UserGroup
 from authentik_client.models.user_self import UserSelf
+from authentik_client.models.version import Version
 from pydantic import BaseModel
 
 from tests.contract.conftest_authentik import (
@@ -759,3 +760,18 @@ def test_a_login_leaves_an_event_and_a_session_an_admin_may_redact_and_end(
     ).json()
     assert left["results"] == []
     assert admin.get("/events/events/", params={"username": other["username"]}).json()["results"]
+
+
+def test_admin_version_is_the_followed_release_and_a_superusers_to_read(
+    admin: httpx.Client, emulator: Emulator
+) -> None:
+    version = parsed(Version, admin.get("/admin/version/").json())
+    assert version.version_current == "2024.10.5"
+    user = create_user(admin)
+    identifier = unique("svc")
+    body = {"identifier": identifier, "intent": "api", "user": user["pk"], "expiring": False}
+    assert admin.post("/core/tokens/", json=body).status_code == 201
+    key = parsed(TokenView, admin.get(f"/core/tokens/{identifier}/view_key/").json()).key
+    with emulator.client(key=key) as as_user_client:
+        denied = as_user_client.get("/admin/version/")
+        assert error_detail(denied, 403) == "You do not have permission to perform this action."
