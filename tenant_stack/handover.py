@@ -12,13 +12,7 @@ from __future__ import annotations
 from tenant_stack.components.login_pod import ssh_config
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
-
-
-def _size(count: int) -> str:
-    for unit, size in (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6)):
-        if count >= size and count % (size // 10) == 0:
-            return f"{count / size:g} {unit}"
-    return f"{count} bytes"
+from tenant_stack.spec.quantities import readable_size
 
 
 def smoke_tests(spec: TenantSpec) -> dict[str, str]:
@@ -95,9 +89,10 @@ def connection_sheet(spec: TenantSpec, platform: Platform) -> str:
         "",
         "## Filesystems",
         "",
-        f"- `/home/<user>`: {_size(home.hard)} per user (warning at {_size(home.soft)})",
-        f"- `/scratch/{spec.slug}`: {_size(scratch.hard)} shared"
-        f" (warning at {_size(scratch.soft)}), no backup",
+        f"- `/home/<user>`: {readable_size(home.hard)} per user"
+        f" (warning at {readable_size(home.soft)})",
+        f"- `/scratch/{spec.slug}`: {readable_size(scratch.hard)} shared"
+        f" (warning at {readable_size(scratch.soft)}), no backup",
         "",
         "## Containers",
         "",
@@ -110,7 +105,7 @@ def connection_sheet(spec: TenantSpec, platform: Platform) -> str:
         " per user",
         f"- GPU-minutes: {contract.gpu_minutes} in total, {spec.gpu_minutes_per_user} per user",
         f"- Partition nodes: `{spec.nodelist or 'none (no reserved nodes)'}`",
-        f"- /scratch quota: {_size(scratch.hard)}",
+        f"- /scratch quota: {readable_size(scratch.hard)}",
         f"- Term: {contract.term.start} to {contract.term.end}",
         "",
     ]

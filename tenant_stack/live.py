@@ -29,6 +29,7 @@ from tenant_stack.annotations import (
     TENANT_NAMESPACE_LABEL,
 )
 from tenant_stack.errors import ClusterError
+from tenant_stack.sizes import UNITS
 
 __all__ = [
     "TENANT_LABEL",
@@ -108,13 +109,6 @@ class ClaimState:
 
 
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE]|m)?$")
-_FACTORS: dict[str | None, Decimal] = {
-    None: Decimal(1),
-    "m": Decimal("0.001"),
-    "k": Decimal(1000),
-    **{unit: Decimal(1000) ** i for i, unit in enumerate("MGTPE", 2)},
-    **{f"{unit}i": Decimal(1024) ** i for i, unit in enumerate("KMGTPE", 1)},
-}
 
 
 def quantity_bytes(text: str) -> int:
@@ -123,7 +117,9 @@ def quantity_bytes(text: str) -> int:
     if match is None:
         raise ClusterError(f"the cluster returned {text!r} as a storage size, not a quantity")
     try:
-        return int(Decimal(match.group(1)) * _FACTORS[match.group(2)])
+        unit = match.group(2)
+        factor = Decimal("0.001") if unit == "m" else Decimal(UNITS[unit or "B"])
+        return int(Decimal(match.group(1)) * factor)
     except InvalidOperation as err:
         raise ClusterError(f"the cluster returned {text!r} as a storage size") from err
 

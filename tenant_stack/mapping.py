@@ -37,27 +37,11 @@ from tenant_stack.preflight import WantedClaim
 from tenant_stack.spec import Duration, TenantSpec
 from tenant_stack.spec import Qos as SpecQos
 from tenant_stack.spec.models import Stage
+from tenant_stack.spec.quantities import format_cpu, kubernetes_quantity
 
 # How long one `up` at stage drained waits for the tenant's queue before it reports progress
 # and asks to be run again (stack config gpu-tenants:drain_wait_seconds).
 DRAIN_WAIT_SECONDS = 300
-
-_IEC = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-_SI = ("k", "M", "G", "T", "P", "E")
-
-
-def quantity(count: int) -> str:
-    """A byte count as a Kubernetes quantity, in the largest unit that divides it exactly."""
-    for power in range(len(_IEC), 0, -1):
-        if count % 1024**power == 0:
-            return f"{count // 1024**power}{_IEC[power - 1]}"
-        if count % 1000**power == 0:
-            return f"{count // 1000**power}{_SI[power - 1]}"
-    return str(count)
-
-
-def cpu(millicores: int) -> str:
-    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
 
 
 def reservation_args(spec: TenantSpec) -> CapacityReservationArgs:
@@ -84,17 +68,17 @@ def namespace_args(
         tenant=spec.slug,
         quota=Quota(
             gpus=spec.contract.gpus,
-            requests_cpu=cpu(quota.requests_cpu),
-            requests_memory=quantity(quota.requests_memory),
-            limits_memory=quantity(quota.limits_memory),
+            requests_cpu=format_cpu(quota.requests_cpu),
+            requests_memory=kubernetes_quantity(quota.requests_memory),
+            limits_memory=kubernetes_quantity(quota.limits_memory),
             persistent_volume_claims=quota.persistent_volume_claims,
-            requests_storage=quantity(quota.requests_storage),
+            requests_storage=kubernetes_quantity(quota.requests_storage),
         ),
         container_defaults=ContainerDefaults(
-            cpu_limit=cpu(defaults.limit.cpu),
-            memory_limit=quantity(defaults.limit.memory),
-            cpu_request=cpu(defaults.request.cpu),
-            memory_request=quantity(defaults.request.memory),
+            cpu_limit=format_cpu(defaults.limit.cpu),
+            memory_limit=kubernetes_quantity(defaults.limit.memory),
+            cpu_request=format_cpu(defaults.request.cpu),
+            memory_request=kubernetes_quantity(defaults.request.memory),
         ),
         reservation_name=reservation.name if reservation else None,
         ingress_from=[names.slurm_namespace],
@@ -341,7 +325,7 @@ def storage_args(
         filesystem_group=platform.weka.filesystem_group,
         api_endpoints=[platform.weka.api_endpoint],
         ca_certificate=ca_certificate,
-        claims=[Claim(pvc.name, quantity(pvc.size)) for pvc in storage.pvcs],
+        claims=[Claim(pvc.name, kubernetes_quantity(pvc.size)) for pvc in storage.pvcs],
         delete_without_snapshot=spec.lifecycle.rehearsal,
         retained_copies=retention.copies,
         retained_locators=retention.locators,

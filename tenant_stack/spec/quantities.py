@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import total_ordering
 from typing import Annotated
 
 from pydantic import BeforeValidator, PlainValidator
+
+from tenant_stack.sizes import UNITS
 
 
 @total_ordering
@@ -104,13 +107,6 @@ def _bounded(value: object) -> Duration:
 WallTime = Annotated[Duration, PlainValidator(_wall_time)]
 BoundedDuration = Annotated[Duration, PlainValidator(_bounded)]
 
-_SIZE_UNITS = {
-    "B": 1,
-    **{f"{p}{b}": 1000**i for i, p in enumerate("KMGTPE", 1) for b in ("", "B")},
-    "kB": 1000,
-    "k": 1000,
-    **{f"{p}i{b}": 1024**i for i, p in enumerate("KMGTPE", 1) for b in ("", "B")},
-}
 _SIZE = re.compile(r"^([0-9]+(?:\.[0-9]+)?) ?([A-Za-z]+)$")
 
 
@@ -120,9 +116,9 @@ def parse_size(value: object) -> int:
     if not isinstance(value, str):
         raise ValueError(f"write a size as text with its unit, {hint}, got {value!r}")
     match = _SIZE.match(value.strip())
-    if not match or match.group(2) not in _SIZE_UNITS:
+    if not match or match.group(2) not in UNITS:
         raise ValueError(f"{value!r} is not a size; write one {hint}")
-    size = Decimal(match.group(1)) * _SIZE_UNITS[match.group(2)]
+    size = Decimal(match.group(1)) * UNITS[match.group(2)]
     if size != size.to_integral_value() or size <= 0:
         raise ValueError(f"{value!r} is not a positive whole number of bytes")
     return int(size)
@@ -149,18 +145,43 @@ Bytes = Annotated[int, BeforeValidator(parse_size)]
 MilliCpu = Annotated[int, BeforeValidator(parse_cpu)]
 
 
-_DISPLAY_UNITS = sorted(
-    ((size, unit) for unit, size in _SIZE_UNITS.items() if unit[1:] in ("B", "iB")),
-    reverse=True,
-)
+def _largest_first(units: Iterable[str]) -> list[tuple[int, str]]:
+    return sorted(((UNITS[unit], unit) for unit in units), reverse=True)
+
+
+def _in_largest(count: int, units: list[tuple[int, str]]) -> str | None:
+    """`count` in the largest of `units` that divides it exactly; None when none does."""
+    for size, unit in units:
+        if count % size == 0:
+            return f"{count // size}{unit}"
+    return None
+
+
+_DISPLAY_UNITS = _largest_first(unit for unit in UNITS if unit[1:] in ("B", "iB"))
+# Kubernetes' quantity suffixes (k8s.io/apimachinery resource.Quantity): no `B`, and `k`, not `K`.
+_KUBERNETES_UNITS = _largest_first((*"kMGTPE", *(f"{p}i" for p in "KMGTPE")))
+# The units a contract states capacity in, largest first.
+_CONTRACT_UNITS = ("PB", "TB", "GB", "MB")
 
 
 def format_size(count: int) -> str:
     """A byte count in the unit it was most likely written in: the largest that divides it."""
-    for size, unit in _DISPLAY_UNITS:
-        if count % size == 0:
-            return f"{count // size}{unit}"
-    return f"{count}B"
+    return _in_largest(count, _DISPLAY_UNITS) or f"{count}B"
+
+
+def kubernetes_quantity(count: int) -> str:
+    """A byte count as a Kubernetes quantity, in the largest unit that divides it exactly."""
+    return _in_largest(count, _KUBERNETES_UNITS) or str(count)
+
+
+def readable_size(count: int) -> str:
+    """A byte count for a person, as a contract states it: SI units with at most one decimal
+    (`1.5 TB`), bytes when it is less than a megabyte or not a tenth of one."""
+    for unit in _CONTRACT_UNITS:
+        size = UNITS[unit]
+        if count >= size and count % (size // 10) == 0:
+            return f"{count / size:g} {unit}"
+    return f"{count} bytes"
 
 
 def format_cpu(millicores: int) -> str:

@@ -8,16 +8,10 @@ from decimal import Decimal
 
 import pytest
 
-from tenant_stack.mapping import (
-    cpu,
-    filesystems,
-    namespace_args,
-    quantity,
-    reservation_args,
-    retention_args,
-)
+from tenant_stack.mapping import filesystems, namespace_args, reservation_args, retention_args
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import TenantSpec, load_spec, parse_cpu, parse_size
+from tenant_stack.spec.quantities import format_cpu, kubernetes_quantity
 from tests.conftest import ROOT
 
 PLATFORM = load_platform(ROOT / "Pulumi.prod.yaml")
@@ -60,7 +54,7 @@ def k8s_bytes(text: str) -> int:
     ],
 )
 def test_quantity_of_a_spec_size_is_as_written(size: str, expected: str) -> None:
-    assert quantity(parse_size(size)) == expected
+    assert kubernetes_quantity(parse_size(size)) == expected
 
 
 @pytest.mark.parametrize(
@@ -68,7 +62,7 @@ def test_quantity_of_a_spec_size_is_as_written(size: str, expected: str) -> None
     [(1, "1"), (999, "999"), (1000, "1k"), (1023, "1023"), (1024, "1Ki"), (1536, "1536")],
 )
 def test_quantity_of_small_and_odd_byte_counts(count: int, expected: str) -> None:
-    assert quantity(count) == expected
+    assert kubernetes_quantity(count) == expected
 
 
 @pytest.mark.parametrize(
@@ -89,7 +83,7 @@ def test_quantity_of_small_and_odd_byte_counts(count: int, expected: str) -> Non
     ],
 )
 def test_quantity_is_exact_and_in_the_largest_unit_that_divides(count: int) -> None:
-    text = quantity(count)
+    text = kubernetes_quantity(count)
     assert k8s_bytes(text) == count
     number, suffix = re.fullmatch(r"([0-9]+)(\D*)", text).groups()  # type: ignore[union-attr]
     larger = [s for s, size in _K8S_SUFFIXES.items() if size > _K8S_SUFFIXES[suffix]]
@@ -102,7 +96,7 @@ def test_quantity_is_exact_and_in_the_largest_unit_that_divides(count: int) -> N
     [(4, "4"), (1, "1"), (1024, "1024"), ("1.5", "1500m"), ("500m", "500m"), ("0.25", "250m")],
 )
 def test_cpu_is_whole_cores_or_millicores(value: int | str, expected: str) -> None:
-    assert cpu(parse_cpu(value)) == expected
+    assert format_cpu(parse_cpu(value)) == expected
     assert Decimal(expected.removesuffix("m")) / (1000 if expected.endswith("m") else 1) == (
         Decimal(parse_cpu(value)) / 1000
     )

@@ -59,6 +59,7 @@ def test_the_first_cluster_reads_load_neither_the_spec_nor_the_components() -> N
         "tenant_stack.annotations",
         "tenant_stack.errors",
         "tenant_stack.live",
+        "tenant_stack.sizes",
     ]
 
 
