@@ -1,11 +1,17 @@
 """Weka: the organization, filesystems, directory quotas and users of a tenant's storage
 (onboarding runbook steps 4e and 6), and what the CSI driver reads.
 
-`client` talks to the REST API v2 and knows nothing of Pulumi; `mount` makes directories
-through a host that mounts the filesystems (the REST API cannot); one module per kind of object
-(`organization_provider`, `filesystem_provider`, `quota_provider`, `directory_provider`,
-`org_user_provider`) turns Pulumi's calls into client calls, on what `props` holds for them all;
-`provider` keeps the providers' old import path, which existing stacks' state names; `resources`
-declares the dynamic resources; `settings` reads the cluster's address and admin login from the
-environment at call time; `csi` builds the csi.weka.io Secret and StorageClass parameters.
+- `client`: the REST API v2 client (login and token refresh included), with no Pulumi in it.
+- `csi`: the csi.weka.io Secret and StorageClass parameters.
+- `mount`: makes directories through a host that mounts the filesystems (the REST API cannot).
+- `props`: what the providers share: field parsers, the organization login, the base class.
+- `organization_provider`: the tenant's organization and its admin user.
+- `filesystem_provider`: a filesystem, with the delete gate that waits for the verified snapshot.
+- `quota_provider`: a quota on a directory, set on its inode.
+- `directory_provider`: a directory, made with its owner and mode through `mount`.
+- `org_user_provider`: a local user of an organization, such as the CSI driver's.
+- `uploaded_snapshot_provider`: offboarding's snapshot uploaded to an object store bucket.
+- `provider`: the five providers under the module name existing stacks' state records.
+- `resources`: the dynamic resources the components declare (`dynamic/weka:<Name>`).
+- `settings`: the cluster's address and admin login, read from the environment at call time.
 """
