@@ -19,6 +19,8 @@ __all__ = ["check_engine", "check_state", "pins"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS = ROOT / "toolchain" / "versions.sh"
+# How the engine marks a secret in an exported state (sdk/go/common/resource/sig).
+_SECRET_SIG = "4dabf18193072939515e22adb298388d"
 _SETUP = 'run `make setup`, then eval "$(make -s env)" so that its engine is first on PATH'
 
 
@@ -111,10 +113,11 @@ def check_state(project: Path, timeout: float) -> list[Check]:
 
     def secrets() -> str:
         stacks = [str(s["name"]) for s in found["stacks"]]
+        passphrase = bool(os.environ.get("PULUMI_CONFIG_PASSPHRASE")) or _readable(
+            os.environ.get("PULUMI_CONFIG_PASSPHRASE_FILE", "")
+        )
         if not stacks:
-            if os.environ.get("PULUMI_CONFIG_PASSPHRASE") or _readable(
-                os.environ.get("PULUMI_CONFIG_PASSPHRASE_FILE", "")
-            ):
+            if passphrase:
                 return "no stack yet; a passphrase is set for new stacks' secrets"
             raise CheckFailedError(
                 "no stack yet, and neither PULUMI_CONFIG_PASSPHRASE nor "
@@ -122,15 +125,26 @@ def check_state(project: Path, timeout: float) -> list[Check]:
                 "set one of them, or create stacks with --secrets-provider (a KMS key)",
             )
         stack = "prod" if "prod" in stacks else stacks[0]
+        # The engine asks the secrets provider only for something to decrypt (a wrong passphrase
+        # passes otherwise): the stack's secret config, else the secrets in its state.
+        config = json.loads(_pulumi(["config", "--stack", stack, "--json"], project, timeout))
+        if any(isinstance(v, dict) and v.get("secret") for v in config.values()):
+            what, reveal = "secret config", ["config", "--stack", stack, "--json"]
+        elif _SECRET_SIG in _pulumi(["stack", "export", "--stack", stack], project, timeout):
+            what, reveal = "state's secrets", ["stack", "export", "--stack", stack]
+        else:
+            return f"stack {stack!r} holds no secret yet to decrypt" + (
+                "; a passphrase is set" if passphrase else ""
+            )
         try:
-            _pulumi(["config", "--stack", stack, "--show-secrets", "--json"], project, timeout)
+            _pulumi([*reveal, "--show-secrets"], project, timeout)
         except CheckFailedError as failed:
             raise CheckFailedError(
-                f"stack {stack!r}'s secrets cannot be decrypted: {failed.detail}",
+                f"stack {stack!r}'s {what} cannot be decrypted: {failed.detail}",
                 "set PULUMI_CONFIG_PASSPHRASE(_FILE) to the stacks' passphrase, or the "
                 "credentials of their --secrets-provider",
             ) from None
-        return f"stack {stack!r}'s config decrypts"
+        return f"stack {stack!r}: its {what} can be decrypted"
 
     steps.step("state backend", backend)
     steps.step("secrets provider", secrets)

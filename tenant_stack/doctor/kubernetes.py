@@ -13,15 +13,25 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from tenant_stack.components.namespace_guard import ADMIN_RULES
 from tenant_stack.doctor.report import Check, CheckFailedError, Steps
 from tenant_stack.doctor.supported import judge
 from tenant_stack.live import kubectl_json
 
-__all__ = ["ACCESS", "Access", "check_kubernetes", "needed", "steps_needed"]
+__all__ = [
+    "ACCESS",
+    "ESCALATE",
+    "Access",
+    "check_kubernetes",
+    "granted",
+    "judge_access",
+    "needed",
+    "steps_needed",
+]
 
 # The Kubernetes provider reads, server-side applies (patch), deletes and waits (watch) on what a
 # stack owns.
@@ -192,8 +202,35 @@ def needed(env: Mapping[str, str]) -> list[Question]:
 
 def steps_needed(env: Mapping[str, str]) -> int:
     """How many `timeout`s the checks may take: reachable, version, and the questions in
-    rounds of _CAN_I_AT_ONCE."""
-    return 2 + -(-len(needed(env)) // _CAN_I_AT_ONCE)
+    rounds of _CAN_I_AT_ONCE (with the admins' Role's, asked when escalate is not allowed)."""
+    return 2 + -(-(len(needed(env)) + len(ESCALATE) + len(granted())) // _CAN_I_AT_ONCE)
+
+
+def granted(namespace: str | None = EVERY_NAMESPACE) -> list[Question]:
+    """What the tenant admins' Role grants (namespace_guard.ADMIN_RULES). RBAC lets the stack
+    create that Role and bind it only if its user holds every one of these itself, or may
+    `escalate` and `bind` roles."""
+    why = "TenantNamespace: the admins' Role grants it"
+    return [
+        Question(verb, _qualified(resource, group), namespace, why)
+        for rule in ADMIN_RULES
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    ]
+
+
+def _qualified(resource: str, group: str) -> str:
+    """`deployments/scale` of `apps` as kubectl names it: `deployments.apps/scale`."""
+    plural, slash, subresource = resource.partition("/")
+    return f"{plural}.{group}{slash}{subresource}" if group else resource
+
+
+ESCALATE = [
+    Question(verb, "roles.rbac.authorization.k8s.io", EVERY_NAMESPACE,
+             "TenantNamespace: to grant the admins' Role without holding all it grants")
+    for verb in ("escalate", "bind")
+]  # fmt: skip
 
 
 def check_kubernetes(timeout: float) -> list[Check]:
@@ -205,26 +242,44 @@ def check_kubernetes(timeout: float) -> list[Check]:
         found["version"] = str((answer.get("serverVersion") or {}).get("gitVersion", ""))
         return f"the API server of KUBECONFIG={os.environ.get('KUBECONFIG', '~/.kube/config')}"
 
+    def access() -> str:
+        with ThreadPoolExecutor(_CAN_I_AT_ONCE) as pool:
+            return judge_access(
+                needed(os.environ), lambda qs: list(pool.map(lambda q: _can_i(q, timeout), qs))
+            )
+
     steps.step("reachable", reachable)
     steps.step("version", lambda: judge("kubernetes", found["version"]))
-    steps.step("access", lambda: _access(needed(os.environ), timeout))
+    steps.step("access", access)
     return steps.checks
 
 
-def _access(questions: Sequence[Question], timeout: float) -> str:
-    with ThreadPoolExecutor(_CAN_I_AT_ONCE) as pool:
-        answers = list(pool.map(lambda q: _can_i(q, timeout), questions))
-    denied = [q for q, allowed in zip(questions, answers, strict=True) if not allowed]
+def judge_access(
+    questions: Sequence[Question], ask: Callable[[Sequence[Question]], list[bool]]
+) -> str:
+    """The detail when every question, and the right to grant the admins' Role (ESCALATE, or
+    else every verb the Role grants), is answered yes by `ask`; CheckFailedError naming each
+    denial otherwise."""
+    asked = [*questions, *ESCALATE]
+    answers = ask(asked)
+    denied = [q for q, allowed in zip(asked, answers, strict=True) if not allowed]
+    grants = "may escalate and bind roles"
+    if any(q in ESCALATE for q in denied):
+        role = granted()
+        held = ask(role)
+        asked = [*questions, *role]
+        denied = [q for q in denied if q not in ESCALATE]
+        denied += [q for q, allowed in zip(role, held, strict=True) if not allowed]
+        grants = "holds all the admins' Role grants"
     if denied:
         raise CheckFailedError(
-            f"{len(denied)} of {len(questions)} denied: "
-            + "; ".join(f"{q} ({q.why})" for q in denied),
+            f"{len(denied)} of {len(asked)} denied: " + "; ".join(f"{q} ({q.why})" for q in denied),
             "grant the kubeconfig's user these verbs in a ClusterRole (or a Role in the "
             "namespace named) bound to it, e.g. `kubectl create clusterrole ... "
             f"--verb={','.join(sorted({q.verb for q in denied}))} "
             f"--resource={','.join(sorted({q.resource for q in denied}))}`",
         )
-    return f"all {len(questions)} verbs the stacks use allowed (kubectl auth can-i)"
+    return f"all {len(questions)} verbs the stacks use allowed, and {grants} (kubectl auth can-i)"
 
 
 def _can_i(question: Question, timeout: float) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tenant_stack.doctor.kubernetes import ACCESS
+from tenant_stack.doctor.kubernetes import ACCESS, ESCALATE
 from tests.backends import operator_command
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
@@ -58,9 +58,13 @@ def test_every_check_passes_on_the_sandbox() -> None:
 @pytest.fixture
 def limited_kubeconfig(tmp_path: Path) -> Iterator[Path]:
     """A kubeconfig of a ServiceAccount of its own, bound to a ClusterRole of every verb the
-    doctor asks for but `delete persistentvolumeclaims`; removed afterwards."""
+    doctor asks for (escalate and bind on roles, rather than all the admins' Role grants) but
+    `delete persistentvolumeclaims`; removed afterwards."""
     name = f"doctor-test-{uuid.uuid4().hex[:8]}"
-    rules = []
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"],
+         "verbs": [q.verb for q in ESCALATE]}
+    ]  # fmt: skip
     for access in ACCESS:
         resource, _, subresource = access.resource.partition("/")
         plural, _, group = resource.partition(".")
@@ -178,6 +182,30 @@ def test_a_backend_that_never_answers_is_bounded() -> None:
     assert checks["authentik token"]["status"] == "not run"
     # Its three steps' bound, with the doctor's own start on a busy machine.
     assert took < 3 * 5 + 30
+
+
+def test_a_wrong_passphrase_is_named(tmp_path: Path, pulumi_backend: dict[str, str]) -> None:
+    """A project of its own on a throwaway backend, whose stack holds a secret: the doctor with
+    another passphrase cannot decrypt it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "Pulumi.yaml").write_text("name: doctor-probe\nruntime: python\n")
+    env = {**pulumi_backend, "PULUMI_CONFIG_PASSPHRASE_FILE": ""}
+    for args in (
+        ["stack", "init", "probe"],
+        ["config", "set", "--secret", "token", "s3cr3t-value", "--stack=probe"],
+    ):
+        subprocess.run(["pulumi", *args, "--non-interactive"], cwd=project,
+                       env={**os.environ, **env}, check=True, capture_output=True)  # fmt: skip
+    assert (
+        doctor("--project", str(project), env=env, status=0)["pulumi secrets provider"]["detail"]
+        == "stack 'probe': its secret config can be decrypted"
+    )
+    wrong = {**env, "PULUMI_CONFIG_PASSPHRASE": "not-the-passphrase"}
+    checks = doctor("--project", str(project), env=wrong, secret="s3cr3t-value")
+    assert failed(checks) == ["pulumi secrets provider"]
+    assert "incorrect passphrase" in checks["pulumi secrets provider"]["detail"]
+    assert "PULUMI_CONFIG_PASSPHRASE" in checks["pulumi secrets provider"]["fix"]
 
 
 def test_a_project_that_is_not_one_cannot_run(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -23,7 +24,14 @@ from tenant_stack.doctor.backends import (
     weka_user_may,
 )
 from tenant_stack.doctor.engine import PINS, pins
-from tenant_stack.doctor.kubernetes import EVERY_NAMESPACE, needed
+from tenant_stack.doctor.kubernetes import (
+    ESCALATE,
+    EVERY_NAMESPACE,
+    Question,
+    granted,
+    judge_access,
+    needed,
+)
 from tenant_stack.doctor.report import CheckFailedError, Steps
 from tenant_stack.doctor.supported import SUPPORTED, judge, parse_version
 
@@ -261,3 +269,49 @@ def test_the_authentik_client_names_a_reply_without_a_version() -> None:
     )
     with pytest.raises(AuthentikError, match="version"):
         api.version()
+
+
+def answers(denied: set[str]) -> Callable[[Sequence[Question]], list[bool]]:
+    """A fake `kubectl auth can-i` that says no to the questions named (as `str(question)`)."""
+    return lambda questions: [str(q) not in denied for q in questions]
+
+
+ESCALATE_ROLES = "escalate roles.rbac.authorization.k8s.io in every namespace"
+
+
+def test_every_verb_allowed_with_escalate_on_roles() -> None:
+    detail = judge_access(needed({}), answers(set()))
+    assert detail.startswith(f"all {len(needed({}))} verbs the stacks use allowed")
+    assert "may escalate and bind roles" in detail
+
+
+def test_without_escalate_the_admins_role_grants_must_be_held() -> None:
+    assert "holds all the admins' Role grants" in judge_access(
+        needed({}), answers({ESCALATE_ROLES})
+    )
+    with pytest.raises(CheckFailedError) as raised:
+        judge_access(needed({}), answers({ESCALATE_ROLES, "create pods/exec in every namespace"}))
+    assert raised.value.detail.startswith("1 of ")
+    assert "create pods/exec in every namespace (TenantNamespace: the admins' Role" in (
+        raised.value.detail
+    )
+    assert "--resource=pods/exec" in raised.value.fix
+    assert "escalate" not in raised.value.detail
+
+
+def test_a_denied_verb_is_named_once_with_its_reason_and_fix() -> None:
+    with pytest.raises(CheckFailedError) as raised:
+        judge_access(needed({}), answers({"delete namespaces"}))
+    assert raised.value.detail == (
+        f"1 of {len(needed({})) + len(ESCALATE)} denied: delete namespaces "
+        "(TenantNamespace: the tenant's namespace)"
+    )
+    assert "--verb=delete --resource=namespaces`" in raised.value.fix
+
+
+def test_the_admins_role_is_asked_as_the_component_declares_it() -> None:
+    role = {str(q) for q in granted()}
+    assert "create pods/exec in every namespace" in role
+    assert "patch deployments.apps/scale in every namespace" in role
+    assert "list networkpolicies.networking.k8s.io in every namespace" in role
+    assert "create networkpolicies.networking.k8s.io in every namespace" not in role
