@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import ssl
 from collections.abc import Mapping
@@ -172,10 +173,10 @@ def slurm_operator_may(user: str, level: str) -> str:
     return f"{user!r} is a Slurm {level}"
 
 
-def check_slurm() -> list[Check]:
+def check_slurm(timeout: float) -> list[Check]:
     """slurmctld through `scontrol show config`, slurmdbd through `sacctmgr show configuration`
     (whose SLURMDBD_VERSION slurmdbd itself reports), then the operator's AdminLevel, all over
-    the provider's transport (SLURM_TRANSPORT; bounded by SLURM_TIMEOUT)."""
+    the provider's transport (SLURM_TRANSPORT), each command bounded by `timeout`."""
     steps = Steps("slurm")
     found: dict[str, Any] = {}
 
@@ -189,7 +190,7 @@ def check_slurm() -> list[Check]:
         return said.stdout
 
     def controller() -> str:
-        settings = SlurmSettings.from_environment()
+        settings = SlurmSettings.from_environment({**os.environ, "SLURM_TIMEOUT": f"{timeout:g}"})
         found["transport"] = settings.make_transport()
         config = slurm_config(
             run(
@@ -274,43 +275,40 @@ def check_retention() -> list[Check]:
 
 def check_temporal(address: str | None, timeout: float) -> list[Check]:
     """Only when TEMPORAL_ADDRESS is set: the fleet commands and workers use Temporal, the stacks
-    do not."""
+    do not. Connects as they do (`workflows.worker.connect`) and asks the server's version."""
     steps = Steps("temporal")
     if not address:
-        return [
-            Check(
-                "temporal reachable",
-                "ok",
-                "not configured (TEMPORAL_ADDRESS unset): "
-                "the fleet commands run their stacks on this machine",
-            )
-        ]
-    found: dict[str, str] = {}
-
-    def reachable() -> str:
-        found["version"] = asyncio.run(asyncio.wait_for(_server_version(), timeout))
-        return f"TEMPORAL_ADDRESS={address} answers"
-
-    def guarded() -> str:
-        try:
-            return reachable()
-        except (TimeoutError, RuntimeError, OSError) as error:
-            raise CheckFailedError(
-                f"cannot reach Temporal at {address}: {type(error).__name__}: {error}",
-                "start Temporal there, or set TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE) to "
-                "where it runs, or unset it to run the fleet on this machine",
-            ) from error
-
-    steps.step("reachable", guarded)
-    steps.step("version", lambda: judge("temporal", found["version"]))
-    return steps.checks
-
-
-async def _server_version() -> str:
+        return [Check("temporal reachable", "ok", "not configured (TEMPORAL_ADDRESS unset): "
+                      "the fleet commands run their stacks on this machine")]  # fmt: skip
+    # Imported before the clock starts: loading the workflows takes seconds on a busy machine.
     from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
     from tenant_stack.workflows.worker import connect
 
-    client = await connect()
-    info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
-    return str(info.server_version)
+    async def server_version() -> str:
+        client = await connect()
+        info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
+        return str(info.server_version)
+
+    found: dict[str, str] = {}
+
+    def reachable() -> str:
+        try:
+            found["version"] = asyncio.run(asyncio.wait_for(server_version(), timeout))
+        except TimeoutError as error:
+            raise _unreachable(address, f"no answer within {timeout:g}s") from error
+        except (RuntimeError, OSError) as error:
+            raise _unreachable(address, f"{type(error).__name__}: {error}") from error
+        return f"TEMPORAL_ADDRESS={address} answers"
+
+    steps.step("reachable", reachable)
+    steps.step("version", lambda: judge("temporal", found["version"]))
+    return steps.checks
+
+
+def _unreachable(address: str, why: str) -> CheckFailedError:
+    return CheckFailedError(
+        f"cannot reach Temporal at {address}: {why}",
+        "start Temporal there, or set TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE) to where it "
+        "runs, or unset it to run the fleet on this machine",
+    )

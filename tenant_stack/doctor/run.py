@@ -28,17 +28,18 @@ class DoctorError(Exception):
 
 
 def run_checks(project: Path, timeout: float) -> list[Check]:
-    """The checks of every backend, in a fixed order. Each backend's group gets `timeout`
-    seconds per step it takes; a group that has not finished by then is one failed check (its
-    thread is a daemon: it cannot keep the command from exiting)."""
+    """The checks of every backend, in a fixed order. Each command or request is bounded by
+    `timeout` seconds, and each backend's group by `timeout` per call it makes; a group that
+    has not finished by then is one failed check (its thread is a daemon: it cannot keep the
+    command from exiting)."""
     groups: dict[str, tuple[int, Callable[[], list[Check]]]] = {
         "kubernetes": (steps_needed(os.environ), lambda: check_kubernetes(timeout)),
         "authentik": (3, lambda: check_authentik(timeout)),
-        "weka": (3, lambda: check_weka(timeout)),
-        "slurm": (5, check_slurm),
+        "weka": (4, lambda: check_weka(timeout)),
+        "slurm": (5, lambda: check_slurm(timeout)),
         "retention": (2, check_retention),
         "pulumi engine": (2, lambda: check_engine(project, timeout)),
-        "pulumi state": (2, lambda: check_state(project, timeout)),
+        "pulumi state": (5, lambda: check_state(project, timeout)),
         "temporal": (2, lambda: check_temporal(os.environ.get("TEMPORAL_ADDRESS"), timeout)),
     }
     results: dict[str, list[Check]] = {}
@@ -62,7 +63,8 @@ def run_checks(project: Path, timeout: float) -> list[Check]:
     for name, thread in threads.items():
         steps = groups[name][0]
         thread.join(max(0.0, started + steps * timeout - time.monotonic()))
-    for name, error in broken.items():
+    if broken:
+        name, error = next(iter(broken.items()))
         raise DoctorError(f"the {name} checks could not run: {type(error).__name__}: {error}")
     checks: list[Check] = []
     for name, (steps, _) in groups.items():
