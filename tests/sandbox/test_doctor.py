@@ -131,6 +131,35 @@ def test_a_wrong_authentik_token_is_named() -> None:
     assert "AUTHENTIK_TOKEN" in checks["authentik token"]["fix"]
 
 
+def test_a_wrong_weka_password_is_named() -> None:
+    checks = doctor(env={"WEKA_PASSWORD": "not-the-password"}, secret="not-the-password")
+    assert failed(checks) == ["weka user role"]
+    assert "refused the login of 'admin'" in checks["weka user role"]["detail"]
+    assert "WEKA_PASSWORD" in checks["weka user role"]["fix"]
+
+
+def test_a_missing_bucket_and_a_ledger_without_object_lock_are_named() -> None:
+    missing = f"doctor-missing-{uuid.uuid4().hex[:12]}"
+    checks = doctor(env={"RETENTION_S3_BUCKET": missing, "RETENTION_S3_LEDGER_BUCKET": "retention"})
+    assert failed(checks) == ["retention bucket", "retention ledger bucket"]
+    assert "NoSuchBucket" in checks["retention bucket"]["detail"]
+    assert "RETENTION_S3_BUCKET" in checks["retention bucket"]["fix"]
+    assert "without Object Lock" in checks["retention ledger bucket"]["detail"]
+    assert "Object Lock enabled" in checks["retention ledger bucket"]["fix"]
+
+
+def test_an_unreachable_api_server_is_named(tmp_path: Path) -> None:
+    """The sandbox's kubeconfig with the server moved to a port where nothing listens."""
+    config = yaml.safe_load(Path(os.environ["KUBECONFIG"]).read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{_free_port()}"
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    checks = doctor(env={"KUBECONFIG": str(tmp_path / "kubeconfig")})
+    assert failed(checks) == ["kubernetes reachable"]
+    assert "was refused" in checks["kubernetes reachable"]["detail"]
+    assert "KUBECONFIG" in checks["kubernetes reachable"]["fix"]
+    assert checks["kubernetes access"]["status"] == "not run"
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
