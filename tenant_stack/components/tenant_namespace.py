@@ -221,8 +221,8 @@ class TenantNamespace(pulumi.ComponentResource):
 
 
 def network_policies(tenant: str, args: TenantNamespaceArgs) -> dict[str, dict[str, Any]]:
-    """The deny-all policy and the allow policy by purpose (docs/design.md, "NetworkPolicy by purpose"),
-    by name suffix."""
+    """The deny-all policy and the allow policy by purpose (docs/design.md, "NetworkPolicy by
+    purpose"), by name suffix."""
 
     def namespace_peer(namespace: str) -> dict[str, Any]:
         return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
