@@ -18,7 +18,8 @@
   brought the tenant in.
 - Offboarding moves one stage forward per `up`, in the runbook's order (block, drain, archive,
   snapshot, delete): the stage the last `up` recorded on the namespace may go one stage on, or
-  back to any earlier stage (a rollback), never further on and never back from destroy.
+  back to any earlier stage (a rollback), never further on and never back from destroy
+  (`tenant_stack.lifecycle`'s rules, which `gpu-tenants stage` applies to the spec's own stage).
 
 It runs in the program, before any resource is declared, so `pulumi preview` in a pull request
 refuses and changes nothing. What it checks is read, and
@@ -36,6 +37,7 @@ from providers.authentik.props import MARK_ATTRIBUTE
 from tenant_stack.annotations import STAGE_ANNOTATION, TENANT_NAMESPACE_LABEL
 from tenant_stack.errors import Problem
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
+from tenant_stack.lifecycle import hold_refusal, move_refusal
 from tenant_stack.live import ClaimState, LiveCluster, NodeState
 from tenant_stack.platform import Ldap
 from tenant_stack.spec.models import STAGES, Found, Stage, TenantSpec
@@ -154,31 +156,18 @@ def _bytes(count: int) -> str:
 def check_stage(recorded: str | None, wanted: Stage) -> list[Problem]:
     """A refusal when `wanted` skips a stage after `recorded` (None: no stage recorded yet, a
     tenant being onboarded) or leaves stage destroy."""
-    if recorded is None or recorded not in STAGES or recorded == wanted:
+    if recorded is None or recorded not in STAGES:
         return []
-    now, then = STAGES.index(recorded), STAGES.index(wanted)
-    if recorded == "destroy":
-        reason = "the tenant is at stage destroy, from which there is no way back"
-    elif then > now + 1:
-        reason = (
-            f"the tenant is at stage {recorded}, and offboarding goes one stage per pull request "
-            f"in the runbook's order: the next is {STAGES[now + 1]}"
-        )
-    else:
-        return []
-    return [Problem("lifecycle.stage", f"{wanted!r} refused: {reason}")]
+    # The namespace records its stage as text; the tuple's own entry is the same stage, typed.
+    reason = move_refusal(STAGES[STAGES.index(recorded)], wanted)
+    return [] if reason is None else [Problem("lifecycle.stage", f"{wanted!r} refused: {reason}")]
 
 
 def check_legal_hold(stage: Stage, legal_hold: bool) -> list[Problem]:
     """A refusal of stage destroy for a live tenant under legal hold: nothing of it may be
     deleted. (Once offboarded, a hold pauses the retention purge instead.)"""
-    if stage != "destroy" or not legal_hold:
-        return []
-    reason = (
-        "the tenant is under legal hold (lifecycle.legal_hold), which forbids deleting anything "
-        "of it; stay at snapshotted until legal releases the hold"
-    )
-    return [Problem("lifecycle.stage", f"'destroy' refused: {reason}")]
+    reason = hold_refusal(stage, legal_hold)
+    return [] if reason is None else [Problem("lifecycle.stage", f"{stage!r} refused: {reason}")]
 
 
 def check_namespace(

@@ -13,6 +13,8 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, Field
 
+from tenant_stack.lifecycle import SIGNED_OFF
+
 # Re-exported: the spec's readers take a tenant's stages from its models.
 from tenant_stack.lifecycle import STAGES as STAGES
 from tenant_stack.lifecycle import Stage as Stage
@@ -231,7 +233,7 @@ class Lifecycle(StrictModel):
         if following is None:
             return "none: the stage is destroy; `pulumi destroy --exclude-protected` ends it"
         said = f"a reviewed pull request setting lifecycle.stage: {following}"
-        if following == "destroy" and self.sign_off is None:
+        if following in SIGNED_OFF and self.sign_off is None:
             said += ", with lifecycle.sign_off (by, date, ticket)"
         return said
 

@@ -10,6 +10,7 @@ from collections.abc import Hashable, Iterable, Iterator
 
 from providers.retention.objects import LEDGER_PREFIX, UPLOADS_PREFIX
 from tenant_stack.errors import Problem
+from tenant_stack.lifecycle import SIGNED_OFF
 from tenant_stack.platform import Platform
 from tenant_stack.spec.models import TenantSpec, hostlist
 from tenant_stack.spec.quantities import Duration, format_cpu, format_size
@@ -381,17 +382,18 @@ def _lifecycle(spec: TenantSpec) -> Iterator[Problem]:
             f"found and recorded; run `gpu-tenants import {spec.slug}` again",
         )
     lifecycle = spec.lifecycle
-    if lifecycle.stage == "destroy" and lifecycle.sign_off is None:
+    signed_off = lifecycle.stage in SIGNED_OFF
+    if signed_off and lifecycle.sign_off is None:
         yield Problem(
             "lifecycle.sign_off",
-            "stage destroy needs a sign-off {by, date, ticket}: nothing is deleted on a "
-            "reviewer's approval alone",
+            f"stage {lifecycle.stage} needs a sign-off {{by, date, ticket}}: nothing is deleted "
+            "on a reviewer's approval alone",
         )
-    if lifecycle.stage != "destroy" and lifecycle.sign_off is not None:
+    if not signed_off and lifecycle.sign_off is not None:
         yield Problem(
             "lifecycle.sign_off",
-            f"a sign-off authorises stage destroy only; at stage {lifecycle.stage} remove it, "
-            "so an old sign-off cannot authorise a later destroy",
+            f"a sign-off authorises stage {' or '.join(SIGNED_OFF)} only; at stage "
+            f"{lifecycle.stage} remove it, so an old sign-off cannot authorise a later destroy",
         )
     if lifecycle.restore and lifecycle.stage == "destroy":
         yield Problem(
