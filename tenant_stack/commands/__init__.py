@@ -3,9 +3,13 @@
 
     new <slug> --users F ...   onboarding: a new tenant's spec from the contract's terms and a
                                users file, its nodes and numbers chosen from what is free
+    doctor                     before a first `up`: every backend reachable, its version
+                               supported, and the credentials allowed what the stacks do
     handover <slug>            onboarding step 8: the connection sheet for the tenant
     verify-offboarded <slug>   offboarding step 8: is anything of the tenant left live, and is
                                everything that must be retained in the retention store?
+    stage <slug> <stage>       offboarding: the spec's lifecycle moved to its next stage (or back),
+                               comments kept, with what that stage's `up` will do for the PR
     retention calendar|run     offboarding step 9: what every tenant stack retains until when,
                                and the purge of what has expired (for a scheduler)
     retention hold|release     a legal hold on a tenant: every retention timer paused
@@ -38,6 +42,9 @@ Schedule is made (its id is printed).
 `worker`: 0 when stopped by SIGTERM or SIGINT, 2 when Temporal cannot be reached.
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 `new`: 0 the spec is written, 1 refused (nothing written; the output names the option or line).
+`doctor`: 0 every check passed, 1 a check failed (each with its fix), 2 could not run.
+`stage`: 0 the spec is written (or already at the stage), 1 refused (a skip, a move back from
+destroy, a destroy without sign-off: nothing written), 2 could not run.
 `import`: 0 the spec is written, 1 the tenant is refused (nothing written; the output says why).
 `status`: 0 every tenant Ready, 1 one is not.
 `diagnose`: 0 no problem found, 1 problems found.
@@ -63,6 +70,7 @@ from providers.errors import BackendError
 from tenant_stack.commands import (
     check,
     diagnose,
+    doctor,
     drift,
     expiring,
     fleet,
@@ -71,6 +79,7 @@ from tenant_stack.commands import (
     new,
     retention,
     review,
+    stage,
     status,
     usage,
     verify_offboarded,
@@ -83,6 +92,8 @@ __all__ = ["main"]
 
 _COMMANDS = (
     new,
+    stage,
+    doctor,
     handover,
     verify_offboarded,
     check,

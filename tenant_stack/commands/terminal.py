@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 COLOURS = {"clean": "32", "drift": "33", "error": "31", "no-changes": "32", "changes": "33"}
-COLOURS |= {"failed": "31", "changed": "33", "unchanged": "32", "not run": "33"}
+COLOURS |= {"ok": "32", "failed": "31", "changed": "33", "unchanged": "32", "not run": "33"}
 COLOURS |= {"True": "32", "False": "31", "Unknown": "33"}
 
 

@@ -15,6 +15,8 @@ from tests.conftest import ROOT
 COMMAND = ROOT / "venv" / "bin" / "gpu-tenants"
 COMMANDS = {
     "new": (),
+    "stage": (),
+    "doctor": (),
     "handover": (),
     "verify-offboarded": (),
     "check": (),
