@@ -34,7 +34,6 @@ from tenant_stack.errors import PlatformError, Problem, SpecError
 
 __all__ = [
     "CONFIG_NAMESPACE",
-    "MAX_ID",
     "Authentik",
     "KubernetesNames",
     "Ldap",

@@ -41,6 +41,7 @@ from tenant_stack.lifecycle import hold_refusal, move_refusal
 from tenant_stack.live import ClaimState, LiveCluster, NodeState
 from tenant_stack.platform import Ldap
 from tenant_stack.spec.models import STAGES, Found, Stage, TenantSpec
+from tenant_stack.spec.quantities import kubernetes_quantity
 
 if TYPE_CHECKING:
     from providers.authentik.client import Group, User
@@ -120,13 +121,14 @@ def check_claims(
             continue
         where = f"PersistentVolumeClaim {namespace}/{claim.name}"
         if found.size > claim.size:
+            live_size, spec_size = kubernetes_quantity(found.size), kubernetes_quantity(claim.size)
             refusals.append(
                 Problem(
                     f"{claim.location}.size",
-                    f"{where} requests {_bytes(found.size)}, more than the "
-                    f"{_bytes(claim.size)} here: it was grown outside the stack, and a claim "
-                    "never shrinks (Pulumi would replace it, and the tenant would lose its "
-                    f"volume). Set the size to {_bytes(found.size)} in a pull request",
+                    f"{where} requests {live_size}, more than the {spec_size} here: it was "
+                    "grown outside the stack, and a claim never shrinks (Pulumi would replace "
+                    "it, and the tenant would lose its volume). Set the size to "
+                    f"{live_size} in a pull request",
                 )
             )
         for field, live_value, spec_value in (
@@ -144,13 +146,6 @@ def check_claims(
                     )
                 )
     return refusals
-
-
-def _bytes(count: int) -> str:
-    for power, unit in ((5, "Pi"), (4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki")):
-        if count % 1024**power == 0:
-            return f"{count // 1024**power}{unit}"
-    return f"{count} bytes"
 
 
 def check_stage(recorded: str | None, wanted: Stage) -> list[Problem]:

@@ -34,7 +34,8 @@ Rules decided here, beyond the runbooks' words:
 
 The modules, each importing only those listed before it: `quantities` (durations, sizes, CPU),
 `ssh_keys` and `names` (field formats), `models` (the pydantic models), `rules` (`check_spec`, the
-rules across fields), `loading` (`load_spec`, both passes and the report) and `fleet` (the rules
+rules across fields), `loading` (`load_spec`, both passes and the report), `stage_edit` (the
+`stage` command's edit of a spec's `lifecycle`, comments and layout kept) and `fleet` (the rules
 across tenants, over every spec in `tenants/`).
 """
 

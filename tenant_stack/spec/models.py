@@ -13,12 +13,13 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, Field
 
+from providers.identities import MAX_ID
 from tenant_stack.lifecycle import SIGNED_OFF
 
 # Re-exported: the spec's readers take a tenant's stages from its models.
 from tenant_stack.lifecycle import STAGES as STAGES
 from tenant_stack.lifecycle import Stage as Stage
-from tenant_stack.platform import MAX_ID, DnsLabel, DnsName, StrictModel
+from tenant_stack.platform import DnsLabel, DnsName, StrictModel
 from tenant_stack.spec.names import (
     AccountName,
     Email,
