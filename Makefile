@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := eval "$$(toolchain/env.sh)"
 
-.PHONY: setup env check test lint demo bench sandbox-up sandbox-down sandbox-reset sandbox-status drift review
+.PHONY: setup env check test lint docs demo bench sandbox-up sandbox-down sandbox-reset sandbox-status drift review
 
 setup:
 	@toolchain/setup.sh
@@ -21,6 +21,10 @@ lint: setup
 test: setup
 	@$(ENV) && ruff check . && ruff format --check . && mypy . && pytest
 
+# The documentation site (MkDocs) into site/; make test builds it with --strict too.
+docs: setup
+	@$(ENV) && mkdocs build --strict
+
 sandbox-up: setup
 	@$(ENV) && python -m sandbox up
 
@@ -37,7 +41,7 @@ sandbox-status:
 demo: setup
 	@$(ENV) && python -m sandbox up && sandbox/demo.sh
 
-# Fleet work (README "The fleet"). The backend and the backends' credentials come from the
+# Fleet work (docs/fleet.md). The backend and the backends' credentials come from the
 # environment: CI's, or the sandbox's after eval "$(make -s env)" (whose project the commands
 # then use, $GPU_TENANTS_PROJECT, where its stacks' config files live).
 TOOLS := eval "$$(toolchain/env.sh --tools)"
@@ -51,7 +55,7 @@ review: setup
 	@$(TOOLS) && python -m tenant_stack review --base "$(BASE)" \
 		--markdown "$(REVIEW_OUT)/review.md" --json-file "$(REVIEW_OUT)/review.json"
 
-# Figures for the README: toolchain build times, onboarding against the engine's floor, the
+# Figures for docs/benchmarks.md: toolchain build times, onboarding against the engine's floor, the
 # fleet's drift check on BENCH_TENANTS generated tenants (default 12) against the per-stack way,
 # a directory copy and its restore against tar and S3 alone, tenants of 3, 50 and 200 users,
 # and one tenant's whole life from onboarding to the purge.
