@@ -14,7 +14,8 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import httpx
 import pytest
 
 from sandbox.retention_store.service import (
+    LEDGER_BUCKET,
     client_environment,
     retention_store_service,
     seed_bucket,
@@ -70,6 +72,18 @@ def start_gateway(root: Path) -> Gateway:
 
 def stop_gateway(gateway: Gateway) -> None:
     gateway.supervisor.stop(gateway.service)
+
+
+@contextmanager
+def ledger_gateway(root: Path) -> Iterator[Gateway]:
+    """A gateway (`start_gateway`) with the ledger's bucket too, made with S3 Object Lock as the
+    platform makes it; stopped on leaving."""
+    running = start_gateway(root)
+    try:
+        assert seed_bucket(running.state_dir, running.port, LEDGER_BUCKET, object_lock=True)
+        yield running
+    finally:
+        stop_gateway(running)
 
 
 # --- the Weka emulator -----------------------------------------------------------------------

@@ -26,20 +26,16 @@ from providers.retention.ledger import (
     refuse_while_held,
 )
 from providers.retention.objects import TODAY_VARIABLE
-from sandbox.retention_store.service import LEDGER_BUCKET, seed_bucket
+from sandbox.retention_store.service import LEDGER_BUCKET
 from tenant_stack import retention_job
 from tenant_stack.platform import load_platform
-from tests.isolated import ROOT, Gateway, start_gateway, stop_gateway
+from tests.isolated import ROOT, Gateway, ledger_gateway
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    running = start_gateway(tmp_path_factory.mktemp("ledger-sandbox"))
-    assert seed_bucket(running.state_dir, running.port, LEDGER_BUCKET, object_lock=True)
-    try:
+    with ledger_gateway(tmp_path_factory.mktemp("ledger-sandbox")) as running:
         yield running
-    finally:
-        stop_gateway(running)
 
 
 @pytest.fixture

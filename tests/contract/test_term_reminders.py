@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from providers.retention.ledger import Ledger
-from sandbox.retention_store.service import LEDGER_BUCKET, seed_bucket
+from sandbox.retention_store.service import LEDGER_BUCKET
 from tenant_stack.commands import main
 from tenant_stack.expiry import REMINDER_ACTION
-from tests.isolated import ROOT, Gateway, start_gateway, stop_gateway
+from tests.isolated import ROOT, Gateway, ledger_gateway
 
 END = date(2027, 1, 4)  # tenant-foo's term end
 TOKEN = "T0KEN-" + uuid.uuid4().hex
@@ -37,12 +37,8 @@ class Receiver:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    running = start_gateway(tmp_path_factory.mktemp("reminders"))
-    assert seed_bucket(running.state_dir, running.port, LEDGER_BUCKET, object_lock=True)
-    try:
+    with ledger_gateway(tmp_path_factory.mktemp("reminders")) as running:
         yield running
-    finally:
-        stop_gateway(running)
 
 
 @pytest.fixture
