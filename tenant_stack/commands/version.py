@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Sequence
 from importlib import metadata
 from typing import Any, NoReturn
-
-from tenant_stack.commands.options import ROOT
 
 
 class Versions(argparse.Action):
@@ -42,9 +39,10 @@ def versions() -> str:
         project = metadata.version("gpu-tenants")
     except metadata.PackageNotFoundError:
         project = "(not installed in this Python: run make setup)"
-    pins = (ROOT / "toolchain" / "versions.sh").read_text()
-    pinned = re.search(r"^PULUMI_VERSION=(\S+)$", pins, flags=re.MULTILINE)
-    engine = pinned.group(1) if pinned else "(not pinned)"
+    from tenant_stack.doctor.engine import PINS, pins
+
+    pinned = pins(PINS.read_text())
+    engine = pinned.get("PULUMI_VERSION", "(not pinned)")
     return "\n".join(
         (
             f"gpu-tenants {project}",
