@@ -109,7 +109,8 @@ def check_state(project: Path, timeout: float) -> list[Check]:
             ) from None
         # The URL without its query: an S3 URL's options may name a profile, never print more.
         url = str(who.get("url", "")).split("?")[0]
-        return f"{url}: {len(found['stacks'])} stacks of the project"
+        count = len(found["stacks"])
+        return f"{url}: {count} stack{'' if count == 1 else 's'} of the project"
 
     def secrets() -> str:
         stacks = [str(s["name"]) for s in found["stacks"]]
