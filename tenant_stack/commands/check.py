@@ -42,11 +42,11 @@ def run(args: argparse.Namespace) -> int:
     from providers.authentik.settings import Settings as AuthentikSettings
     from tenant_stack.fleet.live_numbers import handed_out, live_collisions
     from tenant_stack.platform import load_platform
-    from tenant_stack.spec.fleet import check_fleet, load_fleet
+    from tenant_stack.spec.fleet import find_collisions, load_fleet
 
     platform = load_platform(PLATFORM)
     specs, broken = load_fleet(tenants(args), platform)
-    collisions = check_fleet(specs, platform)
+    collisions = find_collisions(specs, platform)
     if args.live:
         with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
             held = handed_out(directory.users(), directory.groups(), args.uid_start, args.gid_start)

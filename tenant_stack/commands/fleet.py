@@ -18,7 +18,7 @@ from tenant_stack.errors import StackError
 from tenant_stack.lifecycle import STAGES
 
 if TYPE_CHECKING:
-    from tenant_stack.fleet.rollout import StackUpdate, Wave
+    from tenant_stack.fleet.rollout import UpdateResult, Wave
     from tenant_stack.stacks import Stacks
 
 # The task queue the fleet's workers serve and its workflows are started on.
@@ -143,7 +143,7 @@ def stack_list(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     # The Temporal SDK takes about half a second to load, which no other command should pay.
     from tenant_stack.fleet import drift, rollout
-    from tenant_stack.fleet.stage import applied, check_stage
+    from tenant_stack.fleet.stage import applied, require_spec_stage
     from tenant_stack.platform import load_platform
     from tenant_stack.stacks import Stacks
     from tenant_stack.workflows import commands
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     colour = wants_colour(sys.stdout)
     if args.workflow == "stage":
-        check_stage(args.project, args.slug, args.stage, load_platform(PLATFORM))
+        require_spec_stage(args.project, args.slug, args.stage, load_platform(PLATFORM))
         every = timedelta(seconds=args.every_seconds)
         staged = commands.apply_stage(
             args.project, args.slug, args.stage, every, args.rounds, args.task_queue, args.no_wait
@@ -222,7 +222,7 @@ def rollout_text(waves: Sequence[Wave], colour: bool) -> str:
     return "\n".join(lines)
 
 
-def stage_text(stack: str, stage: str, rounds: Sequence[StackUpdate], colour: bool) -> str:
+def stage_text(stack: str, stage: str, rounds: Sequence[UpdateResult], colour: bool) -> str:
     """Each `up` of the stage's application, then whether the stage is applied."""
     from tenant_stack.fleet.stage import applied
 
@@ -233,7 +233,7 @@ def stage_text(stack: str, stage: str, rounds: Sequence[StackUpdate], colour: bo
     return "\n".join(lines)
 
 
-def _update_lines(label: str, update: StackUpdate, colour: bool) -> str:
+def _update_lines(label: str, update: UpdateResult, colour: bool) -> str:
     """One stack's `up`: its status, the engine's counts and time, then what it said."""
     counts = ", ".join(f"{n} {op}" for op, n in update.changes.items())
     took = f" ({counts})" if counts else ""

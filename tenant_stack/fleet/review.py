@@ -27,7 +27,7 @@ from tenant_stack.fleet.actions import Action, actions_of
 from tenant_stack.fleet.engine_events import Violation, failure, steps, violations
 from tenant_stack.fleet.parallel import fan_out
 from tenant_stack.platform import load_platform
-from tenant_stack.spec.fleet import Collision, check_fleet, load_fleet
+from tenant_stack.spec.fleet import Collision, find_collisions, load_fleet
 from tenant_stack.spec.models import TenantSpec
 from tenant_stack.stacks import Stacks
 
@@ -160,7 +160,7 @@ def review(
                 "the offboarding stages (lifecycle.stage in its spec, one pull request each), "
                 "never by deleting its spec; restore the file"
             )
-    for collision in check_fleet(specs, platform):
+    for collision in find_collisions(specs, platform):
         result.collisions.append(collision)
         mine = any(collision.involves(project / "tenants" / f"{s}.yaml") for s in slugs)
         (result.problems if mine else result.warnings).append(str(collision))

@@ -1,7 +1,7 @@
 """A rollout: `pulumi up` of a list of stacks in waves, the stacks of one wave at once, stopping
 after the first wave in which a stack fails, so that a change (a provider's new code, a platform
 setting) reaches a few tenants before it reaches all. The waves run on Temporal
-(`tenant_stack.workflows.rollout`); here are one stack's update and the report."""
+(`tenant_stack.workflows.rollout_workflow`); here are one stack's update and the report."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from typing import Any, Literal
 from tenant_stack.fleet.engine_events import failure
 from tenant_stack.stacks import Engine
 
-__all__ = ["StackUpdate", "Wave", "exit_status", "finish_update", "not_run"]
+__all__ = ["UpdateResult", "Wave", "exit_status", "finish_update", "not_run"]
 
 Status = Literal["changed", "unchanged", "failed", "not run"]
 
 
 @dataclass(frozen=True)
-class StackUpdate:
+class UpdateResult:
     stack: str
     status: Status
     seconds: float
@@ -37,7 +37,7 @@ class StackUpdate:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> StackUpdate:
+    def from_json(cls, data: Mapping[str, Any]) -> UpdateResult:
         return cls(
             data["stack"],
             data["status"],
@@ -50,19 +50,19 @@ class StackUpdate:
 
 @dataclass(frozen=True)
 class Wave:
-    stacks: tuple[StackUpdate, ...]
+    stacks: tuple[UpdateResult, ...]
 
     @property
     def failed(self) -> bool:
         return any(stack.status == "failed" for stack in self.stacks)
 
 
-def finish_update(stack: str, result: Engine, seconds: float, recovered: str = "") -> StackUpdate:
+def finish_update(stack: str, result: Engine, seconds: float, recovered: str = "") -> UpdateResult:
     """The update of `stack` from what its `up` (Stacks.start_up) printed: what changed, by the
     engine's own summary, or the engine's errors."""
     events = result.events()
     if result.returncode != 0:
-        return StackUpdate(
+        return UpdateResult(
             stack, "failed", seconds, error=failure(result, events), recovered=recovered
         )
     summary: dict[str, Any] = next((e["summaryEvent"] for e in events if "summaryEvent" in e), {})
@@ -72,12 +72,12 @@ def finish_update(stack: str, result: Engine, seconds: float, recovered: str = "
         if op != "same" and count
     }
     status: Status = "changed" if changes else "unchanged"
-    return StackUpdate(stack, status, seconds, changes, recovered=recovered)
+    return UpdateResult(stack, status, seconds, changes, recovered=recovered)
 
 
-def not_run(stack: str) -> StackUpdate:
+def not_run(stack: str) -> UpdateResult:
     """A stack of a wave after the one that failed."""
-    return StackUpdate(stack, "not run", 0.0)
+    return UpdateResult(stack, "not run", 0.0)
 
 
 def exit_status(waves: Sequence[Wave]) -> int:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from providers.slurm.drain_provider import NEEDS_HARD_DRAIN, STILL_DRAINING
 from tenant_stack.errors import StackError
-from tenant_stack.fleet.rollout import StackUpdate
+from tenant_stack.fleet.rollout import UpdateResult
 from tenant_stack.platform import Platform
 from tenant_stack.spec import load_spec
 
-__all__ = ["applied", "check_stage", "still_draining"]
+__all__ = ["applied", "require_spec_stage", "still_draining"]
 
 
-def check_stage(project: Path, stack: str, stage: str, platform: Platform) -> None:
+def require_spec_stage(project: Path, stack: str, stage: str, platform: Platform) -> None:
     """A StackError unless the tenant's spec in `project` is at `stage`: the operator names the
     stage their merged pull request set, so that a run never applies another."""
     spec = load_spec(project / "tenants", stack, platform)
@@ -29,7 +29,7 @@ def check_stage(project: Path, stack: str, stage: str, platform: Platform) -> No
         )
 
 
-def still_draining(update: StackUpdate) -> bool:
+def still_draining(update: UpdateResult) -> bool:
     """Whether the `up` failed only because the drain still waits for jobs that may yet end on
     their own: worth running again later. A drain past its timeout in graceful mode is not:
     that needs a pull request switching it to hard."""
@@ -40,6 +40,6 @@ def still_draining(update: StackUpdate) -> bool:
     )
 
 
-def applied(rounds: Sequence[StackUpdate]) -> bool:
+def applied(rounds: Sequence[UpdateResult]) -> bool:
     """Whether the stage is applied: the last `up` succeeded."""
     return bool(rounds) and rounds[-1].status in ("changed", "unchanged")

@@ -28,7 +28,7 @@ from tenant_stack.platform import Platform
 from tenant_stack.spec.loading import load_spec
 from tenant_stack.spec.models import TenantSpec
 
-__all__ = ["Collision", "Place", "check_fleet", "load_fleet", "refusals_beside"]
+__all__ = ["Collision", "Place", "find_collisions", "load_fleet", "refusals_beside"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def refusals_beside(
     specs, broken = load_fleet(spec_path.parent, platform)
     specs[spec_path] = spec
     refusals = []
-    for collision in check_fleet(specs, platform):
+    for collision in find_collisions(specs, platform):
         own = [place for place in collision.places if place.spec == spec_path]
         if own:
             others = [str(place) for place in collision.places if place.spec != spec_path]
@@ -91,7 +91,7 @@ def refusals_beside(
     return refusals, {path: error for path, error in broken.items() if path != spec_path}
 
 
-def check_fleet(specs: Mapping[Path, TenantSpec], platform: Platform) -> list[Collision]:
+def find_collisions(specs: Mapping[Path, TenantSpec], platform: Platform) -> list[Collision]:
     """Every collision between the specs (which each loaded on their own)."""
     return [
         *_unique("usernames", "username", _usernames(specs)),

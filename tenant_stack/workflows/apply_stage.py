@@ -13,7 +13,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from tenant_stack.fleet.rollout import StackUpdate as Update
+    from tenant_stack.fleet.rollout import UpdateResult
     from tenant_stack.fleet.stage import still_draining
     from tenant_stack.workflows.activities import StackTask
     from tenant_stack.workflows.pin import RunPin
@@ -34,7 +34,7 @@ class StageRun:
 class StageReport:
     pin: RunPin
     stage: str
-    rounds: list[dict[str, Any]]  # each `up` as Update.as_json, plus its worker
+    rounds: list[dict[str, Any]]  # each `up` as UpdateResult.as_json, plus its worker
 
 
 @workflow.defn(name="ApplyStage")
@@ -47,6 +47,6 @@ class ApplyStage:
             if rounds:
                 await asyncio.sleep(run.every_seconds)  # a durable timer: no worker holds it
             rounds.append(await update(task))
-            if not still_draining(Update.from_json(rounds[-1])):
+            if not still_draining(UpdateResult.from_json(rounds[-1])):
                 break
         return StageReport(run.pin, run.stage, rounds)

@@ -26,11 +26,11 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import StackDrift
-from tenant_stack.fleet.rollout import StackUpdate, Wave
+from tenant_stack.fleet.rollout import UpdateResult, Wave
 from tenant_stack.workflows.apply_stage import ApplyStage, StageReport, StageRun
-from tenant_stack.workflows.fleet_drift import FleetDrift, FleetReport, FleetRun
+from tenant_stack.workflows.drift_workflow import FleetDrift, FleetReport, FleetRun
 from tenant_stack.workflows.pin import RunPin
-from tenant_stack.workflows.rollout import Rollout, RolloutReport, RolloutRun
+from tenant_stack.workflows.rollout_workflow import Rollout, RolloutReport, RolloutRun
 from tenant_stack.workflows.stack_operations import busy
 from tenant_stack.workflows.worker import connect, serve
 
@@ -64,7 +64,7 @@ class RolloutResult:
     waves: list[list[dict[str, Any]]]  # each stack's update, plus its worker
 
     def updates(self) -> list[Wave]:
-        return [Wave(tuple(StackUpdate.from_json(s) for s in wave)) for wave in self.waves]
+        return [Wave(tuple(UpdateResult.from_json(s) for s in wave)) for wave in self.waves]
 
 
 def fleet_rollout(
@@ -86,8 +86,8 @@ class StageResult:
     stage: str
     rounds: list[dict[str, Any]]  # each `up`, plus its worker
 
-    def updates(self) -> list[StackUpdate]:
-        return [StackUpdate.from_json(update) for update in self.rounds]
+    def updates(self) -> list[UpdateResult]:
+        return [UpdateResult.from_json(update) for update in self.rounds]
 
 
 def apply_stage(

@@ -12,8 +12,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from tenant_stack.fleet.rollout import StackUpdate as Update
-    from tenant_stack.fleet.rollout import not_run
+    from tenant_stack.fleet.rollout import UpdateResult, not_run
     from tenant_stack.workflows.pin import RunPin
     from tenant_stack.workflows.stack_operations import StackUpdate, each_stack
 
@@ -29,7 +28,7 @@ class RolloutRun:
 @dataclass(frozen=True)
 class RolloutReport:
     pin: RunPin
-    waves: list[list[dict[str, Any]]]  # each stack's update as Update.as_json, plus its worker
+    waves: list[list[dict[str, Any]]]  # each stack's UpdateResult.as_json, plus its worker
 
 
 @workflow.defn(name="Rollout")
@@ -37,7 +36,7 @@ class Rollout:
     @workflow.run
     async def run(self, run: RolloutRun) -> RolloutReport:
         def refused(stack: str, why: str) -> dict[str, Any]:
-            return Update(stack, "failed", 0.0, error=why).as_json()
+            return UpdateResult(stack, "failed", 0.0, error=why).as_json()
 
         update = each_stack(StackUpdate.run, run.project, run.pin, run.workers, refused)
         waves: list[list[dict[str, Any]]] = []

@@ -19,8 +19,8 @@ from tenant_stack.workflows.activities import (
     update_stack,
 )
 from tenant_stack.workflows.apply_stage import ApplyStage
-from tenant_stack.workflows.fleet_drift import FleetDrift
-from tenant_stack.workflows.rollout import Rollout
+from tenant_stack.workflows.drift_workflow import FleetDrift
+from tenant_stack.workflows.rollout_workflow import Rollout
 from tenant_stack.workflows.stack_operations import StackDriftCheck, StackUpdate, host_queue
 
 # The dev server's default; production names its own (TEMPORAL_ADDRESS, as the temporal CLI).

@@ -26,7 +26,7 @@ from sandbox.project import project_copy
 from tenant_stack.fleet.actions import Action, actions_of
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
-from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.fleet import find_collisions, load_fleet
 from tests.backends import (
     ROOT,
     authentik,
@@ -412,7 +412,7 @@ def test_import_writes_a_spec_that_passes_every_rule(hand_built: HandBuilt, tmp_
     spec = load_spec(tenants, SLUG, platform)
     specs, broken = load_fleet(tenants, platform)
     assert not broken
-    assert not check_fleet(specs, platform)
+    assert not find_collisions(specs, platform)
 
     # Numbers the runbook left to the outpost are pinned to what it hands out.
     assert spec.identity.gid == 4000 + hand_built.group_number

@@ -27,7 +27,7 @@ from sandbox.project import project_copy
 from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
-from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.fleet import find_collisions, load_fleet
 from tests.backends import (
     ROOT,
     authentik,
@@ -136,7 +136,7 @@ def test_the_written_spec_passes_the_loader_and_the_fleet_rules(new_tenant: NewT
     spec = load_spec(new_tenant.project / "tenants", SLUG, platform)
     specs, broken = load_fleet(new_tenant.project / "tenants", platform)
     assert not broken
-    assert check_fleet(specs, platform) == []
+    assert find_collisions(specs, platform) == []
     checked = operator_command("check", "--tenants", new_tenant.project / "tenants")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert spec.lifecycle.rehearsal

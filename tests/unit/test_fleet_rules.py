@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tenant_stack.platform import Platform, load_platform
-from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.fleet import find_collisions, load_fleet
 
 ROOT = Path(__file__).resolve().parents[2]
 FOO, BAR = "tenant-foo.yaml", "tenant-bar.yaml"
@@ -38,7 +38,8 @@ def edit(tenants: Path, name: str, change: Callable[[dict[str, Any]], None]) -> 
 def findings(tenants: Path, platform: Platform) -> list[tuple[str, list[str], str]]:
     specs, broken = load_fleet(tenants, platform)
     assert broken == {}
-    return [(c.rule, [str(p) for p in c.places], c.message) for c in check_fleet(specs, platform)]
+    found = find_collisions(specs, platform)
+    return [(c.rule, [str(p) for p in c.places], c.message) for c in found]
 
 
 def test_the_example_specs_collide_nowhere(tenants: Path, platform: Platform) -> None:

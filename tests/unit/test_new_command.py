@@ -25,7 +25,7 @@ from tenant_stack.commands.new import PARTITION_TYPES
 from tenant_stack.live import NodeState
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
-from tenant_stack.spec.fleet import check_fleet, load_fleet
+from tenant_stack.spec.fleet import find_collisions, load_fleet
 from tenant_stack.spec.models import Contract
 from tests.conftest import ROOT
 from tests.unit.test_preflight import node_json
@@ -430,7 +430,7 @@ def test_the_spec_written_loads_and_passes_the_fleets_rules(tmp_path: Path, tena
     assert [u.team for u in spec.users] == ["ml-new", None]
     specs, broken = load_fleet(tenants, PLATFORM)
     assert broken == {}
-    assert check_fleet(specs, PLATFORM) == []
+    assert find_collisions(specs, PLATFORM) == []
     assert not [p for p in tenants.iterdir() if p.name.startswith(".")]  # no temporary left
 
 

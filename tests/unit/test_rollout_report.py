@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from tenant_stack.commands.fleet import rollout_text
-from tenant_stack.fleet.rollout import StackUpdate, Wave, exit_status, not_run
+from tenant_stack.fleet.rollout import UpdateResult, Wave, exit_status, not_run
 
-CHANGED = StackUpdate("tenant-a", "changed", 12.34, {"update": 2, "create": 1})
-UNCHANGED = StackUpdate("tenant-b", "unchanged", 3.0)
-FAILED = StackUpdate("tenant-c", "failed", 4.5, error="settings: admission webhook said no\nmore")
+CHANGED = UpdateResult("tenant-a", "changed", 12.34, {"update": 2, "create": 1})
+UNCHANGED = UpdateResult("tenant-b", "unchanged", 3.0)
+FAILED = UpdateResult("tenant-c", "failed", 4.5, error="settings: admission webhook said no\nmore")
 
 
 def test_a_stopped_rollout_says_what_changed_and_where_it_stopped() -> None:
@@ -29,7 +29,7 @@ def test_a_stopped_rollout_says_what_changed_and_where_it_stopped() -> None:
 
 
 def test_a_recovered_update_says_how() -> None:
-    recovered = StackUpdate("tenant-a", "unchanged", 1.0, recovered="its engine was killed")
+    recovered = UpdateResult("tenant-a", "unchanged", 1.0, recovered="its engine was killed")
     assert rollout_text([Wave((recovered,))], colour=False).splitlines() == [
         "wave 1:",
         "  tenant-a: unchanged 1.0s",
@@ -41,4 +41,4 @@ def test_a_recovered_update_says_how() -> None:
 
 def test_a_stack_update_reads_back_what_it_wrote() -> None:
     for update in (CHANGED, FAILED, not_run("tenant-d")):
-        assert StackUpdate.from_json({**update.as_json(), "worker": "host:1"}) == update
+        assert UpdateResult.from_json({**update.as_json(), "worker": "host:1"}) == update
