@@ -15,7 +15,7 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 
 from providers.slurm.job_history import JobRecord
@@ -141,7 +141,7 @@ def usage_report(
     """The report of `spec`'s `jobs` from `since` to before `until`; a job still running counts
     until `now`. `jobs` should reach back to the term's start, for the burn-down."""
     teams = {team.name for team in spec.slurm.teams}
-    ended = [job if job.end else _ended_at(job, now) for job in jobs]
+    ended = [job if job.end else replace(job, end=now) for job in jobs]
     cells: dict[tuple[date, str, str], list[float]] = {}
     for day in _days(since, until):
         start, end = _midnight(day), _midnight(day + timedelta(days=1))
@@ -172,10 +172,6 @@ def usage_report(
         used_before_gpu_hours=before / 3600,
         slurm_budget=list(slurm_budget),
     )
-
-
-def _ended_at(job: JobRecord, now: datetime) -> JobRecord:
-    return JobRecord(job.id, job.user, job.account, job.gpus, job.start, now)
 
 
 def csv_text(reports: Sequence[UsageReport]) -> str:

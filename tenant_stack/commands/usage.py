@@ -115,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
 def _report(spec: TenantSpec, since: date, until: date, archived: bool) -> UsageReport:
     from tenant_stack.usage_report import usage_report
 
-    first = min(since, spec.contract.term.start)
     if archived:
         from providers.retention.client import RetentionStore
         from providers.retention.objects import archive_key
@@ -136,6 +135,8 @@ def _report(spec: TenantSpec, since: date, until: date, archived: bool) -> Usage
     from providers.slurm.usage import SlurmUsage
 
     transport = Settings.from_environment().make_transport()
+    # From the term's start, whatever the window: the burn-down needs what came before it.
+    first = min(since, spec.contract.term.start)
     jobs = read_jobs(transport, spec.slurm_accounts, first, until)
     budget = SlurmUsage(transport).gpu_minutes(spec.slurm_accounts)
     return usage_report(spec, jobs, since, until, datetime.now(), budget)
