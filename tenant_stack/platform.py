@@ -322,6 +322,9 @@ class Sku(StrictModel):
 
     gpus_per_node: Annotated[int, Field(ge=1, le=64)]
     gpu_model: SingleLine
+    # Runbook step 7b's bar: all_reduce_perf's bus bandwidth at its largest message across two
+    # nodes of the SKU, in GB/s. Below it the fabric is suspect (ACS, NCCL off the IB plane, MTU).
+    min_all_reduce_busbw_gbps: Annotated[float, Field(gt=0)]
 
 
 class NodePool(StrictModel):
