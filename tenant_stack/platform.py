@@ -11,26 +11,30 @@ GPUs per node of a SKU; StackReference outputs are asynchronous `Output`s, known
 engine resolves them, too late for that. And a pull request's `pulumi preview` must work without
 access to the prod stack's state. The prod stack exports the same values, for consumers that are
 not this program.
-
-This module is also the project's YAML boundary, shared with the `spec` package: the strict YAML
-loader, the base of the pydantic models, name types both use, and the conversion of pydantic's
-errors into located `Problem`s.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-from yaml.nodes import MappingNode, ScalarNode
+from pydantic import Field, ValidationError
 
-from providers.identities import MAX_ID
-from tenant_stack.errors import PlatformError, Problem, SpecError
+from tenant_stack.errors import PlatformError, Problem
+from tenant_stack.strict_models import (
+    ChartVersion,
+    DistinguishedName,
+    DnsLabel,
+    DnsName,
+    HostPort,
+    HttpsUrl,
+    LdapsUri,
+    SingleLine,
+    StartNumber,
+    StrictModel,
+    problems_from,
+)
+from tenant_stack.strict_yaml import read_yaml_mapping
 
 __all__ = [
     "CONFIG_NAMESPACE",
@@ -48,273 +52,6 @@ __all__ = [
 ]
 
 CONFIG_NAMESPACE = "gpu-tenants"
-
-# --- the YAML boundary (shared with the spec) ----------------------------------------------------
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """PyYAML implements YAML 1.1, which turns values a reviewer reads as text into something else:
-    `off`/`no` become booleans, `24:00:00` becomes the integer 86400 (base 60) and `010` becomes
-    8. This loader resolves only the YAML 1.2 core forms (true/false, decimal and hex integers,
-    floats, null) plus plain dates, and refuses duplicate keys, which PyYAML would silently
-    resolve to the last one."""
-
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        first_line: dict[Hashable, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable) and key in first_line:
-                raise yaml.constructor.ConstructorError(
-                    "while reading a mapping",
-                    node.start_mark,
-                    f"found duplicate key {key!r} (first written on line {first_line[key]}); "
-                    "keep one",
-                    key_node.start_mark,
-                )
-            if isinstance(key, Hashable):
-                first_line[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep)
-
-
-# Replaces, not extends, SafeLoader's YAML 1.1 resolvers. PyYAML dispatches on a scalar's first
-# character; an empty scalar is looked up under "".
-_StrictLoader.yaml_implicit_resolvers = {}
-for _tag, _pattern, _first in (
-    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", [*"tTfF"]),
-    ("int", r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$", [*"-+0123456789"]),
-    (
-        "float",
-        r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        [*"-+0123456789."],
-    ),
-    ("null", r"^(?:~|null|Null|NULL|)$", [*"~nN", ""]),
-    ("timestamp", r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", [*"0123456789"]),
-):
-    _StrictLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(_pattern), _first)
-
-
-@dataclass(frozen=True)
-class Unbuildable:
-    """A scalar YAML recognised (a date, a number, a tagged value) but could not build, such as
-    `2027-02-29`. The loader keeps it in place, so the caller can name its field."""
-
-    text: str
-    kind: str
-    reason: str
-    line: int
-
-    def describe(self) -> str:
-        return f"{self.text!r} (line {self.line}) is not a valid {self.kind}: {self.reason}"
-
-
-def _keeping_unbuildable(
-    kind: str, construct: Callable[[yaml.SafeLoader, ScalarNode], Any]
-) -> Callable[[yaml.SafeLoader, ScalarNode], Any]:
-    def tolerant(loader: yaml.SafeLoader, node: ScalarNode) -> Any:
-        try:
-            return construct(loader, node)
-        except (ValueError, OverflowError) as exc:
-            return Unbuildable(str(node.value), kind, str(exc), node.start_mark.line + 1)
-
-    return tolerant
-
-
-# PyYAML's constructors raise a bare ValueError (no line, no field) for `2027-02-29` or `!!int x`.
-for _tag, _kind_name, _construct in (
-    ("timestamp", "date", yaml.SafeLoader.construct_yaml_timestamp),
-    ("int", "integer", yaml.SafeLoader.construct_yaml_int),
-    ("float", "number", yaml.SafeLoader.construct_yaml_float),
-):
-    _StrictLoader.add_constructor(
-        f"tag:yaml.org,2002:{_tag}",
-        _keeping_unbuildable(_kind_name, _construct),
-    )
-
-
-def parse_yaml(text: str) -> Any:
-    """Parse one YAML document with the strict loader; raises `yaml.YAMLError`. A scalar it
-    cannot build is left as an `Unbuildable` (see `unbuildable_problems`)."""
-    return yaml.load(text, Loader=_StrictLoader)
-
-
-def unbuildable_problems(data: Any, location: str = "") -> list[Problem]:
-    """Every `Unbuildable` in parsed YAML, as a problem at its dotted field path."""
-    if isinstance(data, Unbuildable):
-        return [Problem(location, data.describe())]
-    if isinstance(data, dict):
-        items: Iterable[tuple[object, Any]] = data.items()
-    elif isinstance(data, list):
-        items = enumerate(data)
-    else:
-        return []
-    return [
-        problem
-        for key, value in items
-        for problem in unbuildable_problems(value, f"{location}.{key}" if location else str(key))
-    ]
-
-
-def yaml_problem(error: yaml.YAMLError) -> Problem:
-    """A YAML syntax error as a problem that names the line and column."""
-    mark = getattr(error, "problem_mark", None)
-    detail = getattr(error, "problem", None) or str(error)
-    context = getattr(error, "context", None)
-    text = f"{context}: {detail}" if context else str(detail)
-    if mark is None:
-        return Problem("", f"not valid YAML: {text}")
-    return Problem("", f"line {mark.line + 1}, column {mark.column + 1}: not valid YAML: {text}")
-
-
-def read_yaml_mapping(
-    path: Path, what: str, error: type[PlatformError | SpecError]
-) -> dict[str, Any]:
-    """The top-level mapping of a YAML file; raises `error` naming what prevents reading it."""
-    try:
-        data = parse_yaml(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        problem = Problem("", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-        raise error(path, [problem]) from None
-    except yaml.YAMLError as exc:
-        raise error(path, [yaml_problem(exc)]) from None
-    if data is None:
-        raise error(path, [Problem("", f"the file is empty; it should hold {what}")])
-    if not isinstance(data, dict):
-        raise error(path, [Problem("", f"expected {what} at the top level, found {_kind(data)}")])
-    unbuildable = unbuildable_problems(data)
-    if unbuildable:
-        raise error(path, unbuildable)
-    return data
-
-
-def _kind(value: object) -> str:
-    return {list: "a list", str: "a string", int: "a number", float: "a number"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def problems_from(error: ValidationError, prefix: str = "") -> list[Problem]:
-    """pydantic's errors as problems with dotted locations (`users.1.uid`), messages made to say
-    what would be right where pydantic's own wording does not."""
-    problems = []
-    for detail in error.errors(include_url=False):
-        location = prefix + ".".join(str(part) for part in detail["loc"])
-        kind = detail["type"]
-        value = detail.get("input")
-        if kind == "missing":
-            message = "required field is missing"
-        elif kind == "extra_forbidden":
-            message = "unknown field; check its spelling and indentation (fields are snake_case)"
-        elif kind == "value_error":
-            message = detail["msg"].removeprefix("Value error, ")
-        elif isinstance(value, str | int | float | bool) or value is None:
-            message = f"{detail['msg']}, got {value!r}"
-        else:
-            message = detail["msg"]
-        problems.append(Problem(location, message))
-    return problems
-
-
-class StrictModel(BaseModel):
-    """Base of every model read from YAML: unknown keys are errors (a typo must not be ignored)
-    and values are not coerced (`gpus: "64"` or `legal_hold: "no"` are mistakes to report)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-# --- names and values shared with the spec -------------------------------------------------------
-
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def _dns_label(value: str) -> str:
-    if len(value) > 63 or not _LABEL.match(value):
-        raise ValueError(
-            f"{value!r} is not a DNS label: use 1-63 lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit"
-        )
-    return value
-
-
-def _dns_name(value: str) -> str:
-    labels = value.split(".")
-    if len(value) > 253 or len(labels) < 2 or not all(_LABEL.match(p) for p in labels):
-        raise ValueError(
-            f"{value!r} is not a fully qualified DNS name: use lowercase dot-separated labels "
-            "such as 'login.tenant-foo.example.internal'"
-        )
-    if any(len(label) > 63 for label in labels):
-        raise ValueError(f"{value!r} has a label longer than 63 characters")
-    return value
-
-
-def _host_port(value: str) -> str:
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{value!r} is not HOST:PORT, such as 'weka-api.example.internal:14000'")
-    _dns_name(host)
-    return value
-
-
-def _ldaps_uri(value: str) -> str:
-    if not value.startswith("ldaps://"):
-        raise ValueError(
-            f"{value!r} must start with ldaps://: the bind password must not cross the network "
-            "in clear"
-        )
-    return "ldaps://" + _host_port(value.removeprefix("ldaps://"))
-
-
-def _https_url(value: str) -> str:
-    if not value.startswith("https://") or value.endswith("/"):
-        raise ValueError(
-            f"{value!r} must be an https:// URL without a trailing '/', "
-            "such as 'https://auth.example.internal'"
-        )
-    host = value.removeprefix("https://").partition("/")[0]
-    if ":" in host:
-        _host_port(host)
-    else:
-        _dns_name(host)
-    return value
-
-
-_DN = re.compile(r"^[a-zA-Z]+=[^,=]+(,[a-zA-Z]+=[^,=]+)*$")
-
-
-def _distinguished_name(value: str) -> str:
-    if not _DN.match(value):
-        raise ValueError(
-            f"{value!r} is not an LDAP distinguished name such as 'dc=auth,dc=example,dc=internal'"
-        )
-    return value
-
-
-def _chart_version(value: str) -> str:
-    if not re.match(r"^[0-9]+\.[0-9]+\.([0-9]+|x)$", value):
-        raise ValueError(f"{value!r} is not a chart version such as '1.4.2' or '1.4.x'")
-    return value
-
-
-def _single_line(value: str) -> str:
-    if not value.strip() or value != value.strip() or not value.isprintable():
-        raise ValueError(
-            f"{value!r} must be non-empty printable text on one line, without surrounding spaces"
-        )
-    return value
-
-
-DnsLabel = Annotated[str, AfterValidator(_dns_label)]
-DnsName = Annotated[str, AfterValidator(_dns_name)]
-HostPort = Annotated[str, AfterValidator(_host_port)]
-LdapsUri = Annotated[str, AfterValidator(_ldaps_uri)]
-HttpsUrl = Annotated[str, AfterValidator(_https_url)]
-DistinguishedName = Annotated[str, AfterValidator(_distinguished_name)]
-ChartVersion = Annotated[str, AfterValidator(_chart_version)]
-SingleLine = Annotated[str, AfterValidator(_single_line)]
-StartNumber = Annotated[int, Field(ge=1, le=MAX_ID)]
-
-# --- the platform --------------------------------------------------------------------------------
 
 
 class Sku(StrictModel):

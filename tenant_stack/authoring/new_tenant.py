@@ -30,13 +30,15 @@ from tenant_stack.errors import Problem, TenantError
 from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.importing.spec_file import render_commented
 from tenant_stack.live import NodeState
-from tenant_stack.platform import Platform, parse_yaml, problems_from
+from tenant_stack.platform import Platform
 from tenant_stack.preflight import check_directory
 from tenant_stack.spec.fleet import refusals_beside
 from tenant_stack.spec.models import TenantSpec, hostlist
 from tenant_stack.spec.names import Slug
 from tenant_stack.spec.quantities import parse_duration, parse_size
 from tenant_stack.spec.rules import check_spec
+from tenant_stack.strict_models import problems_from
+from tenant_stack.strict_yaml import parse_yaml
 
 if TYPE_CHECKING:
     from providers.authentik.client import Group, User

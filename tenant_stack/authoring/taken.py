@@ -23,9 +23,10 @@ import yaml
 from tenant_stack.errors import Problem
 from tenant_stack.fleet.live_numbers import Holder
 from tenant_stack.live import NodeState
-from tenant_stack.platform import Platform, parse_yaml
+from tenant_stack.platform import Platform
 from tenant_stack.preflight import free_nodes
 from tenant_stack.spec.fleet import load_fleet
+from tenant_stack.strict_yaml import parse_yaml
 
 __all__ = ["Taken", "free_for", "next_free"]
 

@@ -21,9 +21,9 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from tenant_stack.errors import Problem
-from tenant_stack.platform import parse_yaml, unbuildable_problems
 from tenant_stack.spec.names import AccountName, Email, PersonName, Username
 from tenant_stack.spec.ssh_keys import SshKey
+from tenant_stack.strict_yaml import parse_yaml, unbuildable_problems
 
 __all__ = ["COLUMNS", "UserEntry", "UsersFile", "read_users"]
 

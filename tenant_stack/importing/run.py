@@ -23,10 +23,11 @@ from tenant_stack.importing.first_up import first_up_changes
 from tenant_stack.importing.inferred_spec import Contract, Note, infer_spec
 from tenant_stack.importing.live_tenant import read_tenant
 from tenant_stack.importing.spec_file import render
-from tenant_stack.platform import Platform, problems_from
+from tenant_stack.platform import Platform
 from tenant_stack.spec.fleet import refusals_beside
 from tenant_stack.spec.models import Found, TenantSpec
 from tenant_stack.spec.rules import check_spec
+from tenant_stack.strict_models import problems_from
 
 __all__ = ["ImportReport", "import_tenant"]
 

@@ -14,9 +14,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tenant_stack.errors import Problem, SpecError
-from tenant_stack.platform import Platform, problems_from, read_yaml_mapping
+from tenant_stack.platform import Platform
 from tenant_stack.spec.models import TenantSpec
 from tenant_stack.spec.rules import check_spec
+from tenant_stack.strict_models import problems_from
+from tenant_stack.strict_yaml import read_yaml_mapping
 
 
 def load_spec(tenants_dir: Path, stack: str, platform: Platform) -> TenantSpec:

@@ -19,7 +19,6 @@ from tenant_stack.lifecycle import SIGNED_OFF
 # Re-exported: the spec's readers take a tenant's stages from its models.
 from tenant_stack.lifecycle import STAGES as STAGES
 from tenant_stack.lifecycle import Stage as Stage
-from tenant_stack.platform import DnsLabel, DnsName, StrictModel
 from tenant_stack.spec.names import (
     AccountName,
     Email,
@@ -32,6 +31,7 @@ from tenant_stack.spec.names import (
 )
 from tenant_stack.spec.quantities import BoundedDuration, Bytes, MilliCpu, WallTime
 from tenant_stack.spec.ssh_keys import SshKey
+from tenant_stack.strict_models import DnsLabel, DnsName, StrictModel
 
 _T = TypeVar("_T", bound=Hashable)
 

@@ -21,9 +21,10 @@ import yaml
 from tenant_stack.components.kubernetes_objects import OWNED
 from tenant_stack.components.weka_storage import SharedFilesystem, legacy_class_parameters
 from tenant_stack.mapping import SharedFilesystems
-from tenant_stack.platform import Platform, load_platform, parse_yaml
+from tenant_stack.platform import Platform, load_platform
 from tenant_stack.program import declare_tenant
 from tenant_stack.spec import TenantSpec, load_spec
+from tenant_stack.strict_yaml import parse_yaml
 from tests.conftest import ROOT
 from tests.unit.mocks import Recorded, Recorder, is_secret, pulumi_mocks, reveal
 

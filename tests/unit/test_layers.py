@@ -36,7 +36,17 @@ PACKAGES = ("providers", "tenant_stack", "sandbox", "toolchain", "benchmarks", "
 PROVIDER_LAYER = {"props", "provider", "resources", "base"}
 # The levels inside tenant_stack, bottom first, each a set of its modules and subpackages.
 LEVELS = (
-    {"errors", "lifecycle", "annotations", "platform", "sizes", "live", "stacks"},
+    {
+        "errors",
+        "lifecycle",
+        "annotations",
+        "strict_yaml",
+        "strict_models",
+        "platform",
+        "sizes",
+        "live",
+        "stacks",
+    },
     {"spec"},
     {"components"},
     {

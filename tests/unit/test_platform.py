@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from tenant_stack.errors import PlatformError
-from tenant_stack.platform import load_platform, parse_yaml
+from tenant_stack.platform import load_platform
+from tenant_stack.strict_yaml import parse_yaml
 from tests.conftest import ROOT
 
 PROD = ROOT / "Pulumi.prod.yaml"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tenant_stack.errors import Problem, SpecError
-from tenant_stack.platform import Platform, load_platform, parse_yaml
+from tenant_stack.platform import Platform, load_platform
 from tenant_stack.spec import (
     Duration,
     hostlist,
@@ -22,6 +22,7 @@ from tenant_stack.spec import (
     parse_size,
     parse_ssh_key,
 )
+from tenant_stack.strict_yaml import parse_yaml
 from tests.conftest import ROOT
 
 TENANTS = ROOT / "tenants"
