@@ -1,7 +1,9 @@
 """Weka: the organization, filesystems, directory quotas and users of a tenant's storage
 (onboarding runbook steps 4e and 6), and what the CSI driver reads.
 
-- `client`: the REST API v2 client (login and token refresh included), with no Pulumi in it.
+- `client`: the REST API v2 client, with no Pulumi in it.
+- `session`: its login flow: bearer tokens, refreshed on a 401, one session per user per process.
+- `records`: what the API answers (organizations, users, filesystems, quotas, snapshots...).
 - `csi`: the csi.weka.io Secret and StorageClass parameters.
 - `mount`: makes directories through a host that mounts the filesystems (the REST API cannot).
 - `props`: what the providers share: field parsers, the organization login, the base class.

@@ -1,12 +1,13 @@
 """A small client of the Weka REST API v2 (Weka 4.3), with no Pulumi in it.
 
 Every reply is `{"data": ...}` and every error `{"message": ...}`. Access tokens last five
-minutes, so `WekaAuth` logs in on first use and, when the cluster answers 401, refreshes the
-token (or logs in again) and sends the request once more. Objects are scoped to the organization
-of the token: a client logged in to Root as a ClusterAdmin manages organizations, one logged in
-to a tenant's organization as its OrgAdmin manages that organization's filesystems, quotas and
-users. Failures become `WekaError`s that name the call, its status and the backend's own message,
-and never a password or a token.
+minutes: the session (`session.WekaAuth`) logs in on first use and, when the cluster answers
+401, refreshes the token (or logs in again) and sends the request once more; replies are read
+into the records of `records`. Objects are scoped to the organization of the token: a client
+logged in to Root as a ClusterAdmin manages organizations, one logged in to a tenant's
+organization as its OrgAdmin manages that organization's filesystems, quotas and users.
+Failures become `WekaError`s that name the call, its status and the backend's own message, and
+never a password or a token.
 
 A snapshot lives in its filesystem and is deleted with it. What outlives a filesystem is a
 snapshot uploaded (Snap-To-Object) to an object store bucket attached to it: the upload gives a
@@ -24,8 +25,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -34,22 +34,19 @@ import httpx
 from providers.call_log import httpx_hooks
 from providers.errors import WekaError
 from providers.http_retry import NoResponseError, RetryPolicy, send
-from providers.weka.settings import ROOT_ORG, Credentials, Settings
+from providers.weka.records import (
+    FileSystem,
+    LocatorInfo,
+    Organization,
+    Quota,
+    Snapshot,
+    SnapshotUpload,
+    User,
+)
+from providers.weka.session import WekaAuth, shared_auth
+from providers.weka.settings import Credentials, Settings
 
-__all__ = [
-    "ROOT_ORG",
-    "AttachedBucket",
-    "Credentials",
-    "FileSystem",
-    "LocatorInfo",
-    "Organization",
-    "Quota",
-    "Snapshot",
-    "SnapshotUpload",
-    "User",
-    "WekaAuth",
-    "WekaClient",
-]
+__all__ = ["WekaClient"]
 
 # Waits between attempts: four tries in about 3.5 s, short enough for a `pulumi up` to stay
 # responsive, long enough to ride out a management-process failover. A numeric Retry-After on a
@@ -59,245 +56,6 @@ RETRY_DELAYS = (0.5, 1.0, 2.0)
 _NO_QUOTA = "Directory has no quota"
 
 _T = TypeVar("_T")
-
-
-class WekaAuth(httpx.Auth):
-    """Bearer tokens for one user: logs in on the first request; on a 401 refreshes the access
-    token, or logs in again when the refresh token is refused, then retries the request once.
-
-    A failed login ends the flow with the login's own response, so the caller reports the
-    cluster's answer to the login (401 "Invalid username or password") rather than guessing.
-
-    One may serve many clients, in several threads at once (`shared_auth`): each flow reads the
-    tokens once per request, and two that renew them at the same moment cost a login more."""
-
-    requires_response_body = True
-
-    def __init__(self, base_url: str, credentials: Credentials) -> None:
-        self._base_url = base_url.rstrip("/")
-        self._credentials = credentials
-        self._access_token: str | None = None
-        self._refresh_token: str | None = None
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        if self._access_token is None:
-            login = yield self._login_request()
-            if not self._accept(login):
-                return
-        request.headers["Authorization"] = f"Bearer {self._access_token}"
-        response = yield request
-        if response.status_code != 401:
-            return
-        renewed = False
-        if self._refresh_token is not None:
-            refreshed = yield self._post("login/refresh", {"refresh_token": self._refresh_token})
-            renewed = self._accept(refreshed)
-        if not renewed:
-            login = yield self._login_request()
-            if not self._accept(login):
-                return
-        request.headers["Authorization"] = f"Bearer {self._access_token}"
-        yield request
-
-    def redact(self, text: str) -> str:
-        """`text` with the password and the tokens blanked out, for error messages."""
-        for secret in (self._credentials.password, self._access_token, self._refresh_token):
-            if secret:
-                text = text.replace(secret, "***")
-        return text
-
-    def _login_request(self) -> httpx.Request:
-        creds = self._credentials
-        body = {"username": creds.username, "password": creds.password, "org": creds.org}
-        return self._post("login", body)
-
-    def _post(self, path: str, body: Mapping[str, str]) -> httpx.Request:
-        return httpx.Request("POST", f"{self._base_url}/{path}", json=body)
-
-    def _accept(self, response: httpx.Response) -> bool:
-        """Keep the tokens of a successful login or refresh reply."""
-        if response.status_code != 200:
-            self._access_token = self._refresh_token = None
-            return False
-        try:
-            tokens = response.json()["data"]
-            access, refresh = tokens["access_token"], tokens.get("refresh_token")
-        except (ValueError, KeyError, TypeError) as error:
-            raise WekaError(
-                f"logging in to Weka as {self._credentials.username!r}",
-                f"{response.request.url.path} answered 200 without an access token",
-                "check that WEKA_URL points at the Weka API (https://HOST:14000/api/v2)",
-            ) from error
-        self._access_token = str(access)
-        self._refresh_token = str(refresh) if refresh else None
-        return True
-
-
-_SHARED: dict[tuple[str, Credentials], WekaAuth] = {}
-
-
-def shared_auth(base_url: str, credentials: Credentials) -> WekaAuth:
-    """The one session of this process for `credentials` at `base_url`: a login costs the
-    cluster a password hash, and a process that makes a client per call (the provider host, a
-    call per user of a large tenant) would otherwise log in for each."""
-    return _SHARED.setdefault((base_url.rstrip("/"), credentials), WekaAuth(base_url, credentials))
-
-
-# --- what the API returns, read tolerantly ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Organization:
-    uid: str
-    name: str
-    ssd_quota: int
-    total_quota: int
-
-    @classmethod
-    def from_json(cls, data: Any) -> Organization:
-        return cls(
-            str(data["uid"]), str(data["name"]), int(data["ssd_quota"]), int(data["total_quota"])
-        )
-
-
-@dataclass(frozen=True)
-class User:
-    uid: str
-    username: str
-    role: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> User:
-        return cls(str(data["uid"]), str(data["username"]), str(data["role"]))
-
-
-@dataclass(frozen=True)
-class AttachedBucket:
-    """An object store bucket attached to a filesystem, an item of its `obs_buckets` (camelCase
-    within, like snapshots): `mode` is WRITABLE (tiering and uploads), READ_ONLY or, for a
-    bucket of the remote site, REMOTE."""
-
-    uid: str
-    name: str
-    mode: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> AttachedBucket:
-        return cls(str(data.get("uid", "")), str(data["name"]), str(data.get("mode", "")))
-
-
-@dataclass(frozen=True)
-class FileSystem:
-    uid: str
-    name: str
-    group_name: str
-    total_capacity: int
-    ssd_capacity: int
-    object_stores: tuple[AttachedBucket, ...] = ()
-
-    @classmethod
-    def from_json(cls, data: Any) -> FileSystem:
-        return cls(
-            str(data["uid"]),
-            str(data["name"]),
-            str(data["group_name"]),
-            int(data["total_budget"]),
-            int(data["ssd_budget"]),
-            tuple(AttachedBucket.from_json(b) for b in data.get("obs_buckets") or ()),
-        )
-
-
-@dataclass(frozen=True)
-class Quota:
-    inode_id: str  # a string in resolvePath, a number in quota replies: kept as a string
-    path: str
-    hard_limit_bytes: int
-    soft_limit_bytes: int
-    grace_seconds: int
-    owner: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> Quota:
-        return cls(
-            str(data["inode_id"]),
-            str(data["path"]),
-            int(data["hard_limit_bytes"]),
-            int(data["soft_limit_bytes"]),
-            int(data["grace_seconds"]),
-            str(data.get("owner") or ""),
-        )
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Snapshots are the one camelCase object of the API. A snapshot lives in its filesystem and
-    is deleted with it; `locator` is set once it is uploaded to an object store (Snap-To-Object),
-    and the upload is complete when `stow_status` is SYNCHRONIZED (UPLOADING until then; NONE
-    before any upload)."""
-
-    uid: str
-    name: str
-    filesystem_uid: str
-    is_removing: bool
-    filesystem: str = ""
-    access_point: str = ""
-    is_writable: bool = False
-    locator: str = ""
-    stow_status: str = ""
-    creation_time: str = ""
-
-    @property
-    def uploaded(self) -> bool:
-        return bool(self.locator) and self.stow_status == "SYNCHRONIZED"
-
-    @classmethod
-    def from_json(cls, data: Any) -> Snapshot:
-        # Before 4.x the stow state is only at the top; 4.x and later repeat it per site.
-        local = data.get("localStowInfo") or {}
-        return cls(
-            str(data["uid"]),
-            str(data["name"]),
-            str(data["filesystemUid"]),
-            bool(data.get("isRemoving", False)),
-            filesystem=str(data.get("filesystem") or ""),
-            access_point=str(data.get("accessPoint") or ""),
-            is_writable=bool(data.get("isWritable", False)),
-            locator=str(data.get("locator") or local.get("locator") or ""),
-            stow_status=str(data.get("stowStatus") or local.get("stowStatus") or ""),
-            creation_time=str(data.get("creationTime") or ""),
-        )
-
-
-@dataclass(frozen=True)
-class SnapshotUpload:
-    """The answer to an upload: the locator by which a filesystem can be made from the snapshot
-    (`create_filesystem_from_locator`), on this cluster or any other the bucket is attached to."""
-
-    snapshot_uid: str
-    locator: str
-
-
-@dataclass(frozen=True)
-class LocatorInfo:
-    """What an object store bucket holds at a locator (`POST /snapshots/locatorInfo`): the
-    uploaded snapshot and the filesystem it was of, read from the bucket itself."""
-
-    fs_name: str
-    snapshot_name: str
-    access_point: str
-    cluster_guid: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> LocatorInfo:
-        return cls(
-            str(data["fs_name"]),
-            str(data["snapshot_name"]),
-            str(data.get("access_point") or ""),
-            str(data.get("guid") or ""),
-        )
-
-
-# --- the client -------------------------------------------------------------------------------
 
 
 class WekaClient:

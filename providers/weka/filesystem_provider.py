@@ -33,7 +33,8 @@ from providers.weka.props import (
 from providers.weka.settings import ROOT_ORG
 
 if TYPE_CHECKING:
-    from providers.weka.client import FileSystem, WekaClient
+    from providers.weka.client import WekaClient
+    from providers.weka.records import FileSystem
 
 __all__ = ["FilesystemProvider"]
 

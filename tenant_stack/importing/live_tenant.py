@@ -15,17 +15,19 @@ from typing import Any
 
 from providers.authentik.client import AuthentikClient, Group, User
 from providers.authentik.settings import Settings as AuthentikSettings
+from providers.kubectl import kubectl_get
 from providers.slurm.partitions import Partition
 from providers.slurm.sacctmgr import AccountRecord, Association, QosRecord
 from providers.slurm.settings import Settings as SlurmSettings
-from providers.weka.client import FileSystem, Organization, Quota, WekaClient
+from providers.weka.client import WekaClient
 from providers.weka.mount import DirectoryStat, mount_client
+from providers.weka.records import FileSystem, Organization, Quota
 from providers.weka.settings import Credentials
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.adoption import existing_objects
 from tenant_stack.errors import ClusterError
 from tenant_stack.fleet.live_numbers import handed_out
-from tenant_stack.live import TENANT_LABEL, kubectl_get
+from tenant_stack.live import TENANT_LABEL
 from tenant_stack.platform import Platform
 
 __all__ = [

@@ -22,13 +22,14 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.output import UNKNOWN  # an `Unknown`, as check and diff receive them
 
 from providers.errors import WekaError
-from providers.weka.client import Credentials, Organization, WekaClient
+from providers.weka.client import WekaClient
 from providers.weka.csi import csi_secret_data, storage_class_parameters
 from providers.weka.filesystem_provider import FilesystemProvider
 from providers.weka.org_user_provider import OrgUserProvider
 from providers.weka.organization_provider import OrganizationProvider
 from providers.weka.quota_provider import DirectoryQuotaProvider
-from providers.weka.settings import Settings
+from providers.weka.records import Organization
+from providers.weka.settings import Credentials, Settings
 from tests.provider_calls import GB, checked, no_changes, wire
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]

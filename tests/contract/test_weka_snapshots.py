@@ -20,7 +20,8 @@ import pytest
 
 from providers.errors import WekaError
 from providers.retention.client import RetentionStore
-from providers.weka.client import Credentials, WekaClient
+from providers.weka.client import WekaClient
+from providers.weka.settings import Credentials
 from sandbox.weka.object_store import DEFAULT_NAME as OBS_BUCKET
 from tests.isolated import (
     Emulator,

@@ -13,8 +13,8 @@ import yaml
 from providers.authentik.client import Group, Member, User
 from providers.slurm.partitions import Partition
 from providers.slurm.sacctmgr import AccountRecord, Association, QosRecord
-from providers.weka.client import Quota
 from providers.weka.mount import DirectoryStat
+from providers.weka.records import Quota
 from tenant_stack.importing.consistency import contradictions
 from tenant_stack.importing.first_up import first_up_changes
 from tenant_stack.importing.inferred_spec import Contract, infer_spec

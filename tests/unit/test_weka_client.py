@@ -10,7 +10,9 @@ import httpx
 import pytest
 
 from providers.errors import WekaError
-from providers.weka.client import AttachedBucket, Credentials, SnapshotUpload, WekaClient
+from providers.weka.client import WekaClient
+from providers.weka.records import AttachedBucket, SnapshotUpload
+from providers.weka.settings import Credentials
 
 
 class Script:
