@@ -37,6 +37,7 @@ __all__ = [
     "StreamingTransport",
     "Transport",
     "TransportSettings",
+    "kubectl",
 ]
 
 # What one read of a streamed command's stdout takes at most; the pipe's own buffer is 64 KiB.
@@ -327,6 +328,12 @@ class LocalTransport:
         return _fed(self.backend, argv, self.command(argv), env, self.stall, chunks)
 
 
+def kubectl(*args: str, namespace: str | None = None) -> list[str]:
+    """The argv of `kubectl <args>`, in `namespace` when one is given: the one place kubectl's
+    command line is built (`providers.kubectl` runs kubectl's own commands with it)."""
+    return ["kubectl", *(("-n", namespace) if namespace else ()), *args]
+
+
 @dataclass(frozen=True, kw_only=True)
 class KubectlExecTransport:
     """Runs commands in a pod, as the runbooks do. kubectl finds its cluster as usual
@@ -339,11 +346,11 @@ class KubectlExecTransport:
     stall: float = DEFAULT_STALL
 
     def command(self, argv: Sequence[str]) -> list[str]:
-        return ["kubectl", "-n", self.namespace, "exec", self.target, "--", *argv]
+        return kubectl("exec", self.target, "--", *argv, namespace=self.namespace)
 
     def fed_command(self, argv: Sequence[str]) -> list[str]:
         """The argv run for the command `argv` with its stdin passed on (`exec -i`)."""
-        return ["kubectl", "-n", self.namespace, "exec", "-i", self.target, "--", *argv]
+        return kubectl("exec", "-i", self.target, "--", *argv, namespace=self.namespace)
 
     def run(self, argv: Sequence[str]) -> CommandResult:
         return _execute(self.backend, argv, self.command(argv), None, self.timeout)

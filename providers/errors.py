@@ -45,7 +45,7 @@ class AuthentikError(BackendError):
 
 
 class KubernetesError(BackendError):
-    """kubectl failed; `backend_says` is its own message."""
+    """kubectl failed or gave no answer; `backend_says` is its own message."""
 
 
 class OffboardingError(BackendError):

@@ -30,8 +30,8 @@ from typing import Any
 import pulumi
 
 from providers.base import ADOPT
+from providers.kubectl import kubectl_json
 from providers.retention.ledger import Ledger
-from tenant_stack.live import kubectl_json
 from tenant_stack.spec.models import Found
 
 USER_TYPE = "pulumi-python:dynamic/authentik:TenantUser"
@@ -66,8 +66,8 @@ NAMESPACED_KINDS = (
 def existing_objects(slug: str) -> set[tuple[str, str]]:
     """(kind, name) of every object of the kinds the program declares, in the tenant's namespace
     and cluster-wide."""
-    found = kubectl_json(["kubectl", "get", ",".join(CLUSTER_KINDS.values())])["items"]
-    inside = kubectl_json(["kubectl", "get", ",".join(NAMESPACED_KINDS), "--namespace", slug])
+    found = kubectl_json("get", ",".join(CLUSTER_KINDS.values()))["items"]
+    inside = kubectl_json("get", ",".join(NAMESPACED_KINDS), namespace=slug)
     return {(item["kind"], item["metadata"]["name"]) for item in [*found, *inside["items"]]}
 
 

@@ -1,27 +1,26 @@
 """What the program reads of the live cluster, before it declares anything: the nodes and the
 tenant's claims (for the preflight) and the LDAP bind Secret it copies into the tenant's namespace.
 
-Read with `kubectl` (the operator's own tool, and whatever credentials their kubeconfig uses),
-through the same KUBECONFIG the Kubernetes provider uses. The Secret is read here rather than
-with `Secret.get`: a read resource in the stack would make `pulumi refresh --preview-only
---expect-no-changes` report it on every run, so the drift check could never be clean.
+Read with kubectl (`providers.kubectl`: the operator's own tool, and whatever credentials their
+kubeconfig uses), through the same KUBECONFIG the Kubernetes provider uses. The Secret is read
+here rather than with `Secret.get`: a read resource in the stack would make `pulumi refresh
+--preview-only --expect-no-changes` report it on every run, so the drift check could never be
+clean.
 
 Every preview waits for these reads, so they start as soon as the stack's name and the platform
-are known (`LiveReads.start`) and run while the program imports the rest of itself; this module
+are known (`LiveReads`) and run while the program imports the rest of itself; this module
 imports nothing of the spec or the components for that reason.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from types import TracebackType
 from typing import Any
 
+from providers.kubectl import Kubectl, kubectl_get, start_read
 from tenant_stack.annotations import (
     REHEARSAL_ANNOTATION,
     RETAINED_ANNOTATION,
@@ -37,8 +36,6 @@ __all__ = [
     "LiveCluster",
     "LiveReads",
     "NodeState",
-    "kubectl_get",
-    "kubectl_json",
     "namespace_managers",
     "quantity_bytes",
     "read_cluster",
@@ -48,9 +45,6 @@ TENANT_LABEL = "reserved.tenant"  # what the reservation operator labels and tai
 RESERVATION_ANNOTATION = "scheduling.example.io/reservation"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 POOL_LABEL = "hardware-pool"
-# kubectl can outlive its own --request-timeout (an exec credential plugin waiting for a browser
-# login, say); past this the read is a ClusterError, not a hung preview.
-KUBECTL_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -139,82 +133,11 @@ class LiveCluster:
     storage_classes: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-class KubectlGet:
-    """A `kubectl get` with JSON output, started at once and read with `json()`, which raises
-    what went wrong (so a program reports its spec's problems before a missing kubectl)."""
-
-    def __init__(self, argv: Sequence[str]) -> None:
-        self.argv = [*argv, "--output=json", "--request-timeout=30s"]
-        self._process: subprocess.Popen[str] | None = None
-        self._error: ClusterError | None = None
-        try:
-            self._process = subprocess.Popen(
-                self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-        except FileNotFoundError:
-            self._error = ClusterError(
-                f"{self.argv[0]} is not on PATH; the program reads the cluster with it"
-            )
-        except OSError as err:
-            self._error = ClusterError(f"`{self.command}` could not run: {err}")
-
-    @property
-    def command(self) -> str:
-        return " ".join(self.argv)
-
-    def json(self) -> Any:
-        """kubectl's output, parsed; ClusterError with kubectl's words when it failed."""
-        if self._process is None:
-            assert self._error is not None
-            raise self._error
-        try:
-            stdout, stderr = self._process.communicate(timeout=KUBECTL_TIMEOUT)
-        except subprocess.TimeoutExpired as err:
-            self.stop()
-            raise ClusterError(
-                f"`{self.command}` did not answer within {KUBECTL_TIMEOUT:g}s"
-            ) from err
-        if self._process.returncode != 0:
-            message = stderr.strip() or f"exit code {self._process.returncode}"
-            raise ClusterError(f"`{self.command}` failed: {message}")
-        return json.loads(stdout)
-
-    def stop(self) -> None:
-        """Ends kubectl if it still runs (the program failed before it read the answer)."""
-        if self._process is not None and self._process.returncode is None:
-            self._process.kill()
-            self._process.communicate()
-
-
-def kubectl_json(argv: Sequence[str]) -> Any:
-    """`argv` (a kubectl get) with JSON output and a bounded wait; ClusterError with kubectl's
-    words when it fails."""
-    return KubectlGet(argv).json()
-
-
-def kubectl_get(*args: str) -> dict[str, Any] | None:
-    """`kubectl get <args>` as JSON, None when the object does not exist."""
-    try:
-        found: dict[str, Any] = kubectl_json(["kubectl", "get", *args])
-    except ClusterError as error:
-        if "NotFound" in str(error) or "not found" in str(error):
-            return None
-        raise
-    return found
-
-
 def namespace_managers(namespace: str) -> list[str]:
     """The field managers that wrote `namespace` (kubectl hides them unless asked)."""
     found = kubectl_get("namespace", namespace, "--show-managed-fields")
     fields = ((found or {}).get("metadata") or {}).get("managedFields") or []
     return sorted({str(entry.get("manager", "")) for entry in fields})
-
-
-def _cluster_get(namespace: str, kubectl: str) -> KubectlGet:
-    """Every Node of the cluster, the claims of `namespace` (none when it does not exist yet),
-    the namespaces (for the tenant's own) and the StorageClasses, in one request."""
-    kinds = "nodes,persistentvolumeclaims,namespaces,storageclasses"
-    return KubectlGet([kubectl, "get", kinds, f"--namespace={namespace}"])
 
 
 def _cluster(namespace: str, items: list[dict[str, Any]]) -> LiveCluster:
@@ -250,9 +173,16 @@ def _cluster(namespace: str, items: list[dict[str, Any]]) -> LiveCluster:
     )
 
 
-def read_cluster(namespace: str, kubectl: str = "kubectl") -> LiveCluster:
+def _cluster_read(namespace: str) -> Kubectl:
+    """Every Node of the cluster, the claims of `namespace` (none when it does not exist yet),
+    the namespaces (for the tenant's own) and the StorageClasses, in one request, started."""
+    kinds = "nodes,persistentvolumeclaims,namespaces,storageclasses"
+    return start_read("get", kinds, namespace=namespace)
+
+
+def read_cluster(namespace: str) -> LiveCluster:
     """The nodes, the claims of `namespace` and what its namespace records, as they are now."""
-    return _cluster(namespace, _cluster_get(namespace, kubectl).json()["items"])
+    return _cluster(namespace, _cluster_read(namespace).json()["items"])
 
 
 class LiveReads:
@@ -260,15 +190,11 @@ class LiveReads:
     tenant `namespace`) and the `data` (base64 values) of the LDAP bind Secret. Used as a
     context manager, so that a program failing before it reads them leaves no kubectl behind."""
 
-    def __init__(
-        self, namespace: str, secret_namespace: str, secret_name: str, kubectl: str = "kubectl"
-    ) -> None:
+    def __init__(self, namespace: str, secret_namespace: str, secret_name: str) -> None:
         self.namespace = namespace
         self.secret = f"{secret_namespace}/{secret_name}"
-        self._cluster = _cluster_get(namespace, kubectl)
-        self._secret = KubectlGet(
-            [kubectl, "get", "secret", secret_name, f"--namespace={secret_namespace}"]
-        )
+        self._cluster = _cluster_read(namespace)
+        self._secret = start_read("get", "secret", secret_name, namespace=secret_namespace)
 
     def __enter__(self) -> LiveReads:
         return self

@@ -14,6 +14,7 @@ from typing import Any
 from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
+from providers.kubectl import kubectl_json
 from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
 from providers.retention.objects import RETENTION_UNTIL, tenant_prefix
@@ -22,7 +23,7 @@ from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.errors import ClusterError
-from tenant_stack.live import TENANT_LABEL, kubectl_json
+from tenant_stack.live import TENANT_LABEL
 from tenant_stack.mapping import ARCHIVE_KINDS
 from tenant_stack.platform import Platform
 from tenant_stack.retention_calendar import Record
@@ -38,7 +39,7 @@ class Check:
 
 def _items(*args: str) -> list[dict[str, Any]]:
     """The items of `kubectl get <args>`."""
-    items: list[dict[str, Any]] = kubectl_json(["kubectl", *args])["items"]
+    items: list[dict[str, Any]] = kubectl_json(*args)["items"]
     return items
 
 

@@ -8,13 +8,13 @@ that into one finding for the backend.
 from __future__ import annotations
 
 import base64
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
+from providers.kubectl import Kubectl, kubectl_get
 from providers.slurm import values
 from providers.slurm.accounting_export import export
 from providers.slurm.settings import Settings as SlurmSettings
@@ -24,8 +24,7 @@ from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.components.tenant_namespace import workload_labels
 from tenant_stack.diagnosis.findings import Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
-from tenant_stack.errors import ClusterError
-from tenant_stack.live import TENANT_LABEL, kubectl_get
+from tenant_stack.live import TENANT_LABEL
 from tenant_stack.mapping import filesystems
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
@@ -265,13 +264,8 @@ def admin_rights(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
 
 
 def _admin_can(spec: TenantSpec, admin: str, verb: str, resource: str) -> bool:
-    argv = ["kubectl", "auth", "can-i", verb, resource, f"--namespace={spec.namespace}"]
-    argv += [f"--as={admin}", f"--as-group={spec.admins_group}", "--request-timeout=30s"]
-    try:
-        said = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise ClusterError(f"`{' '.join(argv)}` did not answer: {error}") from error
-    return said.stdout.strip() == "yes"
+    argv = ("auth", "can-i", verb, resource, f"--as={admin}", f"--as-group={spec.admins_group}")
+    return Kubectl(*argv, namespace=spec.namespace).answer().stdout.strip() == "yes"
 
 
 def partition_time(spec: TenantSpec, _: Platform) -> Iterator[Finding]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from providers.kubectl import kubectl_json
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.slurm.usage import GpuMinutes, SlurmUsage
-from tenant_stack.live import kubectl_json
 from tenant_stack.spec import TenantSpec
 
 __all__ = ["ScopeUsage", "Usage", "read_usage"]
@@ -55,7 +55,7 @@ def read_usage(spec: TenantSpec) -> Usage:
     settings = SlurmSettings.from_environment()
     slurm = SlurmUsage(settings.make_transport())
     jobs = slurm.running(spec.slurm_accounts)
-    pods = kubectl_json(["kubectl", "get", "pods", f"--namespace={spec.namespace}"])["items"]
+    pods = kubectl_json("get", "pods", namespace=spec.namespace)["items"]
     requested = sum(
         int((container.get("resources") or {}).get("requests", {}).get(GPU_RESOURCE, 0))
         for pod in pods

@@ -22,7 +22,6 @@ from tenant_stack.diagnosis.checks import (
 from tenant_stack.diagnosis.findings import LAYERS, Condition, Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.diagnosis.stages import stage_blockers
-from tenant_stack.errors import ClusterError
 from tenant_stack.expiry import days_left
 from tenant_stack.fleet.parallel import fan_out
 from tenant_stack.platform import Platform
@@ -58,7 +57,7 @@ def diagnose(
     def run(check: Check) -> list[Finding]:
         try:
             return list(check.run(spec, platform))
-        except (ClusterError, BackendError) as error:
+        except BackendError as error:
             layer = next(layer for layer, b in _BACKENDS.items() if b == check.backend)
             return [
                 Finding(
@@ -181,7 +180,7 @@ def read_status(spec: TenantSpec, platform: Platform, applied: str | None) -> St
     checks = list(CHECKS)
     try:
         read = read_usage(spec)
-    except (ClusterError, BackendError):
+    except BackendError:
         pass  # diagnose's own read of it fails the same way, as a finding for that backend
     else:
         # The usage just read serves the GPU check too: Slurm and Kubernetes are read once.

@@ -15,7 +15,6 @@ from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
 from tenant_stack.diagnosis.checks import STAGE_CHECKS
 from tenant_stack.diagnosis.findings import Finding
-from tenant_stack.errors import ClusterError
 from tenant_stack.spec import TenantSpec
 
 __all__ = ["GATE_TYPE", "applied_stage", "stage_blockers"]
@@ -40,7 +39,7 @@ def applied_stage(resources: Sequence[dict[str, Any]]) -> str | None:
 def _read(what: str, read: Callable[[], list[str]]) -> list[str]:
     try:
         return read()
-    except (ClusterError, BackendError) as error:
+    except BackendError as error:
         return [f"unknown: {what} could not be read ({error})"]
 
 

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from providers.kubectl import kubectl_json
 from tenant_stack.components.namespace_guard import ADMIN_RULES
 from tenant_stack.doctor.report import Check, CheckFailedError, Steps
 from tenant_stack.doctor.supported import judge
-from tenant_stack.live import kubectl_json
 
 __all__ = [
     "ACCESS",
@@ -238,7 +238,7 @@ def check_kubernetes(timeout: float) -> list[Check]:
     found: dict[str, str] = {}
 
     def reachable() -> str:
-        answer = kubectl_json(["kubectl", "version"])
+        answer = kubectl_json("version")
         found["version"] = str((answer.get("serverVersion") or {}).get("gitVersion", ""))
         return f"the API server of KUBECONFIG={os.environ.get('KUBECONFIG', '~/.kube/config')}"
 

@@ -5,6 +5,7 @@ tenant already holds, and reading the nodes through a stand-in kubectl."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ from typing import Any
 import pytest
 
 from providers.authentik.client import Group, User
-from tenant_stack.errors import ClusterError, Problem
+from providers.errors import KubernetesError
+from tenant_stack.errors import Problem
 from tenant_stack.live import ClaimState, LiveCluster, NodeState, quantity_bytes, read_cluster
 from tenant_stack.platform import Platform, load_platform
 from tenant_stack.preflight import (
@@ -258,8 +260,14 @@ def test_every_problem_is_reported_each_at_its_index() -> None:
 RETAINED = "gpu-tenants.example.io/retained"
 
 
+@pytest.fixture(autouse=True)
+def kubectl_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in kubectl a test writes (`fake_kubectl`) is the one found on PATH."""
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+
 def fake_kubectl(tmp_path: Path, body: str) -> Path:
-    """An executable that records its arguments and then runs `body` (POSIX sh)."""
+    """An executable `kubectl` that records its arguments and then runs `body` (POSIX sh)."""
     script = tmp_path / "kubectl"
     script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{tmp_path}/argv"\n{body}\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
@@ -306,14 +314,15 @@ def test_read_cluster_parses_nodes_and_claims_from_one_kubectl_call(tmp_path: Pa
         "items": nodes + claims + namespaces,
     }
     (tmp_path / "cluster.json").write_text(json.dumps(listing, indent=4))
-    kubectl = fake_kubectl(tmp_path, f'cat "{tmp_path}/cluster.json"')
+    fake_kubectl(tmp_path, f'cat "{tmp_path}/cluster.json"')
 
-    live = read_cluster("tenant-foo", str(kubectl))
+    live = read_cluster("tenant-foo")
 
     assert (tmp_path / "argv").read_text().split() == [
+        "-n",
+        "tenant-foo",
         "get",
         "nodes,persistentvolumeclaims,namespaces,storageclasses",
-        "--namespace=tenant-foo",
         "--output=json",
         "--request-timeout=30s",
     ]
@@ -330,43 +339,47 @@ def test_read_cluster_parses_nodes_and_claims_from_one_kubectl_call(tmp_path: Pa
 
 
 def test_read_nodes_of_an_empty_cluster(tmp_path: Path) -> None:
-    kubectl = fake_kubectl(tmp_path, """echo '{"apiVersion": "v1", "kind": "List", "items": []}'""")
-    live = read_cluster("tenant-foo", str(kubectl))
+    fake_kubectl(tmp_path, """echo '{"apiVersion": "v1", "kind": "List", "items": []}'""")
+    live = read_cluster("tenant-foo")
     assert (live.nodes, live.claims) == ([], [])
 
 
-def test_a_failing_kubectl_is_a_cluster_error_with_its_words(tmp_path: Path) -> None:
+def test_a_failing_kubectl_is_a_kubernetes_error_with_its_words(tmp_path: Path) -> None:
     words = "error: You must be logged in to the server (Unauthorized)"
-    kubectl = fake_kubectl(tmp_path, f'echo "{words}" >&2\nexit 1')
-    with pytest.raises(ClusterError) as caught:
-        read_cluster("tenant-foo", str(kubectl))
+    fake_kubectl(tmp_path, f'echo "{words}" >&2\nexit 1')
+    with pytest.raises(KubernetesError) as caught:
+        read_cluster("tenant-foo")
     assert str(caught.value) == (
-        f"`{kubectl} get nodes,persistentvolumeclaims,namespaces,storageclasses "
-        "--namespace=tenant-foo --output=json "
-        f"--request-timeout=30s` failed: {words}"
+        "`kubectl -n tenant-foo get nodes,persistentvolumeclaims,namespaces,storageclasses "
+        f"--output=json --request-timeout=30s` failed: {words}; "
+        "check KUBECONFIG and that kubectl reaches the cluster"
     )
 
 
 def test_a_failing_silent_kubectl_reports_its_exit_code(tmp_path: Path) -> None:
-    kubectl = fake_kubectl(tmp_path, "exit 3")
-    with pytest.raises(ClusterError, match=r"failed: exit code 3$"):
-        read_cluster("tenant-foo", str(kubectl))
+    fake_kubectl(tmp_path, "exit 3")
+    with pytest.raises(KubernetesError, match=r"failed: exit status 3, no output;"):
+        read_cluster("tenant-foo")
 
 
-def test_a_missing_kubectl_is_a_cluster_error(tmp_path: Path) -> None:
-    missing = tmp_path / "no-such-kubectl"
-    with pytest.raises(ClusterError, match="no-such-kubectl is not on PATH"):
-        read_cluster("tenant-foo", str(missing))
+def test_a_missing_kubectl_is_a_kubernetes_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(KubernetesError, match="failed: kubectl is not on PATH"):
+        read_cluster("tenant-foo")
 
 
-def test_a_hung_kubectl_is_a_cluster_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hung_kubectl_is_a_kubernetes_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # kubectl can outlive its own --request-timeout, e.g. while an exec credential plugin waits
-    # for a browser login; the read's own timeout then fires. The preflight promises a
-    # ClusterError ("the live cluster could not be read"), not a traceback, and no kubectl left.
+    # for a browser login; the read's own timeout then fires. The preflight promises kubectl's
+    # error, not a traceback, and no kubectl left.
     kubectl = fake_kubectl(tmp_path, 'echo $$ > "$0.pid"\nexec sleep 30')
-    monkeypatch.setattr("tenant_stack.live.KUBECTL_TIMEOUT", 0.5)
-    with pytest.raises(ClusterError, match=r"did not answer within 0.5s"):
-        read_cluster("tenant-foo", str(kubectl))
+    monkeypatch.setattr("providers.kubectl.TIMEOUT", 0.5)
+    with pytest.raises(KubernetesError, match=r"kubectl gave no answer within 0.5 s"):
+        read_cluster("tenant-foo")
     pid = int(Path(f"{kubectl}.pid").read_text())
     assert not Path(f"/proc/{pid}").exists()
 
@@ -454,7 +467,8 @@ def namespace_of(tmp_path: Path, metadata: dict[str, Any] | None) -> LiveCluster
     """The cluster as read through a stand-in kubectl, with tenant-foo's namespace as given."""
     items = [] if metadata is None else [{"kind": "Namespace", "metadata": metadata}]
     (tmp_path / "cluster.json").write_text(json.dumps({"kind": "List", "items": items}))
-    return read_cluster("tenant-foo", str(fake_kubectl(tmp_path, f'cat "{tmp_path}/cluster.json"')))
+    fake_kubectl(tmp_path, f'cat "{tmp_path}/cluster.json"')
+    return read_cluster("tenant-foo")
 
 
 def ours(**annotations: str) -> dict[str, Any]:
