@@ -161,118 +161,103 @@ class WekaStorage(pulumi.ComponentResource):
         self, name: str, args: WekaStorageArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE, name, None, opts)
-        first = pulumi.ResourceOptions(parent=self, depends_on=args.after)
-        child = pulumi.ResourceOptions(parent=self)
-        tenant = args.tenant
         if args.isolation == "org":
-            org = WekaOrganization(
-                f"{name}-org",
-                name=tenant,
-                total_quota=args.home_capacity + args.scratch_hard,
-                admin_username=args.org_admin,
-                opts=first,
-            )
-            credentials = OrgCredentials(org.name, org.admin_username, org.admin_password)
-            filesystems = {
-                kind: WekaFilesystem(
-                    f"{name}-{kind}",
-                    name=f"{tenant}-{kind}",
-                    total_capacity=capacity,
-                    group_name=args.filesystem_group,
-                    allow_delete_without_snapshot=args.delete_without_snapshot,
-                    retained_locator=args.retained_locators.get(f"{tenant}-{kind}", ""),
-                    # Named once there is an upload to check, so earlier stacks see no change.
-                    object_store=(
-                        args.object_store if f"{tenant}-{kind}" in args.retained_locators else ""
-                    ),
-                    org=credentials.org,
-                    org_admin_username=credentials.username,
-                    org_admin_password=credentials.password,
-                    opts=child,
-                )
-                for kind, capacity in (("home", args.home_capacity), ("scratch", args.scratch_hard))
-            }
-            home_fs, scratch_fs = filesystems["home"], filesystems["scratch"]
-            home = Place(org.name, home_fs.name, home_fs.id, "/")
-            scratch = Place(org.name, scratch_fs.name, scratch_fs.id, f"/{tenant}")
+            credentials, home, scratch = self._own_filesystems(name, args)
         else:
-            if args.shared_home is None or args.shared_scratch is None:
-                raise ValueError("directory isolation needs the platform's shared filesystems")
-            credentials = OrgCredentials(ROOT_ORG, None, None)
-            home, scratch = (
-                Place(ROOT_ORG, shared.name, shared.uid, f"/{tenant}")
-                for shared in (args.shared_home, args.shared_scratch)
-            )
-        own_filesystems = args.isolation == "org"
+            credentials, home, scratch = _shared_places(args)
+        self._directories(name, args, credentials, home, scratch)
+        secret = self._csi_secret(name, args, credentials)
+        class_name = self._storage_class(name, args, scratch, secret)
+        self._claims(name, args, class_name)
+        self.scratch_filesystem = pulumi.Output.from_input(scratch.name)
+        self.storage_class = class_name
+        self.csi_secret = secret.metadata.apply(lambda m: str(m["name"]))
+        self.register_outputs(
+            {
+                "scratch_filesystem": self.scratch_filesystem,
+                "storage_class": self.storage_class,
+                "csi_secret": self.csi_secret,
+            }
+        )
 
-        def directory(
-            suffix: str, place: Place, path: str, uid: int, mode: str, inside: WekaDirectory | None
-        ) -> WekaDirectory:
-            # A directory inside another depends on that one alone, which depends on the layers
-            # before: the same order, through it, without an edge from each of a large tenant's
-            # homes to each of its users, which the engine would write into every checkpoint.
-            return WekaDirectory(
-                f"{name}-dir-{suffix}",
-                org=place.org,
-                filesystem=place.name,
-                path=path,
-                uid=uid,
-                gid=args.gid,
-                mode=mode,
-                allow_delete_with_data=args.delete_without_snapshot,
-                # Copies are of shared filesystems, whose names are plain strings.
-                retained_copy=(
-                    args.retained_copies.get(place.name, "") if isinstance(place.name, str) else ""
+    def _own_filesystems(
+        self, name: str, args: WekaStorageArgs
+    ) -> tuple[OrgCredentials, Place, Place]:
+        """Org isolation: the tenant's organization and its home and scratch filesystems."""
+        tenant = args.tenant
+        org = WekaOrganization(
+            f"{name}-org",
+            name=tenant,
+            total_quota=args.home_capacity + args.scratch_hard,
+            admin_username=args.org_admin,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
+        )
+        credentials = OrgCredentials(org.name, org.admin_username, org.admin_password)
+        filesystems = {
+            kind: WekaFilesystem(
+                f"{name}-{kind}",
+                name=f"{tenant}-{kind}",
+                total_capacity=capacity,
+                group_name=args.filesystem_group,
+                allow_delete_without_snapshot=args.delete_without_snapshot,
+                retained_locator=args.retained_locators.get(f"{tenant}-{kind}", ""),
+                # Named once there is an upload to check, so earlier stacks see no change.
+                object_store=(
+                    args.object_store if f"{tenant}-{kind}" in args.retained_locators else ""
                 ),
-                opts=pulumi.ResourceOptions(
-                    parent=self,
-                    depends_on=[inside] if inside else args.after,
-                    retain_on_delete=own_filesystems and path != "/",
-                ),
-            )
-
-        def quota(
-            suffix: str, place: Place, on: WekaDirectory, soft: int, hard: int
-        ) -> WekaDirectoryQuota:
-            return WekaDirectoryQuota(
-                f"{name}-{suffix}-quota",
-                filesystem_uid=place.uid,
-                path=on.path,
-                hard_limit_bytes=hard,
-                soft_limit_bytes=soft,
-                owner=tenant,
                 org=credentials.org,
                 org_admin_username=credentials.username,
                 org_admin_password=credentials.password,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[on]),
+                opts=pulumi.ResourceOptions(parent=self),
             )
+            for kind, capacity in (("home", args.home_capacity), ("scratch", args.scratch_hard))
+        }
+        home_fs, scratch_fs = filesystems["home"], filesystems["scratch"]
+        home = Place(org.name, home_fs.name, home_fs.id, "/")
+        scratch = Place(org.name, scratch_fs.name, scratch_fs.id, f"/{tenant}")
+        return credentials, home, scratch
 
-        home_dir = directory("home", home, home.path, ROOT_UID, "0750", None)
-        if not own_filesystems:
+    def _directories(
+        self,
+        name: str,
+        args: WekaStorageArgs,
+        credentials: OrgCredentials,
+        home: Place,
+        scratch: Place,
+    ) -> None:
+        """The tenant's home directory, one per user, and its scratch directory, each with its
+        quota (the home directory's only on a shared filesystem)."""
+        tree = _Directories(self, name, args, credentials)
+        home_dir = tree.directory("home", home, home.path, ROOT_UID, "0750")
+        if args.isolation != "org":
             # The filesystem is the tenant's whole home allowance only when it is its own.
-            quota("home", home, home_dir, 0, args.home_capacity)
+            tree.quota("home", home, home_dir, 0, args.home_capacity)
         for user in args.users:
+            suffix = f"home-{user.username}"
             user_path = f"{home.path.rstrip('/')}/{user.username}"
-            user_dir = directory(
-                f"home-{user.username}", home, user_path, user.uid, "0700", home_dir
-            )
-            quota(f"home-{user.username}", home, user_dir, args.home_soft, args.home_hard)
-        scratch_dir = directory("scratch", scratch, scratch.path, ROOT_UID, "2770", None)
-        quota("scratch", scratch, scratch_dir, args.scratch_soft, args.scratch_hard)
+            user_dir = tree.directory(suffix, home, user_path, user.uid, "0700", inside=home_dir)
+            tree.quota(suffix, home, user_dir, args.home_soft, args.home_hard)
+        scratch_dir = tree.directory("scratch", scratch, scratch.path, ROOT_UID, "2770")
+        tree.quota("scratch", scratch, scratch_dir, args.scratch_soft, args.scratch_hard)
+
+    def _csi_secret(
+        self, name: str, args: WekaStorageArgs, credentials: OrgCredentials
+    ) -> KubernetesObject:
+        """The CSI driver's user in the organization, and its Secret in csi.weka.io's format."""
         csi_user = WekaOrgUser(
             f"{name}-csi-user",
-            username=f"{tenant}-csi",
+            username=f"{args.tenant}-csi",
             role="CSI",
             org=credentials.org,
             org_admin_username=credentials.username,
             org_admin_password=credentials.password,
-            opts=first,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )
-        secret = KubernetesObject(
+        return KubernetesObject(
             f"{name}-csi-secret",
             api_version="v1",
             kind="Secret",
-            metadata=object_metadata(csi_secret_name(tenant), args.namespace),
+            metadata=object_metadata(csi_secret_name(args.tenant), args.namespace),
             secret_fields=SECRET_FIELDS,
             manifest={
                 "type": "Opaque",
@@ -289,14 +274,18 @@ class WekaStorage(pulumi.ComponentResource):
                     )
                 ),
             },
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        secret_name = secret.metadata.apply(lambda m: str(m["name"]))
+
+    def _storage_class(
+        self, name: str, args: WekaStorageArgs, scratch: Place, secret: KubernetesObject
+    ) -> pulumi.Output[str]:
+        """The tenant's StorageClass (Retain, expandable) on its scratch filesystem; its name."""
         storage_class = KubernetesObject(
             f"{name}-storage-class",
             api_version="storage.k8s.io/v1",
             kind="StorageClass",
-            metadata=object_metadata(storage_class_name(tenant)),
+            metadata=object_metadata(storage_class_name(args.tenant)),
             manifest={
                 "provisioner": WEKA_CSI_DRIVER,
                 "parameters": args.kept_class_parameters
@@ -317,7 +306,9 @@ class WekaStorage(pulumi.ComponentResource):
                 parent=self, depends_on=[secret], delete_before_replace=True
             ),
         )
-        class_name = storage_class.metadata.apply(lambda m: str(m["name"]))
+        return storage_class.metadata.apply(lambda m: str(m["name"]))
+
+    def _claims(self, name: str, args: WekaStorageArgs, class_name: pulumi.Output[str]) -> None:
         for claim in args.claims:
             KubernetesObject(
                 f"{name}-pvc-{claim.name}",
@@ -336,15 +327,76 @@ class WekaStorage(pulumi.ComponentResource):
                         "resources": {"requests": {"storage": claim.size}},
                     }
                 },
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self),
             )
-        self.scratch_filesystem = pulumi.Output.from_input(scratch.name)
-        self.storage_class = class_name
-        self.csi_secret = secret_name
-        self.register_outputs(
-            {
-                "scratch_filesystem": self.scratch_filesystem,
-                "storage_class": self.storage_class,
-                "csi_secret": self.csi_secret,
-            }
+
+
+def _shared_places(args: WekaStorageArgs) -> tuple[OrgCredentials, Place, Place]:
+    """Directory isolation: the tenant's directories on the platform's shared filesystems in
+    Root, reached as the cluster admin."""
+    if args.shared_home is None or args.shared_scratch is None:
+        raise ValueError("directory isolation needs the platform's shared filesystems")
+    home, scratch = (
+        Place(ROOT_ORG, shared.name, shared.uid, f"/{args.tenant}")
+        for shared in (args.shared_home, args.shared_scratch)
+    )
+    return OrgCredentials(ROOT_ORG, None, None), home, scratch
+
+
+@dataclass(frozen=True)
+class _Directories:
+    """Declares the tenant's directories and their quotas, as children of `parent`."""
+
+    parent: pulumi.Resource
+    name: str
+    args: WekaStorageArgs
+    credentials: OrgCredentials
+
+    def directory(
+        self,
+        suffix: str,
+        place: Place,
+        path: str,
+        uid: int,
+        mode: str,
+        inside: WekaDirectory | None = None,
+    ) -> WekaDirectory:
+        # A directory inside another depends on that one alone, which depends on the layers
+        # before: the same order, through it, without an edge from each of a large tenant's
+        # homes to each of its users, which the engine would write into every checkpoint.
+        args = self.args
+        return WekaDirectory(
+            f"{self.name}-dir-{suffix}",
+            org=place.org,
+            filesystem=place.name,
+            path=path,
+            uid=uid,
+            gid=args.gid,
+            mode=mode,
+            allow_delete_with_data=args.delete_without_snapshot,
+            # Copies are of shared filesystems, whose names are plain strings.
+            retained_copy=(
+                args.retained_copies.get(place.name, "") if isinstance(place.name, str) else ""
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self.parent,
+                depends_on=[inside] if inside else args.after,
+                retain_on_delete=args.isolation == "org" and path != "/",
+            ),
+        )
+
+    def quota(
+        self, suffix: str, place: Place, on: WekaDirectory, soft: int, hard: int
+    ) -> WekaDirectoryQuota:
+        return WekaDirectoryQuota(
+            f"{self.name}-{suffix}-quota",
+            owner=self.args.tenant,
+            filesystem_uid=place.uid,
+            path=on.path,
+            hard_limit_bytes=hard,
+            soft_limit_bytes=soft,
+            org=self.credentials.org,
+            org_admin_username=self.credentials.username,
+            org_admin_password=self.credentials.password,
+            opts=pulumi.ResourceOptions(parent=self.parent, depends_on=[on]),
         )
