@@ -11,6 +11,7 @@ import time
 from sandbox.layout import SandboxLayout
 from sandbox.project import sandbox_project
 from sandbox.retention_store import BUCKET, LEDGER_BUCKET, STATE_BUCKET
+from sandbox.service import Service
 from sandbox.supervisor import SandboxError, Supervisor
 
 
@@ -18,7 +19,9 @@ def up(layout: SandboxLayout) -> int:
     started_at = time.monotonic()
     supervisor = Supervisor(layout.root)
     started = []
-    for service in layout.services():
+    services = layout.services()
+    _stop_retired(supervisor, services)
+    for service in services:
         if supervisor.start(service):
             started.append(service.name)
             print(f"[sandbox] started {service.name} (pid {supervisor.pid(service.name)})")
@@ -41,9 +44,16 @@ def up(layout: SandboxLayout) -> int:
     return 0
 
 
+def _stop_retired(supervisor: Supervisor, services: list[Service]) -> None:
+    for name in supervisor.stop_retired({service.name for service in services}):
+        print(f"[sandbox] stopped {name}, which this version of the sandbox no longer runs")
+
+
 def down(layout: SandboxLayout) -> int:
     supervisor = Supervisor(layout.root)
-    for service in reversed(layout.services()):
+    services = layout.services()
+    _stop_retired(supervisor, services)
+    for service in reversed(services):
         if supervisor.stop(service):
             print(f"[sandbox] stopped {service.name}")
     print("[sandbox] down; state kept in", layout.root)
@@ -52,9 +62,10 @@ def down(layout: SandboxLayout) -> int:
 
 def reset(layout: SandboxLayout) -> int:
     """Stops the sandbox and deletes everything it keeps: what its clusters hold, its logs, its
-    keys, slurmd's spool. Its users stay in /etc/passwd (ensure_user takes them as they are)."""
+    keys, the Slurm nodes' directory. Its users stay in /etc/passwd (ensure_user takes them as
+    they are)."""
     down(layout)
-    for directory in (layout.root, layout.slurm.slurmd_spool_dir):
+    for directory in (layout.root, layout.slurm.node_dir):
         shutil.rmtree(directory, ignore_errors=True)
     print("[sandbox] reset: deleted", layout.root)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox.authentik.service import (
     authentik_service,
@@ -35,7 +36,7 @@ from sandbox.retention_store import (
     state_backend_environment,
 )
 from sandbox.service import Service
-from sandbox.slurm import SlurmSettings, client_env, slurm_services
+from sandbox.slurm import SlurmSettings, client_env, slurm_services, slurmd_services
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
 from sandbox.supervisor import SandboxError
 from sandbox.temporal import temporal_address, temporal_service
@@ -45,6 +46,9 @@ from sandbox.weka.service import (
     weka_service,
     weka_url,
 )
+
+if TYPE_CHECKING:
+    from tenant_stack.platform import Weka
 
 PROJECT = Path(__file__).resolve().parents[1]
 KUBERNETES_VERSION_FILE = PROJECT / "toolchain" / "versions.sh"
@@ -59,6 +63,18 @@ def _kubernetes_version() -> str:
         if line.startswith("KUBERNETES_VERSION="):
             return line.split("=", 1)[1]
     raise RuntimeError(f"no KUBERNETES_VERSION in {KUBERNETES_VERSION_FILE}")
+
+
+def _platform_weka() -> Weka:
+    """The platform's Weka settings: its shared filesystems' names."""
+    # Imported here, not above: the platform's models would slow down every `make -s env`.
+    from tenant_stack.errors import PlatformError
+    from tenant_stack.platform import load_platform
+
+    try:
+        return load_platform(PLATFORM_FILE).weka
+    except PlatformError as error:
+        raise SandboxError(str(error)) from error
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,11 @@ class SandboxLayout:
         return client_environment(self.retention_store, self.ports.retention_store)
 
     @property
+    def node_scratch(self) -> Path:
+        """The Weka emulator's shared scratch filesystem (Root's), which the nodes mount."""
+        return self.weka_mount_root / "Root" / _platform_weka().shared_scratch_filesystem
+
+    @property
     def slurm(self) -> SlurmSettings:
         return SlurmSettings(self.root / "slurm", self.ports.offset)
 
@@ -129,6 +150,8 @@ class SandboxLayout:
                 self.weka_mount_root,
                 object_store=self.retention_store_environment,
             ),
+            # After Weka: each node mounts the shared scratch filesystem the emulator makes.
+            *slurmd_services(self.root / "slurm", self.ports.offset, self.node_scratch),
             authentik_service(self.root / "authentik", self.ports.authentik),
             temporal_service(
                 self.root / "temporal",
@@ -167,14 +190,7 @@ class SandboxLayout:
     def seed_weka(self) -> list[str]:
         """Creates the platform's shared filesystems in Root, where directory-isolated tenants
         get their directories, if missing. Returns the names it created."""
-        # Imported here, not above: the platform's models would slow down every `make -s env`.
-        from tenant_stack.errors import PlatformError
-        from tenant_stack.platform import load_platform
-
-        try:
-            weka = load_platform(PLATFORM_FILE).weka
-        except PlatformError as error:
-            raise SandboxError(str(error)) from error
+        weka = _platform_weka()
         capacities = {
             weka.shared_home_filesystem: SHARED_HOME_BYTES,
             weka.shared_scratch_filesystem: SHARED_SCRATCH_BYTES,
@@ -195,7 +211,8 @@ class SandboxLayout:
             "SLURM_PARTITIONS_FILE": str(self.slurm.configmap_partitions_conf),
             # Offboarding archives these with the tenant's accounting (runbook step 3c).
             "SLURM_LOG_FILES": ",".join(
-                str(self.slurm.log_dir / log) for log in ("slurmctld.log", "slurmd.log")
+                str(self.slurm.log_dir / log)
+                for log in ("slurmctld.log", *(f"slurmd-{n}.log" for n in self.slurm.slurmd_nodes))
             ),
             "AUTHENTIK_CA_FILE": str(self.pki.ca_cert),
             "WEKA_CA_FILE": str(self.pki.ca_cert),

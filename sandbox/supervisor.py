@@ -124,10 +124,27 @@ class Supervisor:
             f"last lines of {self.log_path(service.name)}:\n{self._tail(service.name)}"
         )
 
+    def stop_retired(self, current: set[str]) -> list[str]:
+        """Stops the processes recorded under names not in `current`: services an earlier
+        version of the sandbox ran (the one slurmd that became one per node), which would hold
+        ports and state the current ones need. Returns the names it stopped."""
+        retired = sorted({p.stem for p in self.run_dir.glob("*.pid")} - current)
+        return [name for name in retired if self._stop_process(name)]
+
     def stop(self, service: Service, timeout: float = 15.0) -> bool:
         """Stops `service` (its whole process group). Returns True if it was running."""
-        pid = self.pid(service.name)
-        self._pid_file(service.name).unlink(missing_ok=True)
+        if not self._stop_process(service.name, timeout):
+            return False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(port_in_use(p) for p in service.ports):
+            time.sleep(0.1)
+        return True
+
+    def _stop_process(self, name: str, timeout: float = 15.0) -> bool:
+        """Stops the process recorded for `name` (its whole process group) and forgets it.
+        Returns True if it was running."""
+        pid = self.pid(name)
+        self._pid_file(name).unlink(missing_ok=True)
         if pid is None:
             return False
         started = start_time(pid)
@@ -140,9 +157,6 @@ class Supervisor:
         # Reap it if it is our child (only in tests that start and stop in one process).
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(port_in_use(p) for p in service.ports):
-            time.sleep(0.1)
         return True
 
     def _tail(self, name: str, lines: int = 20) -> str:

@@ -1,7 +1,7 @@
-"""Real Slurm 22.05 (munged, MariaDB, slurmdbd, slurmctld, and slurmd for one node) as plain
-processes on 127.0.0.1, and the local users whose jobs that node runs."""
+"""Real Slurm 22.05 (munged, MariaDB, slurmdbd, slurmctld, and a slurmd for each of two nodes) as
+plain processes on 127.0.0.1, and the local users whose jobs those nodes run."""
 
-from sandbox.slurm.services import client_env, slurm_services
+from sandbox.slurm.services import client_env, slurm_services, slurmd_services
 from sandbox.slurm.settings import (
     CLUSTER_NAME,
     MARIADB_PORT,
@@ -20,4 +20,5 @@ __all__ = [
     "client_env",
     "ensure_user",
     "slurm_services",
+    "slurmd_services",
 ]

@@ -28,16 +28,17 @@ def slurm_conf(s: SlurmSettings) -> str:
         f"ClusterName={s.cluster_name}",
         f"SlurmctldHost={s.hostname}(127.0.0.1)",
         f"SlurmctldPort={s.slurmctld_port}",
-        f"SlurmdPort={s.slurmd_port}",
+        f"SlurmdPort={s.slurmd_ports[s.slurmd_nodes[0]]}",
         "SlurmUser=root",
         "SlurmdUser=root",
         "AuthType=auth/munge",
         f"AuthInfo={auth}",
         "CredType=cred/munge",
         f"StateSaveLocation={s.ctld_state_dir}",
-        f"SlurmdSpoolDir={s.slurmd_spool_dir}",
+        # %n: the node's name, so that the slurmd daemons on this host keep apart.
+        f"SlurmdSpoolDir={s.slurmd_spool_dir / '%n'}",
         f"SlurmctldPidFile={s.run_dir / 'slurmctld.pid'}",
-        f"SlurmdPidFile={s.run_dir / 'slurmd.pid'}",
+        f"SlurmdPidFile={s.slurmd_pid_file('%n')}",
         f"SlurmctldLogFile={s.log_dir / 'slurmctld.log'}",
         "SlurmctldDebug=info",
         "MailProg=/bin/true",
@@ -67,22 +68,27 @@ def slurm_conf(s: SlurmSettings) -> str:
         "AccountingStorageTRES=gres/gpu",
         "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none",
+        # Puts the stand-in GPU tools on each task's PATH (see stand_ins/).
+        f"TaskProlog={s.task_prolog}",
         # No slurmd runs for the CLOUD nodes. With power saving on, they stay powered down
         # (idle~), so slurmctld never pings them (it would block resolving gpu-NN, which has no
         # address, on every reconfigure); PrivateData=cloud shows powered-down CLOUD nodes in
-        # sinfo and scontrol (FUTURE nodes would stay hidden). The slurmd node is never
+        # sinfo and scontrol (FUTURE nodes would stay hidden). The slurmd nodes are never
         # suspended, so nothing waits on a resume program that does nothing.
         "SuspendProgram=/bin/true",
         "ResumeProgram=/bin/true",
         "SuspendTime=600",
         "SuspendTimeout=30",
         "ResumeTimeout=300",
-        f"SuspendExcNodes={s.slurmd_node}",
+        f"SuspendExcNodes={s.slurmd_hostlist}",
         "PrivateData=cloud",
-        # The slurmd node is configured as the fleet's servers are, far larger than this host:
+        # The slurmd nodes are configured as the fleet's servers are, far larger than this host:
         # take slurm.conf's figures as they are instead of draining it as INVALID_REG.
         "SlurmdParameters=config_overrides",
-        f"SlurmdLogFile={s.log_dir / 'slurmd.log'}",
+        f"SlurmdLogFile={s.log_dir / 'slurmd-%n.log'}",
+        # Each node's own, as on real nodes: PMIx makes a step's directories in it under names
+        # that are the same on every node of the job.
+        f"TmpFS={s.node_tmp_dir('%n')}",
         "SlurmdDebug=info",
         f"NodeName=DEFAULT CPUs={s.cpus_per_node} Boards=1"
         f" SocketsPerBoard={s.sockets_per_node} CoresPerSocket={s.cores_per_socket}"
@@ -90,7 +96,9 @@ def slurm_conf(s: SlurmSettings) -> str:
         f" Gres=gpu:{s.gpus_per_node} Feature=h100",
         *(
             # slurmd -N names the node it serves; NodeHostname defaults to the node's name.
-            f"NodeName={nodes} NodeAddr=127.0.0.1" if served else f"NodeName={nodes} State=CLOUD"
+            f"NodeName={nodes} NodeAddr=127.0.0.1 Port={s.slurmd_ports[nodes]}"
+            if served
+            else f"NodeName={nodes} State=CLOUD"
             for nodes, served in s.node_runs()
         ),
         f"PartitionName={PLATFORM_PARTITION} Nodes=ALL Default=YES State=UP AllowAccounts=root"
@@ -110,6 +118,27 @@ def gres_conf(s: SlurmSettings) -> str:
     # device: a link to /dev/null (slurmd wants a character device; a plain file is an error).
     last = s.gpus_per_node - 1
     return _lines(f"NodeName={s.node_names} Name=gpu File={s.gpu_devices_dir}/nvidia[0-{last}]")
+
+
+def cgroup_conf() -> str:
+    # The sandbox's nodes have no device cgroup (TaskPlugin=task/none, and no GPUs to fence), so
+    # no Slurm daemon reads this; the stand-in nvidia-smi does, to show a job the GPUs a node
+    # with this file would (runbook 7a: 8 GPUs seen by a 1-GPU job means it says no).
+    return _lines(
+        "# Rendered by sandbox/slurm on every start; edits are lost. Only the stand-in",
+        "# nvidia-smi reads it.",
+        "ConstrainDevices=yes",
+    )
+
+
+def task_prolog(s: SlurmSettings) -> str:
+    # slurmstepd runs it as the job's user before each task, and sets what it prints as
+    # `export NAME=value` in the task's environment.
+    return _lines(
+        "#!/bin/sh",
+        "# Rendered by sandbox/slurm: the stand-in GPU tools first on every task's PATH.",
+        f'echo "export PATH={s.node_bin_dir}:$PATH"',
+    )
 
 
 def slurmdbd_conf(s: SlurmSettings, db_password: str) -> str:

@@ -5,10 +5,25 @@
 # services must not run.
 set -euo pipefail
 
-PACKAGES=(slurmdbd slurmctld slurmd slurm-client munge mariadb-server mariadb-client coreutils)
+# libpmix-dev: Slurm's mpi/pmix plugin opens the unversioned libpmix.so, which only the -dev
+# package has; the smoke test's `srun --mpi=pmix` (runbook 7b) needs it.
+PACKAGES=(slurmdbd slurmctld slurmd slurm-client munge mariadb-server mariadb-client coreutils
+  util-linux libpmix-dev)
 # The binaries the sandbox calls; a missing one means a package is missing.
 BINARIES=(munged mungekey munge unmunge mariadbd mariadb-install-db mariadb mariadb-admin
-  slurmdbd slurmctld slurmd sacctmgr scontrol sinfo sbatch squeue scancel sacct timeout)
+  slurmdbd slurmctld slurmd sacctmgr scontrol sinfo sbatch squeue scancel sacct srun timeout
+  unshare)
+# Libraries the daemons open at run time, which no binary check would find missing.
+LIBRARIES=(libpmix-dev)
+
+library_missing() {
+  local package
+  for package in "${LIBRARIES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+      echo "$package"
+    fi
+  done
+}
 # Packages' daemons that postinst scripts could start; checked before and after installing.
 DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld slurmd)
 
@@ -19,8 +34,9 @@ for bin in "${BINARIES[@]}"; do
     missing+=("$bin")
   fi
 done
+mapfile -t -O "${#missing[@]}" missing < <(library_missing)
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "slurm sandbox: all binaries present (${BINARIES[*]}); nothing to install"
+  echo "slurm sandbox: all binaries and libraries present; nothing to install"
   exit 0
 fi
 echo "slurm sandbox: missing ${missing[*]}; installing ${PACKAGES[*]}"
@@ -81,6 +97,7 @@ for bin in "${BINARIES[@]}"; do
     still_missing+=("$bin")
   fi
 done
+mapfile -t -O "${#still_missing[@]}" still_missing < <(library_missing)
 if [ "${#still_missing[@]}" -gt 0 ]; then
   echo "slurm sandbox: installed ${PACKAGES[*]} but ${still_missing[*]} still missing" >&2
   exit 1

@@ -17,9 +17,13 @@ from sandbox.slurm.settings import (
     ACCOUNTING_DB,
     ACCOUNTING_DB_USER,
     MAX_SOCKET_PATH,
+    NODE_SCRATCH,
     SlurmSettings,
 )
 from sandbox.supervisor import SandboxError
+
+# The GPU tools a real node has, as stand-ins (their own headers say what each does).
+STAND_INS = Path(__file__).with_name("stand_ins")
 
 PARTITIONS_PLACEHOLDER = "# Tenant partitions (runbook step 4d), written by the Slurm provider.\n"
 
@@ -139,7 +143,13 @@ def _create_accounting_db(s: SlurmSettings, password: str) -> None:
 
 
 def _slurm_configs(s: SlurmSettings) -> None:
-    _mkdir(s.etc_dir, 0o755)
+    try:
+        _mkdir(s.etc_dir, 0o755)
+    except PermissionError as error:
+        raise SandboxError(
+            f"cannot make the Slurm configuration directory {s.etc_dir} ({error.strerror}); "
+            "slurmd runs as root, start the sandbox as root"
+        ) from error
     _write(s.slurm_conf, config.slurm_conf(s))
     _write(s.gres_conf, config.gres_conf(s))
     # Owned by the project's Slurm provider once it exists: create, never overwrite. A comment
@@ -174,14 +184,36 @@ def _gpu_devices(s: SlurmSettings) -> None:
             device.symlink_to(os.devnull)
 
 
-def prepare_slurmd(s: SlurmSettings) -> None:
+def _stand_ins(s: SlurmSettings) -> None:
+    # The sandbox's nodes are H100 nodes (Feature=h100 in slurm.conf); the bus bandwidth is what
+    # a two-node run of 8x H100 with 8x 400G InfiniBand shows at 4 GiB messages.
+    values = {
+        "@GPUS_PER_NODE@": str(s.gpus_per_node),
+        "@GPU_NAME@": "NVIDIA H100 80GB HBM3",
+        "@GPU_MEMORY_MIB@": "81559",
+        "@BUSBW_GBPS@": "340",
+        "@CGROUP_CONF@": str(s.cgroup_conf),
+    }
+    _mkdir(s.node_bin_dir, 0o755)
+    for source in sorted(STAND_INS.iterdir()):
+        text = source.read_text()
+        for placeholder, value in values.items():
+            text = text.replace(placeholder, value)
+        _write(s.node_bin_dir / source.name, text, 0o755)
+    _write(s.task_prolog, config.task_prolog(s), 0o755)
+    _write(s.cgroup_conf, config.cgroup_conf())
+
+
+def prepare_slurmd(s: SlurmSettings, node: str, scratch: Path) -> None:
     _base_dirs(s)
     _slurm_configs(s)
     _gpu_devices(s)
-    try:
-        _mkdir(s.slurmd_spool_dir, 0o755)
-    except PermissionError as error:
+    _stand_ins(s)
+    if not scratch.is_dir():
         raise SandboxError(
-            f"cannot make slurmd's spool directory {s.slurmd_spool_dir} ({error.strerror}); "
-            "slurmd runs as root, start the sandbox as root"
-        ) from error
+            f"the shared scratch filesystem {scratch} that slurmd mounts at {NODE_SCRATCH} is "
+            "missing: the Weka emulator makes it when it first starts; run `make sandbox-up`"
+        )
+    _mkdir(NODE_SCRATCH, 0o755)
+    _mkdir(s.slurmd_spool_dir / node, 0o755)
+    _mkdir(s.node_tmp_dir(node), 0o1777)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from sandbox.slurm.commands import binary, run
 from sandbox.slurm.settings import SlurmSettings
@@ -106,39 +108,57 @@ def _shown(text: str, name: str) -> str:
     return ""
 
 
-def slurmd_registered(show_node: str, show_slurmd: str, show_config: str = "") -> bool:
-    """Whether slurmctld has the slurmd that answers `scontrol show slurmd` registered for the
-    node of `scontrol show node NAME -o`, and can give it jobs.
+def slurmd_registered(show_node: str, slurmd_started: str, show_config: str = "") -> bool:
+    """Whether slurmctld has the slurmd started at `slurmd_started` (local ISO time, to the
+    second) registered for the node of `scontrol show node NAME -o`, and can give it jobs.
 
-    Either the node is usable with this slurmd's start time (`Boot time`, which the slurmd
-    reports as `SlurmdStartTime`), or slurmctld restarted after this slurmd started
+    Either the node is usable and slurmd reported a start (`SlurmdStartTime`) no earlier than
+    that, so not an older slurmd's, or slurmctld restarted after this slurmd started
     (`BOOT_TIME` of `scontrol show config`): a restarted slurmctld holds the node UNKNOWN, with
     no start time, until it next asks slurmd to register (about 5 s). Replacing that slurmd, as
     `up` replaces a service that is not ready, would gain nothing."""
-    slurmd_started = _shown(show_slurmd, "Boot time")
-    if not slurmd_started:
-        return False
     if node_usable(show_node):
-        return _node_field(show_node, "SlurmdStartTime") == slurmd_started
+        return _node_field(show_node, "SlurmdStartTime") >= slurmd_started
     slurmctld_started = _shown(show_config, "BOOT_TIME")
     # Both are ISO 8601 local times, so they compare as text.
     return node_state(show_node) == "UNKNOWN" and slurmd_started < slurmctld_started
 
 
-def slurmd_ready(s: SlurmSettings) -> bool:
-    # slurmctld keeps a node's state across a restart of slurmd, so ask both: slurmd whether it
-    # answers (scontrol asks the one on localhost at SlurmdPort; a bare connect to the port
-    # would log an error in slurmd.log at every poll), slurmctld whether it has it registered.
+def _process_started(pid_file: Path) -> str | None:
+    """When the process of `pid_file` started, as local ISO time to the second, one second
+    early: /proc counts from a boot time given in whole seconds, and slurmd notes its own start
+    after exec, so the true start is never earlier than this."""
+    try:
+        pid = int(pid_file.read_text().split()[0])
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    started = boot + ticks // os.sysconf("SC_CLK_TCK") - 1
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
+
+
+def slurmd_ready(s: SlurmSettings, node: str) -> bool:
+    # slurmctld keeps a node's state across a restart of slurmd, so ask both: this host when
+    # the node's slurmd started (from its pid file: `scontrol show slurmd` reaches only the
+    # slurmd at SlurmdPort, and a bare connect to a port would log an error in slurmd's log at
+    # every poll), slurmctld whether it has it registered since.
+    started = _process_started(s.slurmd_pid_file(node))
+    if started is None:
+        return False
     env = _slurm_env(s)
 
     def scontrol(*args: str) -> str | None:
         result = run([binary("scontrol"), *args], timeout=_PROBE_TIMEOUT, env=env)
         return result.stdout if result is not None and result.returncode == 0 else None
 
-    slurmd = scontrol("show", "slurmd")
-    node = scontrol("show", "node", s.slurmd_node, "-o")
-    if slurmd is None or node is None:
+    show_node = scontrol("show", "node", node, "-o")
+    if show_node is None:
         return False
-    if node_state(node) == "UNKNOWN":
-        return slurmd_registered(node, slurmd, scontrol("show", "config") or "")
-    return slurmd_registered(node, slurmd)
+    if node_state(show_node) == "UNKNOWN":
+        return slurmd_registered(show_node, started, scontrol("show", "config") or "")
+    return slurmd_registered(show_node, started)

@@ -1,16 +1,15 @@
-"""The four Slurm sandbox processes as `Service`s, in start order, and the clients' environment."""
+"""The Slurm sandbox's processes as `Service`s, in start order, and the clients' environment."""
 
 from __future__ import annotations
 
+import shlex
 from functools import partial
 from pathlib import Path
 
 from sandbox.service import Service
 from sandbox.slurm import config, prepare, probes
 from sandbox.slurm.commands import binary
-from sandbox.slurm.settings import (
-    SlurmSettings,
-)
+from sandbox.slurm.settings import NODE_SCRATCH, SlurmSettings
 
 
 def client_env(state_dir: Path) -> dict[str, str]:
@@ -19,7 +18,7 @@ def client_env(state_dir: Path) -> dict[str, str]:
 
 
 def slurm_services(state_dir: Path, port_offset: int = 0) -> list[Service]:
-    """munged, mariadb, slurmdbd, slurmctld, slurmd: start in this order, stop in reverse."""
+    """munged, mariadb, slurmdbd, slurmctld: start in this order, stop in reverse."""
     s = SlurmSettings(state_dir, port_offset)
     env = client_env(state_dir)
     munged = Service(
@@ -74,15 +73,39 @@ def slurm_services(state_dir: Path, port_offset: int = 0) -> list[Service]:
         # slurm.conf is rendered at start: a new rendering (an Include, a port) needs a restart.
         revision=lambda: config.slurm_conf(s) + config.gres_conf(s),
     )
-    slurmd = Service(
-        name="slurmd",
-        # -N: serve the node named so in slurm.conf, not this host's name.
-        argv=[binary("slurmd"), "-D", "-N", s.slurmd_node],
-        ready=probes.never_raises(partial(probes.slurmd_ready, s)),
-        ports=[s.slurmd_port],
-        env=env,
-        cwd=state_dir,
-        prepare=partial(prepare.prepare_slurmd, s),
-        revision=lambda: config.slurm_conf(s) + config.gres_conf(s),
-    )
-    return [munged, mariadb, slurmdbd, slurmctld, slurmd]
+    return [munged, mariadb, slurmdbd, slurmctld]
+
+
+def slurmd_services(state_dir: Path, port_offset: int, scratch: Path) -> list[Service]:
+    """One slurmd per node of `SlurmSettings.slurmd_nodes`, each in a mount namespace of its own
+    where `scratch` (the Weka emulator's shared scratch filesystem) is mounted at /scratch, as
+    the NodeSet's volume mount puts Weka there in a slurmd pod. Start them after slurmctld and
+    after the Weka emulator has made its filesystems."""
+    s = SlurmSettings(state_dir, port_offset)
+    env = client_env(state_dir)
+    # unshare execs the shell and the shell execs slurmd: one process, the one recorded.
+    node_mount = f'mount --bind {shlex.quote(str(scratch))} {NODE_SCRATCH} && exec "$@"'
+    return [
+        Service(
+            name=f"slurmd-{node}",
+            argv=[
+                "unshare",
+                "--mount",
+                "--propagation=private",
+                "--",
+                "/bin/sh",
+                "-c",
+                node_mount,
+                "slurmd",
+                # -N: serve the node named so in slurm.conf, not this host's name.
+                *(binary("slurmd"), "-D", "-N", node),
+            ],
+            ready=probes.never_raises(partial(probes.slurmd_ready, s, node)),
+            ports=[port],
+            env=env,
+            cwd=state_dir,
+            prepare=partial(prepare.prepare_slurmd, s, node, scratch),
+            revision=lambda: config.slurm_conf(s) + config.gres_conf(s),
+        )
+        for node, port in s.slurmd_ports.items()
+    ]

@@ -13,9 +13,14 @@ from pathlib import Path
 # system-wide install on the same host does not collide.
 MARIADB_PORT = 23306
 SLURMCTLD_PORT = 26817
-# The one slurmd (see SlurmSettings.slurmd_node) listens here.
-SLURMD_PORT = 26818
 SLURMDBD_PORT = 26819
+# The slurmd daemons (SlurmSettings.slurmd_nodes), in order: each node's Port= in slurm.conf, as
+# several slurmd may share a host when each serves a node of its own on its own port.
+SLURMD_PORTS = (26818, 26820)
+
+# Where a node mounts the shared scratch filesystem (Weka's, in the NodeSet's volume mount): the
+# smoke test's `cd /scratch/<slug>` (runbook 7c) needs it there.
+NODE_SCRATCH = Path("/scratch")
 
 # The runbooks address the cluster by this name (sacctmgr ... Cluster=production).
 CLUSTER_NAME = "production"
@@ -57,10 +62,11 @@ class SlurmSettings:
     # A fleet of 8x H100 SXM servers (DGX H100 shape): 2 x 56-core Xeon 8480C with SMT, 2 TiB RAM.
     node_prefix: str = "gpu-"
     node_count: int = 16
-    # The one node a real slurmd serves, on this host, so that jobs really run (and land in
-    # accounting) for the offboarding tests: freeze, drain, cancel, archive. The others stay
-    # CLOUD nodes with no daemon. No tenant spec and no other test puts jobs on gpu-14.
-    slurmd_node: str = "gpu-14"
+    # The nodes a real slurmd each serves, on this host, so that jobs really run (and land in
+    # accounting) for the offboarding tests (freeze, drain, cancel, archive), and a two-node job
+    # for the smoke tests (runbook 7b). The others stay CLOUD nodes with no daemon. No tenant
+    # spec puts jobs on these; the tests that do each take them for their own tenant.
+    slurmd_nodes: tuple[str, ...] = ("gpu-14", "gpu-15")
     sockets_per_node: int = 2
     cores_per_socket: int = 56
     threads_per_core: int = 2
@@ -78,8 +84,13 @@ class SlurmSettings:
         return SLURMCTLD_PORT + self.port_offset
 
     @property
-    def slurmd_port(self) -> int:
-        return SLURMD_PORT + self.port_offset
+    def slurmd_ports(self) -> dict[str, int]:
+        """Each slurmd node's port; the first is also SlurmdPort, where `scontrol show slurmd`
+        asks."""
+        return {
+            node: port + self.port_offset
+            for node, port in zip(self.slurmd_nodes, SLURMD_PORTS, strict=True)
+        }
 
     @property
     def slurmdbd_port(self) -> int:
@@ -90,13 +101,20 @@ class SlurmSettings:
         """Every node, as a Slurm hostlist: gpu-[01-16]."""
         return _hostlist(self.node_prefix, range(1, self.node_count + 1))
 
+    @property
+    def slurmd_hostlist(self) -> str:
+        """The slurmd nodes as a Slurm hostlist: gpu-[14-15]."""
+        prefix = len(self.node_prefix)
+        return _hostlist(self.node_prefix, sorted(int(n[prefix:]) for n in self.slurmd_nodes))
+
     def node_runs(self) -> list[tuple[str, bool]]:
-        """The nodes in order, as hostlists of the runs either side of the slurmd node, each
-        with whether slurmd serves it: [("gpu-[01-13]", False), ("gpu-14", True),
-        ("gpu-[15-16]", False)]. Declared in this order, they keep it in every node list."""
+        """The nodes in order, as hostlists of the runs between the slurmd nodes, each with
+        whether slurmd serves it: [("gpu-[01-13]", False), ("gpu-14", True), ("gpu-15", True),
+        ("gpu-16", False)]. A slurmd node is a run of its own (it has its own port). Declared in
+        this order, they keep it in every node list."""
         runs: list[tuple[list[int], bool]] = []
         for n in range(1, self.node_count + 1):
-            served = f"{self.node_prefix}{n:02d}" == self.slurmd_node
+            served = f"{self.node_prefix}{n:02d}" in self.slurmd_nodes
             if runs and not served and not runs[-1][1]:
                 runs[-1][0].append(n)
             else:
@@ -143,8 +161,17 @@ class SlurmSettings:
 
     # Slurm
     @property
+    def node_dir(self) -> Path:
+        """What the nodes' jobs read, outside the state directory, which may sit in a home no
+        other user can enter (root's is 0700): the Slurm configuration (a job's srun and sinfo
+        read it as the job's user), slurmd's spool (slurmd runs a batch script from it as the
+        job's user) and the nodes' tools. One per sandbox."""
+        digest = hashlib.sha256(str(self.state_dir.absolute()).encode()).hexdigest()[:12]
+        return self.spool_root / f"slurmd-{digest}"
+
+    @property
     def etc_dir(self) -> Path:
-        return self.state_dir / "etc"
+        return self.node_dir / "etc"
 
     @property
     def slurm_conf(self) -> Path:
@@ -161,12 +188,12 @@ class SlurmSettings:
 
     @property
     def partitions_conf(self) -> Path:
-        return self.state_dir / "partitions.conf"
+        return self.etc_dir / "partitions.conf"
 
     @property
     def configmap_partitions_conf(self) -> Path:
         """The partitions ConfigMap's key as the slurmctld pod would see it mounted."""
-        return self.state_dir / "partitions-configmap.conf"
+        return self.etc_dir / "partitions-configmap.conf"
 
     @property
     def log_dir(self) -> Path:
@@ -182,10 +209,30 @@ class SlurmSettings:
 
     @property
     def slurmd_spool_dir(self) -> Path:
-        """Outside the state directory, which may sit in a home no other user can enter (root's
-        is 0700): slurmd runs a job's script from here as the job's user. One per sandbox."""
-        digest = hashlib.sha256(str(self.state_dir.absolute()).encode()).hexdigest()[:12]
-        return self.spool_root / f"slurmd-{digest}"
+        """Each node's slurmd spools in a directory of its own here (slurm.conf's `%n`)."""
+        return self.node_dir / "spool"
+
+    def node_tmp_dir(self, node: str) -> Path:
+        """The node's TmpFS (its /tmp, for Slurm's own use: PMIx's directories)."""
+        return self.node_dir / "tmp" / node
+
+    @property
+    def cgroup_conf(self) -> Path:
+        return self.etc_dir / "cgroup.conf"
+
+    @property
+    def node_bin_dir(self) -> Path:
+        """The stand-ins for the GPU tools a real node has (nvidia-smi, nccl-tests), on every
+        task's PATH through the task prolog."""
+        return self.node_dir / "bin"
+
+    @property
+    def task_prolog(self) -> Path:
+        return self.node_dir / "task-prolog"
+
+    def slurmd_pid_file(self, node: str) -> Path:
+        """Where the slurmd of `node` writes its pid (slurm.conf's SlurmdPidFile with `%n`)."""
+        return self.run_dir / f"slurmd-{node}.pid"
 
     @property
     def gpu_devices_dir(self) -> Path:

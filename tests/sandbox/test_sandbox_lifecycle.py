@@ -70,10 +70,11 @@ def test_up_restarts_a_process_made_from_an_older_definition(
         "mariadb",
         "slurmdbd",
         "slurmctld",
-        "slurmd",
         "partitions-configmap-volume",
         "retention-store",
         "weka-emulator",
+        "slurmd-gpu-14",
+        "slurmd-gpu-15",
         "authentik-emulator",
     ],
 )

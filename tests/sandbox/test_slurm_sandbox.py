@@ -22,6 +22,7 @@ from sandbox.slurm import (
     client_env,
     ensure_user,
     slurm_services,
+    slurmd_services,
 )
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
 from sandbox.slurm.probes import node_usable
@@ -83,7 +84,10 @@ def slurm(sandbox: SandboxLayout) -> Sandbox:
     state_dir = sandbox.root / "slurm"
     return Sandbox(
         Supervisor(sandbox.root),
-        slurm_services(state_dir, sandbox.ports.offset),
+        [
+            *slurm_services(state_dir, sandbox.ports.offset),
+            *slurmd_services(state_dir, sandbox.ports.offset, sandbox.node_scratch),
+        ],
         sandbox.slurm,
         {**os.environ, **client_env(state_dir)},
     )
@@ -110,39 +114,72 @@ def test_platform_partition_holds_every_node(slurm: Sandbox) -> None:
     assert "gres/gpu=128" in out
 
 
-def test_the_slurmd_node_is_up_after_start(slurm: Sandbox) -> None:
-    assert slurm.settings.slurmd_node == "gpu-14"
+@pytest.mark.parametrize("node", ["gpu-14", "gpu-15"])
+def test_each_slurmd_node_is_up_after_start(slurm: Sandbox, node: str) -> None:
+    assert node in slurm.settings.slurmd_nodes
     # A slurmctld restarted just before (the lifecycle tests restart it) holds the node UNKNOWN
     # for a few seconds, until it asks slurmd to register again.
-    wait_for("gpu-14 to be registered", lambda: usable(slurm, "gpu-14"), timeout=15)
-    node = slurm.run("scontrol", "show", "node", "gpu-14", "-o").stdout
+    wait_for(f"{node} to be registered", lambda: usable(slurm, node), timeout=15)
+    shown = slurm.run("scontrol", "show", "node", node, "-o").stdout
     # IDLE, or busy with a job of a test session running beside this one; never CLOUD,
     # POWERED_DOWN, DRAIN or NOT_RESPONDING, and no reason recorded.
-    assert node_usable(node), node
-    assert re.search(r" State=(IDLE|ALLOCATED|MIXED) ", node), node
-    assert "Reason=" not in node
-    assert "NodeAddr=127.0.0.1 " in node
+    assert node_usable(shown), shown
+    assert re.search(r" State=(IDLE|ALLOCATED|MIXED) ", shown), shown
+    assert "Reason=" not in shown
+    assert "NodeAddr=127.0.0.1 " in shown
     # Configured as the fleet's servers, whatever this host has (config_overrides), with its
     # eight GPUs (stand-in device files) all reported by slurmd.
-    assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in node
-    assert "Gres=gpu:8 " in node
-    slurmd = slurm.run("scontrol", "show", "slurmd").stdout
-    assert re.search(rf"^Slurmd PID\s+= {slurm.supervisor.pid('slurmd')}$", slurmd, re.M), slurmd
+    assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in shown
+    assert "Gres=gpu:8 " in shown
+    # Its own slurmd, on its own port, recorded as its service.
+    pid = slurm.supervisor.pid(f"slurmd-{node}")
+    port = slurm.settings.slurmd_ports[node]
+    listening = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True)
+    assert f"pid={pid}," in listening.stdout, listening.stdout
 
 
-def test_sinfo_lists_fifteen_cloud_nodes_and_the_slurmd_node(slurm: Sandbox) -> None:
+def test_sinfo_lists_fourteen_cloud_nodes_and_the_slurmd_nodes(slurm: Sandbox) -> None:
     rows = slurm.lines("sinfo", "-N", "-h", "-p", "platform", "-o", "%N|%G|%c|%m|%T")
     assert [r.split("|")[0] for r in rows] == [f"gpu-{i:02d}" for i in range(1, 17)]
     states = {r.split("|", 1)[0]: r.split("|", 1)[1] for r in rows}
-    slurmd_node = states.pop("gpu-14")
+    served = [states.pop(node) for node in ("gpu-14", "gpu-15")]
     # Powered-down CLOUD nodes: visible, never pinged, never DOWN.
     assert set(states.values()) == {"gpu:8|224|2000000|idle~"}
-    # The slurmd node: configured as the others, powered up (no ~), taking jobs.
-    assert slurmd_node.rsplit("|", 1)[0] == "gpu:8|224|2000000"
-    assert slurmd_node.rsplit("|", 1)[1] in ("idle", "mixed", "allocated")
+    # The slurmd nodes: configured as the others, powered up (no ~), taking jobs.
+    for state in served:
+        assert state.rsplit("|", 1)[0] == "gpu:8|224|2000000"
+        assert state.rsplit("|", 1)[1] in ("idle", "mixed", "allocated")
     node = slurm.run("scontrol", "show", "node", "gpu-16").stdout
     assert "CLOUD" in node
     assert "CfgTRES=cpu=224,mem=2000000M,billing=224,gres/gpu=8" in node
+
+
+def test_a_two_node_job_runs_a_pmix_step_on_both_nodes_with_the_scratch_mounted(
+    slurm: Sandbox, sandbox: SandboxLayout, tmp_path: Path
+) -> None:
+    """Runbook 7b's shape (two nodes, eight tasks each, `srun --mpi=pmix`) on the two slurmd
+    nodes, each task writing into /scratch, which each node mounts from the Weka emulator's
+    shared scratch filesystem."""
+    mark = f"sbx-two-nodes-{os.getpid()}"
+    script = tmp_path / "two-nodes.sh"
+    script.write_text(
+        "#!/bin/bash\nset -euo pipefail\n"
+        f"srun --mpi=pmix bash -c 'touch /scratch/{mark}.$SLURMD_NODENAME.$SLURM_PROCID'\n"
+    )
+    try:
+        slurm.run(
+            "sbatch", "--wait", "--partition=platform", "--nodes=2", "--ntasks-per-node=8",
+            "--gres=gpu:8", "--time=00:02:00", f"--output={tmp_path}/out", str(script),
+        )  # fmt: skip
+        written = sorted(p.name for p in sandbox.node_scratch.glob(f"{mark}.*"))
+        assert written == sorted(
+            f"{mark}.{node}.{rank}"
+            for node, ranks in (("gpu-14", range(8)), ("gpu-15", range(8, 16)))
+            for rank in ranks
+        ), (tmp_path / "out").read_text()
+    finally:
+        for path in sandbox.node_scratch.glob(f"{mark}.*"):
+            path.unlink()
 
 
 def test_config_files_have_safe_modes(slurm: Sandbox) -> None:
@@ -152,9 +189,10 @@ def test_config_files_have_safe_modes(slurm: Sandbox) -> None:
     assert s.munge_dir.stat().st_mode & 0o777 == 0o755
     assert s.archive_dir.is_dir()
     assert f"Include {s.partitions_conf}" in s.slurm_conf.read_text()
-    # Job users run their batch scripts from slurmd's spool: every directory above it must let
-    # them through, which the state directory (in root's 0700 home) need not.
-    for directory in (s.slurmd_spool_dir, *s.slurmd_spool_dir.parents):
+    # Job users run their batch scripts from slurmd's spool, and their sruns read slurm.conf:
+    # every directory above both must let them through, which the state directory (in root's
+    # 0700 home) need not.
+    for directory in (*s.slurmd_spool_dir.parents, s.slurmd_spool_dir, s.etc_dir):
         assert directory.stat().st_mode & 0o005 == 0o005, directory
 
 
@@ -401,7 +439,7 @@ def test_scancel_full_term_makes_the_job_checkpoint_to_scratch(
 def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     s = slurm.settings
     # Starting what runs and answers is a no-op.
-    assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 5
+    assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 6
     slurm.run("sacctmgr", "-i", "add", "account", "sbx-keep", "GrpTRES=gres/gpu=32")
     before = s.partitions_conf.read_text()
     s.partitions_conf.write_text(before + TEST_PARTITION)
@@ -410,7 +448,7 @@ def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     try:
         for service in reversed(slurm.services):
             assert slurm.supervisor.stop(service) is True
-        ports = (s.mariadb_port, s.slurmdbd_port, s.slurmctld_port, s.slurmd_port)
+        ports = (s.mariadb_port, s.slurmdbd_port, s.slurmctld_port, *s.slurmd_ports.values())
         assert not [p for p in ports if port_in_use(p)]
         for service in slurm.services:
             assert slurm.supervisor.start(service) is True

@@ -1,6 +1,6 @@
-"""The Slurm sandbox's pure parts: the node lines it renders (fifteen CLOUD nodes and one that a
-real slurmd serves) and the readiness check of that node, on `scontrol show node -o` output
-captured from the sandbox's Slurm 22.05."""
+"""The Slurm sandbox's pure parts: the node lines it renders (fourteen CLOUD nodes and two that
+real slurmd daemons serve) and the readiness check of a slurmd node, on `scontrol show node -o`
+output captured from the sandbox's Slurm 22.05."""
 
 from __future__ import annotations
 
@@ -38,19 +38,9 @@ CLOUD = _NODE + "State=IDLE+CLOUD+POWERED_DOWN ThreadsPerCore=2 BootTime=None\n"
 # For about 5 s after slurmctld restarts, until it asks slurmd to register again.
 UNKNOWN = _NODE + "State=UNKNOWN ThreadsPerCore=2 BootTime=None SlurmdStartTime=None\n"
 
-# `scontrol show slurmd`: "Boot time" is when this slurmd started.
-_SLURMD = (
-    "Active Steps             = NONE\n"
-    "Actual CPUs              = 2\n"
-    "Boot time                = {}\n"
-    "Hostname                 = gpu-14\n"
-    "Last slurmctld msg time  = NONE\n"
-    "Slurmd PID               = 4711\n"
-    "Version                  = 22.05.8\n"
-)
-SLURMD = _SLURMD.format("2026-11-30T23:20:01")
-# A slurmd started again since slurmctld last heard from one.
-NEWER_SLURMD = _SLURMD.format("2026-11-30T23:25:40")
+# When the slurmd process started (from /proc, one second early), and that of a newer one.
+SLURMD = "2026-11-30T23:20:00"
+NEWER_SLURMD = "2026-11-30T23:25:40"
 # `scontrol show config` of a slurmctld started after SLURMD, and of one started before it.
 CONFIG_RESTARTED = (
     "Configuration data as of 2026-11-30T23:20:23\n"
@@ -78,14 +68,13 @@ def test_node_state_is_read_from_its_field() -> None:
     assert node_state("NodeName=gpu-14 Arch=x86_64") == ""
 
 
-def test_slurmd_is_registered_when_slurmctld_has_its_start_time() -> None:
+def test_slurmd_is_registered_when_slurmctld_has_a_start_time_since_the_process_began() -> None:
     assert slurmd_registered(IDLE, SLURMD)
     assert slurmd_registered(ALLOCATED, SLURMD)
     # slurmctld still shows the node as the slurmd before this one left it.
     assert not slurmd_registered(IDLE, NEWER_SLURMD)
     assert not slurmd_registered(DRAINED, SLURMD)
     assert not slurmd_registered(INVALID, SLURMD, CONFIG_RESTARTED)
-    assert not slurmd_registered(IDLE, "")
 
 
 def test_an_unknown_node_is_registered_only_under_a_restarted_slurmctld() -> None:
@@ -103,31 +92,47 @@ def node_lines(settings: SlurmSettings) -> list[str]:
     ]
 
 
-def test_one_node_is_served_by_slurmd_and_the_others_stay_cloud() -> None:
+def test_two_nodes_are_served_by_slurmd_each_on_its_port_and_the_others_stay_cloud() -> None:
     s = SlurmSettings(STATE)
     assert node_lines(s) == [
         "NodeName=gpu-[01-13] State=CLOUD",
-        "NodeName=gpu-14 NodeAddr=127.0.0.1",
-        "NodeName=gpu-[15-16] State=CLOUD",
+        "NodeName=gpu-14 NodeAddr=127.0.0.1 Port=26818",
+        "NodeName=gpu-15 NodeAddr=127.0.0.1 Port=26820",
+        "NodeName=gpu-16 State=CLOUD",
     ]
     conf = config.slurm_conf(s)
-    assert "SuspendExcNodes=gpu-14\n" in conf
+    assert "SuspendExcNodes=gpu-[14-15]\n" in conf
     assert "SlurmdParameters=config_overrides\n" in conf
-    assert f"SlurmdSpoolDir={s.slurmd_spool_dir}\n" in conf
+    assert "SlurmdPort=26818\n" in conf
+    # Each slurmd keeps its spool, pid, log and TmpFS apart by its node's name.
+    assert f"SlurmdSpoolDir={s.slurmd_spool_dir}/%n\n" in conf
+    assert f"SlurmdPidFile={s.run_dir}/slurmd-%n.pid\n" in conf
+    assert f"TmpFS={s.node_dir}/tmp/%n\n" in conf
+    assert f"TaskProlog={s.node_dir}/task-prolog\n" in conf
     assert "\nPartitionName=platform Nodes=ALL " in conf
 
 
+def test_the_test_sandbox_moves_each_slurmd_port_by_its_offset() -> None:
+    assert SlurmSettings(STATE, port_offset=1000).slurmd_ports == {
+        "gpu-14": 27818,
+        "gpu-15": 27820,
+    }
+
+
 @pytest.mark.parametrize(
-    ("node", "lines"),
+    ("nodes", "lines"),
     [
-        ("gpu-01", ["NodeName=gpu-01 NodeAddr=127.0.0.1",
-                    "NodeName=gpu-[02-16] State=CLOUD"]),
-        ("gpu-16", ["NodeName=gpu-[01-15] State=CLOUD",
-                    "NodeName=gpu-16 NodeAddr=127.0.0.1"]),
+        (("gpu-01", "gpu-02"), ["NodeName=gpu-01 NodeAddr=127.0.0.1 Port=26818",
+                                "NodeName=gpu-02 NodeAddr=127.0.0.1 Port=26820",
+                                "NodeName=gpu-[03-16] State=CLOUD"]),
+        (("gpu-03", "gpu-16"), ["NodeName=gpu-[01-02] State=CLOUD",
+                                "NodeName=gpu-03 NodeAddr=127.0.0.1 Port=26818",
+                                "NodeName=gpu-[04-15] State=CLOUD",
+                                "NodeName=gpu-16 NodeAddr=127.0.0.1 Port=26820"]),
     ],
 )  # fmt: skip
-def test_the_slurmd_node_may_be_any_node(node: str, lines: list[str]) -> None:
-    assert node_lines(SlurmSettings(STATE, slurmd_node=node)) == lines
+def test_the_slurmd_nodes_may_be_any_nodes(nodes: tuple[str, str], lines: list[str]) -> None:
+    assert node_lines(SlurmSettings(STATE, slurmd_nodes=nodes)) == lines
 
 
 def test_every_gpu_has_a_stand_in_device() -> None:
@@ -135,8 +140,11 @@ def test_every_gpu_has_a_stand_in_device() -> None:
     assert config.gres_conf(s) == "NodeName=gpu-[01-16] Name=gpu File=/state/gpus/nvidia[0-7]\n"
 
 
-def test_each_sandbox_has_its_own_slurmd_spool_outside_its_state() -> None:
+def test_each_sandbox_has_its_own_node_directory_outside_its_state() -> None:
     one, other = SlurmSettings(STATE), SlurmSettings(Path("/other"))
-    assert one.slurmd_spool_dir.parent == Path("/var/spool/gpu-tenants")
-    assert one.slurmd_spool_dir != other.slurmd_spool_dir
-    assert one.slurmd_spool_dir == SlurmSettings(STATE, port_offset=1000).slurmd_spool_dir
+    assert one.node_dir.parent == Path("/var/spool/gpu-tenants")
+    assert one.node_dir != other.node_dir
+    assert one.node_dir == SlurmSettings(STATE, port_offset=1000).node_dir
+    # What a job's user reads lives there, not in the state directory.
+    for path in (one.slurm_conf, one.partitions_conf, one.slurmd_spool_dir, one.node_bin_dir):
+        assert path.is_relative_to(one.node_dir)
