@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from providers.errors import BackendError
+from providers.weka.settings import UPLOADS_PREFIX
 
 __all__ = [
     "COPIED_PATH",
@@ -28,7 +29,6 @@ __all__ = [
     "RETENTION_UNTIL",
     "SHA256",
     "TENANT",
-    "UPLOADS_PREFIX",
     "ObjectInfo",
     "archive_key",
     "check_metadata",
@@ -56,9 +56,6 @@ COPIED_PATH = "path"
 # The day the retention purge runs as, when it is told one (`retention run --now DATE`): it sets
 # this for the engine it runs, so that the delete gates below judge expiry by the same day.
 TODAY_VARIABLE = "RETENTION_TODAY"
-# Where the Weka cluster's object-store bucket (the retention bucket: Pulumi.prod.yaml
-# weka.object_store) keeps what Snap-To-Object uploads, under each snapshot's locator.
-UPLOADS_PREFIX = "weka-s2o"
 # Where the retention ledger keeps its entries (`providers.retention.ledger`).
 LEDGER_PREFIX = "_ledger"
 # S3 counts the names and values of all user metadata against this limit.
@@ -145,7 +142,9 @@ def check_metadata(metadata: Mapping[str, str]) -> None:
 
 
 def uploaded_snapshot_prefix(locator: str) -> str:
-    """The prefix of every object of the snapshot uploaded at `locator`."""
+    """The prefix of every object of the snapshot uploaded at `locator`, the answer Weka gave to
+    the upload: the cluster keeps a snapshot's objects under its locator, in the prefix its
+    bucket is configured with."""
     if not locator or ".." in locator.split("/") or locator.startswith("/"):
         raise ValueError(f"{locator!r} is not a snapshot locator")
     return f"{UPLOADS_PREFIX}/{locator}/"

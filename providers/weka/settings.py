@@ -20,10 +20,14 @@ from pathlib import Path
 from providers import environment
 from providers.errors import WekaError
 
-__all__ = ["ROOT_ORG", "Credentials", "Settings", "ca_certificate"]
+__all__ = ["ROOT_ORG", "UPLOADS_PREFIX", "Credentials", "Settings", "ca_certificate"]
 
 # The organization of the cluster and its admins; every other one is a tenant's.
 ROOT_ORG = "Root"
+# The prefix the cluster's object store bucket (the retention bucket: Pulumi.prod.yaml
+# weka.object_store) is configured with: every object Weka writes there, such as a snapshot
+# uploaded by Snap-To-Object, is under it, apart from the tenants' own prefixes.
+UPLOADS_PREFIX = "weka-s2o"
 
 CA_FILE = "WEKA_CA_FILE"
 _DOING = "reading the Weka settings from the environment"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator
 
-from providers.retention.objects import LEDGER_PREFIX, UPLOADS_PREFIX
+from providers.retention.objects import LEDGER_PREFIX
+from providers.weka.settings import UPLOADS_PREFIX
 from tenant_stack.errors import Problem
 from tenant_stack.lifecycle import SIGNED_OFF
 from tenant_stack.platform import Platform

@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from providers.retention.client import RetentionStore
+from providers.weka.settings import UPLOADS_PREFIX
 from sandbox.weka.object_store import DEFAULT_NAME as OBS_BUCKET
 from sandbox.weka.store import STATE_FILE, STATE_VERSION
 from tests.isolated import (
@@ -846,9 +847,10 @@ def test_an_upload_writes_the_snapshot_into_the_object_store(
     ]
 
     locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
-    prefix = f"weka-s2o/{locator}/"
-    assert [o.key for o in store.list(prefix)] == [prefix + "data.tar", prefix + "manifest.json"]
-    manifest = json.loads(store.get(prefix + "manifest.json"))
+    # Under the bucket's prefix and the locator: the tar stream in blobs, then the spec.
+    prefix = f"{UPLOADS_PREFIX}/{locator}/"
+    assert [o.key for o in store.list(prefix)] == [prefix + "blobs/000000", prefix + "spec"]
+    manifest = json.loads(store.get(prefix + "spec"))
     assert (manifest["fs_name"], manifest["snapshot_name"], manifest["access_point"]) == (
         "home",
         "offboard",
@@ -856,7 +858,7 @@ def test_an_upload_writes_the_snapshot_into_the_object_store(
     )
     assert manifest["guid"] == admin.ok("GET", "/cluster")["guid"]
     assert manifest["usage"] == {"/alice": 5000}
-    with tarfile.open(fileobj=io.BytesIO(store.get(prefix + "data.tar"))) as tar:
+    with tarfile.open(fileobj=io.BytesIO(store.get(prefix + "blobs/000000"))) as tar:
         notes = tar.getmember("./alice/notes")
         assert (notes.uid, notes.gid, notes.mode) == (2001, 4001, 0o640)
         assert (tar.getmember("./alice").mode, tar.getmember("./alice/link").linkname) == (
@@ -899,8 +901,8 @@ def test_an_uploaded_snapshot_outlives_its_filesystem_and_a_new_one_is_made_from
 
     api.ok("DELETE", f"/fileSystems/{fs['uid']}")
     api.fails("GET", f"/snapshots/{snap['uid']}", 404)
-    assert store.head(f"weka-s2o/{locator}/data.tar") is not None
-    assert store.head(f"weka-s2o/{locator}/manifest.json") is not None
+    assert store.head(f"{UPLOADS_PREFIX}/{locator}/blobs/000000") is not None
+    assert store.head(f"{UPLOADS_PREFIX}/{locator}/spec") is not None
 
     download = {
         "name": "home-restored",
@@ -990,10 +992,10 @@ def test_purge_from_obs_removes_what_was_uploaded(
     attach(api, fs["uid"])
     snap = api.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
     locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
-    assert len(store.list(f"weka-s2o/{locator}/")) == 2
+    assert len(store.list(f"{UPLOADS_PREFIX}/{locator}/")) == 2
     api.fails("DELETE", f"/fileSystems/{fs['uid']}", 400, params={"purge_from_obs": "maybe"})
     api.ok("DELETE", f"/fileSystems/{fs['uid']}", params={"purge_from_obs": "true"})
-    assert store.list(f"weka-s2o/{locator}/") == []
+    assert store.list(f"{UPLOADS_PREFIX}/{locator}/") == []
     info = {"object_storage": OBS_BUCKET, "locator": locator}
     assert "not found" in api.fails("POST", "/snapshots/locatorInfo", 400, json=info)
 

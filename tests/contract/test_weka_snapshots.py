@@ -20,9 +20,12 @@ import pytest
 
 from providers.errors import WekaError
 from providers.retention.client import RetentionStore
+from providers.retention.objects import uploaded_snapshot_prefix
+from providers.retention.settings import Settings as StoreSettings
 from providers.weka.client import WekaClient
 from providers.weka.settings import Credentials
 from sandbox.weka.object_store import DEFAULT_NAME as OBS_BUCKET
+from sandbox.weka.object_store import ObjectStore
 from tests.isolated import (
     Emulator,
     Gateway,
@@ -109,7 +112,7 @@ def write_home(mount: Path) -> None:
 
 
 def test_an_uploaded_snapshot_outlives_its_filesystem_and_restores_it(
-    org: Org, store: RetentionStore
+    org: Org, store: RetentionStore, gateway: Gateway
 ) -> None:
     weka = org.client
     fs = weka.create_filesystem("home", "default", 100 * GB, 100 * GB)
@@ -134,8 +137,12 @@ def test_an_uploaded_snapshot_outlives_its_filesystem_and_restores_it(
     assert [s.uid for s in weka.list_snapshots("home")] == [snap.uid]
     assert weka.find_snapshot("home", "offboard") == now
 
-    # The bucket holds the snapshot's files as they were, with their owners.
-    data = store.get(f"weka-s2o/{upload.locator}/data.tar")
+    # The bucket holds the snapshot's files as they were, with their owners (read back as the
+    # emulated cluster reads its own objects), under the prefix the product derives from the
+    # locator.
+    assert store.list(uploaded_snapshot_prefix(upload.locator))
+    bucket = ObjectStore(OBS_BUCKET, StoreSettings.from_environment(gateway.env()))
+    data = b"".join(bucket.data(upload.locator))
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         names = set(tar.getnames())
         run = tar.getmember("./alice/results/run-1.csv")
@@ -147,7 +154,7 @@ def test_an_uploaded_snapshot_outlives_its_filesystem_and_restores_it(
     assert weka.get_filesystem(fs.uid) is None
     assert weka.get_snapshot(snap.uid) is None  # it lived in the filesystem
     assert weka.list_snapshots("home") == []
-    assert store.head(f"weka-s2o/{upload.locator}/data.tar") is not None
+    assert store.list(uploaded_snapshot_prefix(upload.locator))
 
     info = weka.locator_info(OBS_BUCKET, upload.locator)
     assert (info.fs_name, info.snapshot_name, info.access_point) == ("home", "offboard", "offboard")
@@ -242,9 +249,8 @@ def test_a_snapshot_far_larger_than_the_emulators_memory_streams_up_and_back(
 
     snap = weka.create_snapshot(fs.uid, "offboard", access_point="offboard")
     upload = weka.upload_snapshot(snap.uid)
-    stored = store.head(f"weka-s2o/{upload.locator}/data.tar")
-    assert stored is not None
-    assert stored.size > size
+    stored = store.list(uploaded_snapshot_prefix(upload.locator))
+    assert sum(info.size for info in stored) > size
     weka.delete_filesystem(fs.uid, "big")
     weka.create_filesystem_from_locator(
         "big", "default", 100 * GB, 100 * GB, obs_name=OBS_BUCKET, locator=upload.locator
@@ -253,5 +259,5 @@ def test_a_snapshot_far_larger_than_the_emulators_memory_streams_up_and_back(
     read_back = hashlib.sha256((org.fs_mount("big") / "weights.bin").read_bytes())
     assert read_back.hexdigest() == written.hexdigest()
     grown_mib = (peak_rss_kib(emulator.process.pid) - before) / 1024
-    # One part of the multipart upload (16 MiB) is held while it is sent; the tree never is.
+    # One blob of the upload (16 MiB) is held while it is sent; the tree never is.
     assert grown_mib < 48, f"the emulator's peak memory grew {grown_mib:.0f} MiB"
