@@ -28,6 +28,7 @@ def smoke_tests(spec: TenantSpec) -> dict[str, str]:
         "set -euo pipefail\n"
         "hostname\n"
         "nvidia-smi --query-gpu=name,memory.total --format=csv,noheader\n"
+        "nvidia-smi -L\n"
         "# Exactly one GPU: cgroup ConstrainDevices is on.\n"
         'test "$(nvidia-smi -L | wc -l)" -eq 1\n',
         "two-node-nccl.sh": header + "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n"
@@ -39,7 +40,8 @@ def smoke_tests(spec: TenantSpec) -> dict[str, str]:
         "storage.sh": header + "#SBATCH --time=00:05:00\n"
         "set -euo pipefail\n"
         f"cd /scratch/{spec.slug}\n"
-        "dd if=/dev/urandom of=smoke.bin bs=1M count=10240 status=progress\n"
+        "# 10 GiB, unless the run asks for another size.\n"
+        "dd if=/dev/urandom of=smoke.bin bs=1M count=${SMOKE_WRITE_MIB:-10240} status=progress\n"
         "dd if=smoke.bin of=/dev/null bs=1M\n"
         "# The Weka mount, not the host's root filesystem:\n"
         f"df -h /scratch/{spec.slug}\n"
@@ -47,8 +49,9 @@ def smoke_tests(spec: TenantSpec) -> dict[str, str]:
     }
 
 
-def connection_sheet(spec: TenantSpec, platform: Platform) -> str:
-    """The Markdown sheet of runbook step 8, to send to the tenant as it is."""
+def connection_sheet(spec: TenantSpec, platform: Platform, smoke_run: str | None = None) -> str:
+    """The Markdown sheet of runbook step 8, to send to the tenant as it is; with `smoke_run`,
+    the last smoke-test run's result (`gpu-tenants smoke`), as the handover checklist asks."""
     contract = spec.contract
     sku = platform.skus[contract.gpu_sku]
     alias = f"login-{spec.short_name}"
@@ -109,6 +112,8 @@ def connection_sheet(spec: TenantSpec, platform: Platform) -> str:
         f"- Term: {contract.term.start} to {contract.term.end}",
         "",
     ]
+    if smoke_run is not None:
+        lines += ["## Smoke tests (runbook step 7)", "", smoke_run, ""]
     return "\n".join(lines)
 
 

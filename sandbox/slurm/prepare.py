@@ -70,6 +70,8 @@ def prepare_munge(s: SlurmSettings) -> None:
     # munged refuses a socket directory that others may write to, and clients must be able to
     # reach the socket in it: exactly 0755.
     _mkdir(s.munge_dir, 0o755)
+    _mkdir(s.node_dir, 0o755)
+    _mkdir(s.munge_socket.parent, 0o755)
     # Only reached when the supervisor's own munged is not running, so an answer here comes
     # from a munged someone else started; munged --force would silently steal its socket.
     if s.munge_socket.exists() and _munge_answers(s):

@@ -132,7 +132,9 @@ class SlurmSettings:
 
     @property
     def munge_socket(self) -> Path:
-        return self.munge_dir / "munge.socket.2"
+        """Where the nodes' jobs reach it too: a job's srun makes its credential there, as the
+        job's user."""
+        return self.node_dir / "munge" / "munge.socket.2"
 
     @property
     def munge_key(self) -> Path:

@@ -5,7 +5,10 @@
                                users file, its nodes and numbers chosen from what is free
     doctor                     before a first `up`: every backend reachable, its version
                                supported, and the credentials allowed what the stacks do
-    handover <slug>            onboarding step 8: the connection sheet for the tenant
+    smoke <slug>               onboarding step 7: the smoke tests run as a tenant's user on its
+                               nodes and judged (GPUs, two-node all-reduce, scratch)
+    handover <slug>            onboarding step 8: the connection sheet for the tenant (with the
+                               last smoke-test run)
     verify-offboarded <slug>   offboarding step 8: is anything of the tenant left live, and is
                                everything that must be retained in the retention store?
     stage <slug> <stage>       offboarding: the spec's lifecycle moved to its next stage (or back),
@@ -43,6 +46,8 @@ Schedule is made (its id is printed).
 `review`: 0 the review passed, 1 it failed (a spec invalid or colliding, a preview failed).
 `new`: 0 the spec is written, 1 refused (nothing written; the output names the option or line).
 `doctor`: 0 every check passed, 1 a check failed (each with its fix), 2 could not run.
+`smoke`: 0 every check passed, 1 a check failed (each with the runbook's fix), 2 could not run
+(a job refused, or the jobs not finished within --timeout: they are cancelled).
 `stage`: 0 the spec is written (or already at the stage), 1 refused (a skip, a move back from
 destroy, a destroy without sign-off: nothing written), 2 could not run.
 `import`: 0 the spec is written, 1 the tenant is refused (nothing written; the output says why).
@@ -79,6 +84,7 @@ from tenant_stack.commands import (
     new,
     retention,
     review,
+    smoke,
     stage,
     status,
     usage,
@@ -94,6 +100,7 @@ _COMMANDS = (
     new,
     stage,
     doctor,
+    smoke,
     handover,
     verify_offboarded,
     check,

@@ -12,7 +12,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command = commands.add_parser(
         "handover",
         help="onboarding step 8: print the tenant's connection sheet (Markdown)",
-        description="Prints the connection sheet the tenant receives, from its spec alone.",
+        description="Prints the connection sheet the tenant receives, from its spec, with the "
+        "last `gpu-tenants smoke` run's result from the tenant's retention ledger "
+        "(RETENTION_S3_*).",
     )
     command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
     add_json(command, "the sheet")
@@ -27,6 +29,28 @@ def run(args: argparse.Namespace) -> int:
     from tenant_stack.spec import load_spec
 
     platform = load_platform(PLATFORM)
-    sheet = connection_sheet(load_spec(tenants(args), args.slug, platform), platform)
+    spec = load_spec(tenants(args), args.slug, platform)
+    sheet = connection_sheet(spec, platform, _last_smoke_run(spec.slug))
     print(json.dumps(sheet) if args.json else sheet, end="\n" if args.json else "")
     return 0
+
+
+def _last_smoke_run(slug: str) -> str:
+    """The last smoke-test run, in a line; said so when there is none or the ledger cannot be
+    read (the sheet is still worth printing)."""
+    from providers.errors import BackendError
+    from providers.retention.ledger import Ledger
+    from tenant_stack.smoke import last_smoke_run
+
+    try:
+        with Ledger.open() as ledger:
+            entry = last_smoke_run(ledger.entries(slug))
+    except BackendError as error:
+        return f"Unknown: the retention ledger could not be read ({error})."
+    if entry is None:
+        return f"Not run yet: run `gpu-tenants smoke {slug}` before handing over."
+    details = entry.details
+    return (
+        f"Last run {entry.at:%Y-%m-%d %H:%M} UTC as {details.get('user', '?')}: "
+        f"{details.get('result', '?')}. {details.get('checks', '')}"
+    )

@@ -17,6 +17,7 @@ COMMANDS = {
     "new": (),
     "stage": (),
     "doctor": (),
+    "smoke": (),
     "handover": (),
     "verify-offboarded": (),
     "check": (),

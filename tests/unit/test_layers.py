@@ -59,6 +59,8 @@ LEVELS = (
         "expiry",
         "usage_report",
         "usage_charts",
+        "smoke_judging",
+        "smoke",
     },
     {
         "program",
