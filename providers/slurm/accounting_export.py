@@ -25,14 +25,18 @@ from dataclasses import dataclass
 
 from providers.command import Transport
 from providers.errors import SlurmError
+from providers.slurm import commands, sacctmgr
 from providers.slurm.job_history import JOB_FIELDS
-from providers.slurm.transport import SLURMDBD_UNREACHABLE, SlurmCommandError, must
+from providers.slurm.transport import SLURMDBD_UNREACHABLE, SlurmCommandError, SlurmRunner
 
 __all__ = ["KINDS", "Export", "export", "tenant_lines", "wait_for_accounting"]
 
 KINDS = ("jobs", "steps", "associations", "logs")
 # From before any tenant: the whole lifetime, whatever the cluster's age.
 _SINCE = "1970-01-01"
+# sacct selects by eligible time, and a job cancelled while held (`--begin` later) was never
+# eligible before now: the window reaches ahead so that it is billed for too.
+_UNTIL = "now+3650days"
 
 
 # How Slurm's daemons name a job in a log line: `JobId=123`, `StepId=123.0`, `job 123`,
@@ -48,10 +52,6 @@ class Export:
     data: bytes
     rows: int  # records (jobs, steps, associations, log lines): the header is not counted
     extension: str
-
-
-def _must(transport: Transport, argv: Sequence[str], doing: str) -> str:
-    return must(transport, argv, doing, SLURMDBD_UNREACHABLE).stdout
 
 
 # How long an export waits for slurmctld's queue of records to slurmdbd to empty, and how often
@@ -70,9 +70,10 @@ def wait_for_accounting(
 ) -> None:
     """Returns once slurmctld has no job record queued for slurmdbd (`sdiag`); SlurmError naming
     the queue's size when it is still not empty after `timeout` seconds."""
+    runner = SlurmRunner(transport)
     deadline = time.monotonic() + timeout
     while True:
-        said = _must(transport, ["sdiag"], doing)
+        said = runner.must(commands.sdiag(), doing).stdout
         found = _DBD_QUEUE.search(said)
         if found is None:
             raise SlurmError(doing, "sdiag printed no 'DBD Agent queue size'", SLURMDBD_UNREACHABLE)
@@ -90,20 +91,9 @@ def wait_for_accounting(
         sleep(_DBD_QUEUE_POLL)
 
 
-def _sacct(transport: Transport, accounts: Sequence[str], jobs_only: bool, doing: str) -> Export:
-    argv = [
-        "sacct",
-        *(["-X"] if jobs_only else []),
-        "--allusers",
-        f"--accounts={','.join(accounts)}",
-        f"--starttime={_SINCE}",
-        # sacct selects by eligible time, and a job cancelled while held (`--begin` later) was
-        # never eligible before now: the window reaches ahead so that it is billed for too.
-        "--endtime=now+3650days",
-        f"--format={JOB_FIELDS}",
-        "--parsable2",
-    ]
-    text = _must(transport, argv, doing)
+def _sacct(runner: SlurmRunner, accounts: Sequence[str], jobs_only: bool, doing: str) -> Export:
+    argv = commands.sacct(accounts, _SINCE, _UNTIL, JOB_FIELDS, jobs_only=jobs_only)
+    text = runner.must(argv, doing).stdout
     lines = [line for line in text.splitlines() if line]
     return Export(text.encode(), max(len(lines) - 1, 0), "csv")
 
@@ -117,10 +107,11 @@ def export(
 ) -> Export:
     """The tenant's records of `kind`; SlurmError when Slurm fails or a job export is empty."""
     doing = f"exporting the Slurm {kind} of accounts {', '.join(accounts)}"
+    runner = SlurmRunner(transport)
     if kind in ("jobs", "steps", "logs"):
         wait_for_accounting(transport, doing)
     if kind == "jobs":
-        found = _sacct(transport, accounts, jobs_only=True, doing=doing)
+        found = _sacct(runner, accounts, jobs_only=True, doing=doing)
         if found.rows == 0 and not allow_empty:
             raise SlurmError(
                 doing,
@@ -130,38 +121,33 @@ def export(
             )
         return found
     if kind == "steps":
-        return _sacct(transport, accounts, jobs_only=False, doing=doing)
+        return _sacct(runner, accounts, jobs_only=False, doing=doing)
     if kind == "associations":
-        where = f"account={','.join(accounts)}"
-        assoc = _must(transport, ["sacctmgr", "-P", "show", "assoc", "where", where, "tree"], doing)
-        qos = _must(transport, ["sacctmgr", "-P", "show", "qos"], doing)
-        text = f"# sacctmgr show assoc where {where} tree\n{assoc}\n# sacctmgr show qos\n{qos}"
+        tree, every_qos = sacctmgr.show_tree(accounts), sacctmgr.show_all_qos()
+        assoc = runner.must(tree, doing).stdout
+        qos = runner.must(every_qos, doing).stdout
+        text = f"# {_shown(tree)}\n{assoc}\n# {_shown(every_qos)}\n{qos}"
         return Export(text.encode(), max(len(assoc.splitlines()) - 1, 0), "txt")
     if kind == "logs":
-        return _tenant_logs(transport, accounts, log_files, doing)
+        return _tenant_logs(runner, accounts, log_files, doing)
     raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
 
 
+def _shown(argv: Sequence[str]) -> str:
+    # As the archive's header names the command: its words, without the output options.
+    return " ".join(arg for arg in argv if not arg.startswith("-"))
+
+
 def _tenant_logs(
-    transport: Transport, accounts: Sequence[str], log_files: Sequence[str], doing: str
+    runner: SlurmRunner, accounts: Sequence[str], log_files: Sequence[str], doing: str
 ) -> Export:
     if not log_files:
         raise SlurmError(doing, "SLURM_LOG_FILES is not set", "set it to the logs' paths")
-    argv = [
-        "sacct",
-        "-X",
-        "--allusers",
-        f"--accounts={','.join(accounts)}",
-        f"--starttime={_SINCE}",
-        "--endtime=now+3650days",
-        "--format=JobID,JobIDRaw,User,NodeList",
-        "--parsable2",
-        "--noheader",
-    ]
+    argv = commands.sacct(accounts, _SINCE, _UNTIL, "JobID,JobIDRaw,User,NodeList", header=False)
     jobs: set[str] = set()
     names = set(accounts)
     nodelists = set()
-    for line in _must(transport, argv, doing).splitlines():
+    for line in runner.must(argv, doing).stdout.splitlines():
         fields = line.split("|")
         if len(fields) != 4:
             continue
@@ -172,11 +158,11 @@ def _tenant_logs(
         if nodelist and nodelist != "None assigned":
             nodelists.add(nodelist)
     if nodelists:
-        hostnames = ["scontrol", "show", "hostnames", ",".join(sorted(nodelists))]
-        names.update(_must(transport, hostnames, doing).split())
+        hostnames = commands.hostnames(sorted(nodelists))
+        names.update(runner.must(hostnames, doing, SLURMDBD_UNREACHABLE).stdout.split())
     parts, kept = [], 0
     for path in log_files:
-        result = transport.run(["cat", path])
+        result = runner.result(commands.cat(path))
         if not result.ok:
             raise SlurmCommandError(
                 doing, result, "correct SLURM_LOG_FILES to the logs' paths on the Slurm host"

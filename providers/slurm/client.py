@@ -1,5 +1,6 @@
-"""Slurm as the runbooks drive it: every sacctmgr and scontrol call goes through `_run`, and every
-failure becomes a `SlurmCommandError` that says what was being done and quotes Slurm.
+"""Slurm as the runbooks drive it: every sacctmgr and scontrol call goes through the one runner
+(`transport.SlurmRunner`), and every failure becomes a `SlurmCommandError` that says what was
+being done and quotes Slurm.
 
 Writes are idempotent by reading state, not by return code: sacctmgr answers "Nothing new added"
 and "Nothing deleted" with rc=1, so after a failed add or delete the object is read back, and
@@ -8,55 +9,22 @@ the outcome is whatever Slurm now holds.
 
 from __future__ import annotations
 
-import tempfile
-import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from providers.command import CommandResult, Transport
+from providers.command import Transport
 from providers.errors import SlurmError
-from providers.files import exclusive_lock
 from providers.kubernetes.lease import LeaseLock
-from providers.slurm import partitions, sacctmgr
+from providers.slurm import commands, partitions, sacctmgr
 from providers.slurm.partition_store import PartitionStore, StaleWriteError
 from providers.slurm.partitions import Partition
-from providers.slurm.sacctmgr import (
-    AccountRecord,
-    AccountSettings,
-    Association,
-    QosRecord,
-    QosSettings,
-    UserRecord,
-    UserSettings,
-)
-from providers.slurm.transport import SlurmCommandError
+from providers.slurm.sacctmgr import AccountRecord, Association, QosRecord, UserRecord
+from providers.slurm.transport import SlurmCommandError, SlurmRunner, unreachable
 
 __all__ = ["SlurmClient"]
 
-_T = TypeVar("_T")
 # Tries of one partition change while other writers keep changing the ConfigMap under it.
 _WRITE_ATTEMPTS = 5
-# One lock for every sacctmgr write from this host, whichever stack or process makes it.
-WRITE_LOCK = Path(tempfile.gettempdir()) / "gpu-tenants-sacctmgr-writes.lock"
-# How long a write waits for the Lease that other hosts' writes hold (each holds it briefly).
-_LEASE_WAIT = 300.0
-_UNREACHABLE = (
-    "check that slurmctld and slurmdbd answer (`scontrol ping`, `sacctmgr show cluster`) and "
-    "run again"
-)
-# slurmctld drops its connections while it rereads its configuration (`scontrol reconfigure`,
-# which every partition change runs, so tenants brought up together meet it): a read that meets
-# that moment fails with one of these and succeeds a moment later. Only reads are retried.
-_TRANSIENT = (
-    "Unexpected missing socket error",
-    "Unable to contact slurm controller",
-    "Socket timed out",
-    "Connection refused",
-)
-_READ_ATTEMPTS = 4
-_READ_BACKOFF = 0.5  # seconds, doubled after each attempt
 
 
 class SlurmClient:
@@ -65,52 +33,17 @@ class SlurmClient:
     def __init__(
         self, transport: Transport, *, cluster: str, write_lock: LeaseLock | None = None
     ) -> None:
-        self.transport = transport
+        self.runner = SlurmRunner(transport, write_lock)
         self.cluster = cluster
-        self.write_lock = write_lock
 
-    # --- the one runner --------------------------------------------------------------------------
-
-    def _run(self, argv: Sequence[str], doing: str) -> CommandResult:
-        """Runs argv; raises if it never finished. A non-zero return code is the caller's."""
-        if "-i" in argv:
-            # slurmdbd loses the user record of one of two `add user`s that run at once (seen on
-            # 22.05: the association is there, `show user` is not), and Pulumi creates a
-            # tenant's users in parallel: writes from this host go one at a time, and from
-            # every host when a Lease is set (fleet workers on many machines).
-            with exclusive_lock(WRITE_LOCK, 0o666), self._across_hosts():
-                result = self.transport.run(argv)
-        else:
-            result = self.transport.run(argv)
-            for attempt in range(1, _READ_ATTEMPTS):
-                if result.ok or not any(word in result.words for word in _TRANSIENT):
-                    break
-                time.sleep(_READ_BACKOFF * 2 ** (attempt - 1))
-                result = self.transport.run(argv)
-        if result.returncode is None:
-            raise SlurmCommandError(doing, result, _UNREACHABLE)
-        return result
-
-    def _across_hosts(self) -> AbstractContextManager[None]:
-        return self.write_lock.held(_LEASE_WAIT) if self.write_lock else nullcontext()
-
-    def _must(self, argv: Sequence[str], doing: str, next_step: str = "") -> CommandResult:
-        result = self._run(argv, doing)
-        if not result.ok:
-            raise SlurmCommandError(doing, result, next_step)
-        return result
-
-    def _read(self, argv: Sequence[str], doing: str, parse: Callable[[str], list[_T]]) -> list[_T]:
-        result = self._must(argv, doing, _UNREACHABLE)
-        try:
-            return parse(result.stdout)
-        except ValueError as error:
-            raise SlurmError(doing, f"unexpected output: {error}") from error
+    @property
+    def write_lock(self) -> LeaseLock | None:
+        return self.runner.write_lock
 
     def _add(self, argv: Sequence[str], doing: str, exists: Callable[[], bool]) -> bool:
         """True if this call added the object; False if it was there already (someone else made
         it meanwhile, or sacctmgr found nothing new to add): the caller then adopts or refuses."""
-        result = self._run(argv, doing)
+        result = self.runner.run(argv, doing)
         if result.ok:
             return True
         if exists():
@@ -118,27 +51,33 @@ class SlurmClient:
         raise SlurmCommandError(doing, result)
 
     def _delete(self, argv: Sequence[str], doing: str, exists: Callable[[], bool]) -> None:
-        result = self._run(argv, doing)
+        result = self.runner.run(argv, doing)
         if not result.ok and exists():
             raise SlurmCommandError(doing, result)
+
+    def _write(self, argv: Sequence[str], doing: str) -> None:
+        # A write sacctmgr refuses says why in its own words; the daemons did answer.
+        self.runner.must(argv, doing, "")
 
     # --- QoS -------------------------------------------------------------------------------------
 
     def qos(self, name: str) -> QosRecord | None:
         doing = f"reading Slurm QoS '{name}'"
-        found = self._read(sacctmgr.show_qos(name), doing, sacctmgr.parse_qos)
+        found = self.runner.read(sacctmgr.show_qos(name), doing, sacctmgr.parse_qos)
         return next((q for q in found if q.name == name), None)
 
-    def add_qos(self, name: str, settings: QosSettings) -> bool:
+    def add_qos(self, p: Mapping[str, Any]) -> bool:
+        """`p`: the QoS's properties (`props.QOS`)."""
+        name = p["name"]
         doing = f"creating Slurm QoS '{name}'"
-        return self._add(sacctmgr.add_qos(name, settings), doing, lambda: bool(self.qos(name)))
+        return self._add(sacctmgr.add_qos(p), doing, lambda: bool(self.qos(name)))
 
-    def modify_qos(self, name: str, settings: QosSettings) -> None:
-        self._must(sacctmgr.modify_qos(name, settings), f"modifying Slurm QoS '{name}'")
+    def modify_qos(self, p: Mapping[str, Any]) -> None:
+        self._write(sacctmgr.modify_qos(p), f"modifying Slurm QoS '{p['name']}'")
 
     def delete_qos(self, name: str) -> None:
         doing = f"deleting Slurm QoS '{name}'"
-        result = self._run(sacctmgr.delete_qos(name), doing)
+        result = self.runner.run(sacctmgr.delete_qos(name), doing)
         if result.ok or self.qos(name) is None:
             return
         users = [
@@ -158,13 +97,13 @@ class SlurmClient:
         """The account record with its associations on this cluster (or on every cluster)."""
         doing = f"reading Slurm account '{name}'"
         argv = sacctmgr.show_account(name, None if all_clusters else self.cluster)
-        found = self._read(argv, doing, sacctmgr.parse_accounts)
+        found = self.runner.read(argv, doing, sacctmgr.parse_accounts)
         return next((a for a in found if a.name == name), None)
 
     def associations(self, *, doing: str, parent: str | None = None) -> list[Association]:
         """Associations on this cluster; with `parent`, the sub-accounts of that account."""
         argv = sacctmgr.show_associations(self.cluster, parent=parent)
-        return self._read(argv, doing, sacctmgr.parse_associations)
+        return self.runner.read(argv, doing, sacctmgr.parse_associations)
 
     def children(self, record: AccountRecord) -> list[Association]:
         """What deleting the account would delete with it: its users and sub-accounts here."""
@@ -177,22 +116,28 @@ class SlurmClient:
         record = self.account(name)
         return record is not None and record.association(self.cluster) is not None
 
-    def add_account(self, name: str, parent: str, settings: AccountSettings) -> bool:
-        doing = f"creating Slurm account '{name}' on cluster '{self.cluster}'"
-        argv = sacctmgr.add_account(name, self.cluster, parent, settings)
-        return self._add(argv, doing, lambda: self._has_association(name))
+    def account_doing(self, verb: str, name: str) -> str:
+        return f"{verb} Slurm account '{name}' on cluster '{self.cluster}'"
 
-    def modify_account(self, name: str, settings: AccountSettings) -> None:
-        doing = f"modifying Slurm account '{name}' on cluster '{self.cluster}'"
-        self._must(sacctmgr.modify_account(name, self.cluster, settings), doing)
+    def add_account(self, p: Mapping[str, Any]) -> bool:
+        """`p`: the account's properties (`props.ACCOUNT`)."""
+        name = p["name"]
+        argv = sacctmgr.add_account(p, self.cluster)
+        return self._add(
+            argv, self.account_doing("creating", name), lambda: self._has_association(name)
+        )
+
+    def modify_account(self, p: Mapping[str, Any]) -> None:
+        argv = sacctmgr.modify_account(p, self.cluster)
+        self._write(argv, self.account_doing("modifying", p["name"]))
 
     def delete_account(self, record: AccountRecord) -> None:
         """`record` as read on every cluster. An account without associations is still a record
         (Description, Organization: the mark), so when only this cluster has associations, the
         whole account goes, as the runbook deletes it; otherwise only this cluster's part."""
-        doing = f"deleting Slurm account '{record.name}' on cluster '{self.cluster}'"
         elsewhere = any(a.cluster != self.cluster for a in record.associations)
         argv = sacctmgr.delete_account(record.name, self.cluster if elsewhere else None)
+        doing = self.account_doing("deleting", record.name)
         self._delete(argv, doing, lambda: self._has_association(record.name))
 
     # --- users -----------------------------------------------------------------------------------
@@ -200,7 +145,8 @@ class SlurmClient:
     def user(self, name: str) -> UserRecord | None:
         """The user with their associations on this cluster."""
         doing = f"reading Slurm user '{name}' on cluster '{self.cluster}'"
-        found = self._read(sacctmgr.show_user(name, self.cluster), doing, sacctmgr.parse_users)
+        argv = sacctmgr.show_user(name, self.cluster)
+        found = self.runner.read(argv, doing, sacctmgr.parse_users)
         return next((u for u in found if u.name == name), None)
 
     def user_doing(self, verb: str, name: str, account: str) -> str:
@@ -209,20 +155,20 @@ class SlurmClient:
             f"(cluster '{self.cluster}')"
         )
 
-    def add_user(
-        self, name: str, account: str, default_account: str, settings: UserSettings
-    ) -> bool:
+    def add_user(self, p: Mapping[str, Any]) -> bool:
+        """`p`: the association's properties (`props.USER`)."""
+        name, account = p["user"], p["account"]
         doing = self.user_doing("creating", name, account)
-        argv = sacctmgr.add_user(name, account, self.cluster, default_account, settings)
+        argv = sacctmgr.add_user(p, self.cluster)
         return self._add(argv, doing, lambda: self._has_user_association(name, account))
 
-    def modify_user(self, name: str, account: str, settings: UserSettings) -> None:
-        doing = self.user_doing("modifying", name, account)
-        self._must(sacctmgr.modify_user(name, account, self.cluster, settings), doing)
+    def modify_user(self, p: Mapping[str, Any]) -> None:
+        doing = self.user_doing("modifying", p["user"], p["account"])
+        self._write(sacctmgr.modify_user(p, self.cluster), doing)
 
     def set_default_account(self, name: str, account: str) -> None:
         doing = f"setting Slurm user '{name}''s default account to '{account}'"
-        self._must(sacctmgr.set_default_account(name, account, self.cluster), doing)
+        self._write(sacctmgr.set_default_account(name, account, self.cluster), doing)
 
     def delete_user(self, name: str, account: str) -> None:
         doing = self.user_doing("deleting", name, account)
@@ -237,21 +183,20 @@ class SlurmClient:
 
     def partition(self, name: str) -> Partition | None:
         doing = f"reading Slurm partition '{name}'"
-        result = self._run(["scontrol", "show", "partition", name, "-o"], doing)
+        argv = commands.show_partition(name)
+        result = self.runner.run(argv, doing)
         if result.ok:
             return partitions.parse_show_partition(result.stdout)
         # scontrol has no quiet form: "not found" is told apart from a failure by its words.
         if f"Partition {name} not found" in result.words:
             return None
-        raise SlurmCommandError(doing, result, _UNREACHABLE)
+        raise SlurmCommandError(doing, result, unreachable(argv))
 
     def node_names(self, doing: str) -> set[str]:
-        result = self._must(["scontrol", "show", "node", "-o"], doing, _UNREACHABLE)
-        return partitions.parse_node_names(result.stdout)
+        return self.runner.read(commands.show_nodes(), doing, partitions.parse_node_names)
 
     def jobs(self, partition: str, doing: str) -> list[str]:
-        argv = ["squeue", "-h", "-p", partition, "-o", "%i"]
-        return self._must(argv, doing, _UNREACHABLE).stdout.split()
+        return self.runner.must(commands.jobs_in_partition(partition), doing).stdout.split()
 
     def rewrite_partition(
         self,
@@ -342,14 +287,13 @@ class SlurmClient:
     def _reconfigure(
         self, store: PartitionStore, name: str, previous: str | None, doing: str
     ) -> None:
-        reconfigure = ["scontrol", "reconfigure"]
-        # Run directly, not through _run: a timeout must restore the partitions too.
-        result = self.transport.run(reconfigure)
+        # Whatever came of it, an answer or none: a timeout must restore the partitions too.
+        result = self.runner.result(commands.reconfigure())
         if result.ok:
             return
         put_back = self._put_back(store, name, previous, doing)
         store.wait_visible(name, previous, doing)
-        again = self.transport.run(reconfigure)
+        again = self.runner.result(commands.reconfigure())
         restored = (
             f"{put_back} and applied"
             if again.ok

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from providers.command import Transport
-from providers.errors import SlurmError
-from providers.slurm.transport import SLURMDBD_UNREACHABLE, must
+from providers.slurm import commands
+from providers.slurm.transport import SlurmRunner
 from providers.slurm.usage import gpus_of
 
 __all__ = ["JOB_FIELDS", "JobRecord", "parse_jobs", "read_jobs"]
@@ -84,20 +84,5 @@ def read_jobs(
     """Every job of `accounts` that was eligible or ran from `since` to before `until`
     (midnight, the hosts' time)."""
     doing = f"reading the jobs of {', '.join(accounts)}"
-    argv = [
-        "sacct",
-        "-X",
-        "--allusers",
-        f"--accounts={','.join(accounts)}",
-        f"--starttime={since.isoformat()}",
-        f"--endtime={until.isoformat()}",
-        f"--format={JOB_FIELDS}",
-        "--parsable2",
-    ]
-    text = must(transport, argv, doing, SLURMDBD_UNREACHABLE).stdout
-    try:
-        return parse_jobs(text)
-    except ValueError as error:
-        raise SlurmError(
-            doing, str(error), "run the same sacct by hand to see what it prints"
-        ) from None
+    argv = commands.sacct(accounts, since.isoformat(), until.isoformat(), JOB_FIELDS)
+    return SlurmRunner(transport).read(argv, doing, parse_jobs)

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from providers.command import CommandResult, LocalTransport, Transport
+from providers.command import CommandResult, LocalTransport, Transport, kubectl
 from providers.errors import SlurmError
 from providers.files import write_atomic
-from providers.slurm import partitions
-from providers.slurm.transport import BACKEND, SlurmCommandError
+from providers.slurm import commands, partitions
+from providers.slurm.transport import BACKEND, SlurmCommandError, SlurmRunner
 
 __all__ = ["ConfigMapStore", "FileStore", "PartitionStore", "StaleWriteError", "Version"]
 
@@ -135,7 +135,7 @@ class ConfigMapStore:
         # kubelet copies either, and then our text is never seen, only a later one holding it.
         deadline = time.monotonic() + self.sync_timeout
         while True:
-            seen = self.controller.run(["cat", self.controller_path])
+            seen = SlurmRunner(self.controller).result(commands.cat(self.controller_path))
             if seen.ok and partitions.shows(seen.stdout, name, line):
                 return
             if time.monotonic() >= deadline:
@@ -152,7 +152,7 @@ class ConfigMapStore:
 
     def _kubectl(self, argv: list[str], doing: str) -> CommandResult:
         local = LocalTransport(backend=BACKEND, timeout=self.timeout)
-        result = local.run(["kubectl", "-n", self.namespace, *argv])
+        result = local.run(kubectl(*argv, namespace=self.namespace))
         if result.returncode is None:
             raise SlurmCommandError(doing, result, "check that kubectl reaches the cluster")
         return result

@@ -14,6 +14,7 @@ refuses an object that no longer carries it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,18 +26,11 @@ from pulumi.dynamic import (
 
 from providers.base import SchemaProvider, adopting, gone
 from providers.errors import SlurmError
-from providers.slurm import partitions, props, values
+from providers.slurm import fields, partitions, props, values
 from providers.slurm.client import SlurmClient
 from providers.slurm.partition_store import PartitionStore
 from providers.slurm.partitions import Partition
-from providers.slurm.sacctmgr import (
-    AccountRecord,
-    AccountSettings,
-    QosRecord,
-    QosSettings,
-    UserRecord,
-    UserSettings,
-)
+from providers.slurm.sacctmgr import AccountRecord, UserRecord
 from providers.slurm.settings import Settings
 
 __all__ = [
@@ -68,31 +62,6 @@ class _SlurmProvider(SchemaProvider):
 # --- QoS -----------------------------------------------------------------------------------------
 
 
-def _qos_settings(p: Mapping[str, Any]) -> QosSettings:
-    return QosSettings(
-        description=values.owner_mark(p["tenant"]),
-        priority=p["priority"],
-        grp_tres_gpus=p["grp_tres_gpus"],
-        max_wall=p["max_wall"],
-        flags=p["flags"],
-        preempt_mode=p["preempt_mode"],
-    )
-
-
-def _qos_outputs(q: QosRecord, recorded: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "name": q.name,
-        "tenant": recorded["tenant"],
-        "lifecycle": recorded.get("lifecycle"),
-        "description": q.description,
-        "priority": q.priority,
-        "grp_tres_gpus": q.grp_tres_gpus,
-        "max_wall": q.max_wall,
-        "flags": list(q.flags),
-        "preempt_mode": q.preempt_mode,
-    }
-
-
 class SlurmQosProvider(_SlurmProvider):
     """A QoS (runbook 4c), marked as the tenant's by its Description."""
 
@@ -103,33 +72,32 @@ class SlurmQosProvider(_SlurmProvider):
         p = self.load(inputs, doing)
         name = p["name"]
         _, client = _client()
-        settings = _qos_settings(p)
         # Add first: a new QoS needs no check, and a failed add is decided by reading it back.
-        if not client.add_qos(name, settings):
+        if not client.add_qos(p):
             live = client.qos(name)
             found = live.description if live else ""
+            mark = values.owner_mark(p["tenant"])
             unmarked = not found.startswith(values.OWNER_PREFIX)
-            if found != settings.description and not (adopting(inputs) and unmarked):
+            if found != mark and not (adopting(inputs) and unmarked):
                 raise _not_marked(
                     doing,
                     f"QoS '{name}'",
-                    f"its Description is '{found}', not '{settings.description}'",
-                    f"sacctmgr -i modify qos where name={name} set "
-                    f"Description={settings.description}",
+                    f"its Description is '{found}', not '{mark}'",
+                    f"sacctmgr -i modify qos where name={name} set Description={mark}",
                 )
-            client.modify_qos(name, settings)
+            client.modify_qos(p)
         return CreateResult(name, self._outputs(client, p, doing))
 
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
         _, client = _client()
         live = client.qos(id_)
-        return ReadResult(id_, _qos_outputs(live, outputs)) if live else gone()
+        return ReadResult(id_, fields.QOS.outputs(vars(live), outputs)) if live else gone()
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm QoS '{id_}'"
         p = self.load(news, doing)
         _, client = _client()
-        client.modify_qos(id_, _qos_settings(p))
+        client.modify_qos(p)
         return UpdateResult(self._outputs(client, p, doing))
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
@@ -150,28 +118,14 @@ class SlurmQosProvider(_SlurmProvider):
             )
         client.delete_qos(id_)
 
-    @staticmethod
-    def _outputs(client: SlurmClient, p: Mapping[str, Any], doing: str) -> dict[str, Any]:
+    def _outputs(self, client: SlurmClient, p: Mapping[str, Any], doing: str) -> dict[str, Any]:
         live = client.qos(p["name"])
         if live is None:
             raise SlurmError(doing, f"QoS '{p['name']}' is not there after the write")
-        return _qos_outputs(live, p)
+        return fields.QOS.outputs(vars(live), p)
 
 
 # --- accounts ------------------------------------------------------------------------------------
-
-
-def _account_settings(p: Mapping[str, Any]) -> AccountSettings:
-    return AccountSettings(
-        description=p["description"],
-        organization=p["tenant"],
-        fairshare=p["fairshare"],
-        grp_tres_gpus=p["grp_tres_gpus"],
-        grp_jobs=p["grp_jobs"],
-        grp_submit_jobs=p["grp_submit_jobs"],
-        qos=p["qos"],
-        default_qos=p["default_qos"],
-    )
 
 
 class SlurmAccountProvider(_SlurmProvider):
@@ -182,20 +136,18 @@ class SlurmAccountProvider(_SlurmProvider):
 
     def create(self, inputs: dict[str, Any]) -> CreateResult:
         _, client = _client()
-        name = inputs.get("name")
-        doing = f"creating Slurm account '{name}' on cluster '{client.cluster}'"
+        doing = client.account_doing("creating", inputs.get("name", ""))
         p = self.load(inputs, doing)
-        settings = _account_settings(p)
         # Read first, unlike a QoS: `add` succeeds on a record left without associations and
         # keeps its Organization, so adding blindly could take over another tenant's account.
         record = self._marked(client, p, doing, adopting(inputs))
-        if record is None and not client.add_account(p["name"], p["parent"], settings):
+        if record is None and not client.add_account(p):
             record = self._marked(client, p, doing, adopting(inputs))
         if record is not None:
             if record.association(client.cluster) is None:
-                client.add_account(p["name"], p["parent"], settings)
+                client.add_account(p)
             # Adopting: the add above keeps the record's old Description; modify sets it all.
-            client.modify_account(p["name"], settings)
+            client.modify_account(p)
         return CreateResult(p["name"], self._outputs(client, p, doing))
 
     @staticmethod
@@ -234,14 +186,14 @@ class SlurmAccountProvider(_SlurmProvider):
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         _, client = _client(olds)
-        doing = f"modifying Slurm account '{id_}' on cluster '{client.cluster}'"
+        doing = client.account_doing("modifying", id_)
         p = self.load(news, doing)
-        client.modify_account(id_, _account_settings(p))
+        client.modify_account(p)
         return UpdateResult(self._outputs(client, p, doing))
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
         _, client = _client(outputs)
-        doing = f"deleting Slurm account '{id_}' on cluster '{client.cluster}'"
+        doing = client.account_doing("deleting", id_)
         self.refuse_before_offboarding(f"account '{id_}'", outputs, doing)
         record = client.account(id_, all_clusters=True)
         if record is None:
@@ -281,35 +233,11 @@ def _account_outputs(
     assoc = record.association(cluster) if record else None
     if record is None or assoc is None:
         return None
-    return {
-        "name": record.name,
-        "parent": assoc.parent,
-        "tenant": recorded["tenant"],
-        "lifecycle": recorded.get("lifecycle"),
-        "organization": record.organization,
-        "description": record.description,
-        # An account's Fairshare is a number unless someone set `parent` by hand.
-        "fairshare": int(assoc.fairshare) if assoc.fairshare.isdigit() else assoc.fairshare,
-        "grp_tres_gpus": assoc.grp_tres_gpus,
-        "grp_jobs": assoc.grp_jobs,
-        "grp_submit_jobs": assoc.grp_submit_jobs,
-        "qos": list(assoc.qos),
-        "default_qos": assoc.default_qos,
-        "cluster": cluster,
-    }
+    live = {**vars(record), **vars(assoc)}
+    return {**fields.ACCOUNT.outputs(live, recorded), "cluster": cluster}
 
 
 # --- user associations ---------------------------------------------------------------------------
-
-
-def _user_settings(p: Mapping[str, Any]) -> UserSettings:
-    return UserSettings(
-        fairshare=p["fairshare"],
-        max_jobs=p["max_jobs"],
-        grp_tres_mins_gpus=p["grp_tres_mins_gpus"],
-        qos=p["qos"],
-        default_qos=p["default_qos"],
-    )
 
 
 class SlurmUserProvider(_SlurmProvider):
@@ -326,9 +254,8 @@ class SlurmUserProvider(_SlurmProvider):
         # tenant's.
         self._require_tenant_account(client, p, doing)
         self._refuse_someone_elses(client, p, doing)
-        settings = _user_settings(p)
-        if not client.add_user(user, account, p["default_account"], settings):
-            client.modify_user(user, account, settings)
+        if not client.add_user(p):
+            client.modify_user(p)
         return CreateResult(f"{user}@{account}", self._apply_default_account(client, p, doing))
 
     @staticmethod
@@ -395,7 +322,7 @@ class SlurmUserProvider(_SlurmProvider):
         doing = client.user_doing("modifying", news.get("user", ""), news.get("account", ""))
         p = self.load(news, doing)
         self._require_tenant_account(client, p, doing)
-        client.modify_user(p["user"], p["account"], _user_settings(p))
+        client.modify_user(p)
         return UpdateResult(self._apply_default_account(client, p, doing))
 
     def delete(self, _id: str, outputs: dict[str, Any]) -> None:
@@ -420,34 +347,16 @@ def _user_outputs(
     assoc = record.association(cluster, p["account"]) if record else None
     if record is None or assoc is None:
         return None
-    return {
-        "user": record.name,
-        "account": assoc.account,
-        "tenant": p["tenant"],
-        "default_account": record.default_account,
-        "fairshare": assoc.fairshare,
-        "max_jobs": assoc.max_jobs,
-        "grp_tres_mins_gpus": assoc.grp_tres_mins_gpus,
-        "qos": list(assoc.qos),
-        "default_qos": assoc.default_qos,
-        "cluster": cluster,
-    }
+    live = {**vars(record), **vars(assoc)}
+    return {**fields.USER.outputs(live, p), "cluster": cluster}
 
 
 # --- partitions ----------------------------------------------------------------------------------
 
 
 def _partition(p: Mapping[str, Any]) -> Partition:
-    return Partition(
-        name=p["name"],
-        nodes=p["nodes"],
-        allow_accounts=p["allow_accounts"],
-        max_time=p["max_time"],
-        default_time=p["default_time"],
-        preempt_mode=p["preempt_mode"],
-        oversubscribe=p["oversubscribe"],
-        state=p["state"],
-    )
+    """The line's values: the properties a `Partition` has (Default=NO: the one it keeps)."""
+    return Partition(**{f.name: p[f.name] for f in dataclasses.fields(Partition) if f.name in p})
 
 
 def _refuse_defined_elsewhere(
@@ -498,7 +407,7 @@ class SlurmPartitionProvider(_SlurmProvider):
         live = client.partition(id_)
         if live is None:
             return gone()
-        return ReadResult(id_, self._outputs_of(live, outputs))
+        return ReadResult(id_, fields.PARTITION.outputs(vars(live), outputs))
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm partition '{id_}'"
@@ -553,19 +462,4 @@ class SlurmPartitionProvider(_SlurmProvider):
         live = client.partition(p["name"])
         if live is None:
             raise SlurmError(doing, "the partition is not there after `scontrol reconfigure`")
-        return self._outputs_of(live, p)
-
-    @staticmethod
-    def _outputs_of(live: Partition, recorded: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "name": live.name,
-            "tenant": recorded["tenant"],
-            "lifecycle": recorded.get("lifecycle"),
-            "nodes": live.nodes,
-            "allow_accounts": list(live.allow_accounts),
-            "max_time": live.max_time,
-            "default_time": live.default_time,
-            "preempt_mode": live.preempt_mode,
-            "oversubscribe": live.oversubscribe,
-            "state": live.state,
-        }
+        return fields.PARTITION.outputs(vars(live), p)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from providers.command import CommandResult, Transport
-from providers.slurm.transport import SLURMCTLD_UNREACHABLE, must
+from providers.command import Transport
+from providers.slurm import commands
+from providers.slurm.transport import SlurmRunner
 
 __all__ = ["Job", "SlurmQueue"]
 
@@ -46,32 +47,29 @@ def parse_squeue(text: str) -> list[Job]:
 
 class SlurmQueue:
     def __init__(self, transport: Transport) -> None:
-        self.transport = transport
-
-    def _must(self, argv: Sequence[str], doing: str) -> CommandResult:
-        return must(self.transport, argv, doing, SLURMCTLD_UNREACHABLE)
+        self.runner = SlurmRunner(transport)
 
     def jobs(self, accounts: Sequence[str]) -> list[Job]:
         """Every job queued or running under `accounts`, in any partition."""
         doing = f"listing the jobs of accounts {', '.join(accounts)}"
-        argv = ["squeue", "-h", "--all", "-A", ",".join(accounts), "-o", _FORMAT]
-        return parse_squeue(self._must(argv, doing).stdout)
+        return self.runner.read(commands.queue(accounts, _FORMAT), doing, parse_squeue)
 
     def cancel_pending(self, accounts: Sequence[str]) -> None:
         doing = f"cancelling the pending jobs of accounts {', '.join(accounts)}"
-        self._must(["scancel", "--state=PENDING", "-A", ",".join(accounts)], doing)
+        self.runner.must(commands.cancel_pending(accounts), doing)
 
     def signal(self, jobs: Sequence[Job], signal: str) -> None:
         """Sends `signal` to every step of each job, the batch shell included, so that a
         checkpointing trap in the job script runs."""
         if jobs:
-            doing = f"sending {signal} to jobs {', '.join(j.id for j in jobs)}"
-            self._must(["scancel", "--full", f"--signal={signal}", *[j.id for j in jobs]], doing)
+            ids = [j.id for j in jobs]
+            self.runner.must(
+                commands.cancel(ids, signal), f"sending {signal} to jobs {', '.join(ids)}"
+            )
 
     def end(self, jobs: Sequence[Job]) -> None:
         """Ends the jobs: slurmd sends TERM then, KillWait later, KILL. After a TERM and its
         grace that is the runbook's KILL."""
         if jobs:
-            self._must(
-                ["scancel", *[j.id for j in jobs]], f"ending jobs {', '.join(j.id for j in jobs)}"
-            )
+            ids = [j.id for j in jobs]
+            self.runner.must(commands.cancel(ids), f"ending jobs {', '.join(ids)}")

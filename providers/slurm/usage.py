@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from providers.command import Transport
-from providers.errors import SlurmError
-from providers.slurm.transport import SLURMCTLD_UNREACHABLE, must
+from providers.slurm import commands
+from providers.slurm.options import GPU
+from providers.slurm.transport import SlurmRunner
 
 __all__ = ["GpuMinutes", "RunningJob", "SlurmUsage", "gpus_of", "parse_running", "parse_sshare"]
-
-GPU = "gres/gpu"
 
 
 @dataclass(frozen=True)
@@ -74,25 +73,15 @@ def parse_sshare(text: str) -> list[GpuMinutes]:
 
 class SlurmUsage:
     def __init__(self, transport: Transport) -> None:
-        self.transport = transport
+        self.runner = SlurmRunner(transport)
 
     def running(self, accounts: Sequence[str]) -> list[RunningJob]:
         # squeue 22.05 ignores its filters (--states, --accounts) with --json: every job of the
         # cluster comes back, so the accounts are picked here.
-        argv = ["squeue", "--json"]
-        result = must(
-            self.transport, argv, "reading the accounts' running jobs", SLURMCTLD_UNREACHABLE
-        )
-        try:
-            jobs = parse_running(result.stdout)
-        except ValueError as error:
-            raise SlurmError("reading the accounts' running jobs", str(error)) from error
+        doing = "reading the accounts' running jobs"
+        jobs = self.runner.read(commands.queue_json(), doing, parse_running)
         return [job for job in jobs if job.account in accounts]
 
     def gpu_minutes(self, accounts: Sequence[str]) -> list[GpuMinutes]:
-        argv = ["sshare", "-P", "-n", "-a", f"--accounts={','.join(accounts)}"]
-        argv += ["--format=Account,User,GrpTRESMins,GrpTRESRaw"]
-        result = must(
-            self.transport, argv, "reading the accounts' GPU-minutes", SLURMCTLD_UNREACHABLE
-        )
-        return parse_sshare(result.stdout)
+        argv = commands.sshare(accounts, "Account,User,GrpTRESMins,GrpTRESRaw")
+        return self.runner.read(argv, "reading the accounts' GPU-minutes", parse_sshare)

@@ -13,6 +13,21 @@ from typing import Any
 
 MAX_COUNT = 2**31 - 1  # Slurm keeps limits and priorities in 32-bit fields
 OWNER_PREFIX = "gpu-tenants:"
+# The QoS flags of Slurm 22.05 (sacctmgr(1)), spelt as sacctmgr prints them.
+QOS_FLAGS = (
+    "DenyOnLimit",
+    "EnforceUsageThreshold",
+    "NoDecay",
+    "NoReserve",
+    "OverPartQOS",
+    "PartitionMaxNodes",
+    "PartitionMinNodes",
+    "PartitionTimeLimit",
+    "RequiresReservation",
+    "UsageFactorSafe",
+)
+# As slurmdbd stores them: PreemptMode=OFF on a QoS is stored (and printed) as `cluster`.
+QOS_PREEMPT_MODES = ("cluster", "cancel", "requeue")
 
 # Slurm lowercases account, QoS and user names; sacctmgr splits its arguments on ',' and '=' and
 # its -P output on '|', and reads a leading '-' as an option. These rules exclude all of that.

@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 from providers.identities import EMAIL, HYPHENATED
-from providers.slurm.sacctmgr import QOS_FLAGS
+from providers.slurm.values import QOS_FLAGS
 
 # A slug names the tenant's namespace, Slurm account and partition, Authentik group, Weka
 # organization and retention store prefix at once, so it may be none of the names those systems

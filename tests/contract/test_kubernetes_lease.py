@@ -18,7 +18,6 @@ import pytest
 
 from providers.errors import KubernetesError
 from providers.kubernetes.lease import LeaseLock
-from providers.slurm.sacctmgr import QosSettings
 from providers.slurm.settings import Settings
 from tests.backends import kubectl_json, sacctmgr
 
@@ -105,7 +104,7 @@ def test_sacctmgr_writes_wait_for_the_lease_another_host_holds(name: str) -> Non
     added: list[float] = []
 
     def add() -> None:
-        client.add_qos(qos, QosSettings(description="written under the Lease", priority=1))
+        client.add_qos({"name": qos, "tenant": "lease-test", "priority": 1})
         added.append(time.monotonic())
 
     try:

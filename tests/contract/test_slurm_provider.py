@@ -510,7 +510,7 @@ def test_an_unreachable_slurmdbd_is_a_slurm_error_in_sacctmgrs_words(
     assert "Connection refused" in error.backend_says
     assert error.returncode == 1
     assert error.argv[:4] == ("sacctmgr", "-P", "-n", "show")
-    assert "sacctmgr show cluster" in str(error)
+    assert "sacctmgr ping" in str(error)
 
 
 def test_a_controller_that_does_not_answer_times_out(

@@ -28,23 +28,23 @@ SHOW_QOS_NORMAL = (
 SHOW_QOS_INTERACTIVE = "interactive-foo|200|gres/gpu=8|04:00:00||cluster|gpu-tenants:tenant-foo\n"
 # `show account|user ... withassoc`: the record and its associations, one row per association.
 SHOW_ACCOUNT = (
-    "tenant-foo|production|tenant-foo||root|300|gres/gpu=64|200||||normal-foo|normal-foo|"
+    "tenant-foo|production|tenant-foo||root|300|gres/gpu=64|200||normal-foo|normal-foo|||"
     "tenant foo\n"
 )
 SHOW_TEAM = (
-    "tenant-foo|production|ml-team-foo||tenant-foo|200||||||normal-foo|normal-foo|"
+    "tenant-foo|production|ml-team-foo||tenant-foo|200||||normal-foo|normal-foo|||"
     "tenant foo ml team\n"
-    "tenant-foo|production|ml-team-foo|alice||parent||||20|gres/gpu=240000|normal-foo|normal-foo|"
+    "tenant-foo|production|ml-team-foo|alice||parent||||normal-foo|normal-foo|20|gres/gpu=240000|"
     "tenant foo ml team\n"
 )
 # What `delete account where name=... cluster=...` leaves: the record, without associations.
-SHOW_TEAM_WITHOUT_ASSOCIATIONS = "tenant-foo||ml-team-foo|||0||0|0|0||||tenant foo ml team\n"
+SHOW_TEAM_WITHOUT_ASSOCIATIONS = "tenant-foo||ml-team-foo|||0||0|0|||0||tenant foo ml team\n"
 SHOW_USER = (
-    "ml-team-foo|production|ml-team-foo|alice||parent||||20|gres/gpu=240000|normal-foo|normal-foo\n"
+    "ml-team-foo|production|ml-team-foo|alice||parent||||normal-foo|normal-foo|20|gres/gpu=240000\n"
 )
 # `show association where parent=tenant-foo`: the sub-account, with the QoS it inherits.
 SHOW_SUBACCOUNTS = (
-    "production|ml-team-foo||tenant-foo|200||||||interactive-foo,normal-foo|normal-foo\n"
+    "production|ml-team-foo||tenant-foo|200||||interactive-foo,normal-foo|normal-foo||\n"
 )
 SHOW_PARTITION = (
     "PartitionName=tenant-foo AllowGroups=ALL AllowAccounts=tenant-foo AllowQos=ALL "
@@ -90,29 +90,35 @@ def runbook_partition(**changes: str) -> Partition:
     return Partition(allow_accounts=("tenant-foo",), **fields)
 
 
-NORMAL = sacctmgr.QosSettings(
-    description="gpu-tenants:tenant-foo",
-    priority=100,
-    grp_tres_gpus=64,
-    max_wall="24:00:00",
-    flags=("DenyOnLimit",),
-)
-TENANT_ACCOUNT = sacctmgr.AccountSettings(
-    description="Tenant Foo",
-    organization="tenant-foo",
-    fairshare=300,
-    grp_tres_gpus=64,
-    grp_jobs=200,
-    qos=("interactive-foo", "normal-foo"),
-    default_qos="normal-foo",
-)
-ALICE = sacctmgr.UserSettings(
-    fairshare="parent",
-    max_jobs=20,
-    grp_tres_mins_gpus=240000,
-    qos=("interactive-foo", "normal-foo"),
-    default_qos="normal-foo",
-)
+NORMAL = {
+    "name": "normal-foo",
+    "tenant": "tenant-foo",
+    "priority": 100,
+    "grp_tres_gpus": 64,
+    "max_wall": "24:00:00",
+    "flags": ["DenyOnLimit"],
+}
+TENANT_ACCOUNT = {
+    "name": "tenant-foo",
+    "tenant": "tenant-foo",
+    "description": "Tenant Foo",
+    "fairshare": 300,
+    "grp_tres_gpus": 64,
+    "grp_jobs": 200,
+    "qos": ["interactive-foo", "normal-foo"],
+    "default_qos": "normal-foo",
+}
+ALICE = {
+    "user": "alice",
+    "account": "ml-team-foo",
+    "tenant": "tenant-foo",
+    "default_account": "ml-team-foo",
+    "fairshare": "parent",
+    "max_jobs": 20,
+    "grp_tres_mins_gpus": 240000,
+    "qos": ["interactive-foo", "normal-foo"],
+    "default_qos": "normal-foo",
+}
 
 # --- parsers -------------------------------------------------------------------------------------
 
@@ -174,7 +180,7 @@ def test_users_and_subaccounts() -> None:
 
 
 def test_free_text_is_the_last_field_so_a_bar_inside_it_shifts_nothing() -> None:
-    row = ["someone", "production", "other", "", "root", "1", *[""] * 5, "normal", ""]
+    row = ["someone", "production", "other", "", "root", "1", *[""] * 3, "normal", "", "", ""]
     [record] = sacctmgr.parse_accounts("|".join([*row, "made | by hand"]) + "\n")
     assert (record.description, record.organization) == ("made | by hand", "someone")
 
@@ -185,7 +191,7 @@ def test_output_of_another_shape_is_refused() -> None:
 
 
 def test_tres_lists_yield_the_gpu_entry() -> None:
-    [assoc] = sacctmgr.parse_associations("production|a||root|1|cpu=4,gres/gpu=16|||||normal|\n")
+    [assoc] = sacctmgr.parse_associations("production|a||root|1|cpu=4,gres/gpu=16|||normal|||\n")
     assert (assoc.grp_tres_gpus, assoc.default_qos) == (16, None)
 
 
@@ -193,9 +199,9 @@ def test_tres_lists_yield_the_gpu_entry() -> None:
 
 
 def test_qos_commands_are_the_runbooks() -> None:
-    assert sacctmgr.add_qos("normal-foo", NORMAL) == [
+    assert sacctmgr.add_qos(NORMAL) == [
         "sacctmgr", "-i", "add", "qos", "normal-foo", "Description=gpu-tenants:tenant-foo",
-        "Priority=100", "GrpTRES=gres/gpu=64", "MaxWall=24:00:00", "Flags=DenyOnLimit",
+        "Priority=100", "GrpTRES=gres/gpu=64", "MaxWall=1-00:00:00", "Flags=DenyOnLimit",
         "PreemptMode=OFF",
     ]  # fmt: skip
     assert sacctmgr.show_qos("normal-foo") == [
@@ -208,33 +214,33 @@ def test_qos_commands_are_the_runbooks() -> None:
 
 
 def test_modify_clears_what_is_unset_with_minus_one() -> None:
-    bare = sacctmgr.QosSettings(description="gpu-tenants:tenant-foo", priority=5)
-    assert sacctmgr.modify_qos("q", bare)[-6:] == [
+    bare = {"name": "q", "tenant": "tenant-foo", "priority": 5}
+    assert sacctmgr.modify_qos(bare)[-6:] == [
         "Description=gpu-tenants:tenant-foo", "Priority=5", "GrpTRES=gres/gpu=-1",
         "MaxWall=-1", "Flags=-1", "PreemptMode=OFF",
     ]  # fmt: skip
-    assert "GrpTRES=gres/gpu=-1" not in sacctmgr.add_qos("q", bare)
+    assert "GrpTRES=gres/gpu=-1" not in sacctmgr.add_qos(bare)
 
 
 def test_account_and_user_commands() -> None:
     # The Description stays one argv element: no shell, so no quoting.
-    assert sacctmgr.add_account("tenant-foo", "production", "root", TENANT_ACCOUNT) == [
+    assert sacctmgr.add_account(TENANT_ACCOUNT, "production") == [
         "sacctmgr", "-i", "add", "account", "tenant-foo", "Cluster=production", "Parent=root",
-        "Description=Tenant Foo", "Organization=tenant-foo", "Fairshare=300",
+        "Organization=tenant-foo", "Description=Tenant Foo", "Fairshare=300",
         "GrpTRES=gres/gpu=64", "GrpJobs=200", "QOS=interactive-foo,normal-foo",
         "DefaultQOS=normal-foo",
     ]  # fmt: skip
-    frozen = sacctmgr.AccountSettings(
-        description="Tenant Foo", organization="tenant-foo", fairshare=300, grp_jobs=0,
-        grp_submit_jobs=0,
-    )  # fmt: skip
-    assert sacctmgr.modify_account("tenant-foo", "production", frozen) == [
+    frozen = {
+        "name": "tenant-foo", "tenant": "tenant-foo", "description": "Tenant Foo",
+        "fairshare": 300, "grp_jobs": 0, "grp_submit_jobs": 0,
+    }  # fmt: skip
+    assert sacctmgr.modify_account(frozen, "production") == [
         "sacctmgr", "-i", "modify", "account", "where", "name=tenant-foo", "cluster=production",
-        "set", "Description=Tenant Foo", "Organization=tenant-foo", "Fairshare=300",
+        "set", "Organization=tenant-foo", "Description=Tenant Foo", "Fairshare=300",
         "GrpTRES=gres/gpu=-1", "GrpJobs=0", "GrpSubmitJobs=0",
     ]  # fmt: skip
-    assert sacctmgr.add_user("alice", "ml-team-foo", "production", "ml-team-foo", ALICE) == [
-        "sacctmgr", "-i", "add", "user", "alice", "Account=ml-team-foo", "Cluster=production",
+    assert sacctmgr.add_user(ALICE, "production") == [
+        "sacctmgr", "-i", "add", "user", "alice", "Cluster=production", "Account=ml-team-foo",
         "DefaultAccount=ml-team-foo", "Fairshare=parent", "MaxJobs=20",
         "GrpTRESMins=gres/gpu=240000", "QOS=interactive-foo,normal-foo", "DefaultQOS=normal-foo",
     ]  # fmt: skip
@@ -246,32 +252,23 @@ def test_account_and_user_commands() -> None:
         "sacctmgr", "-P", "-n", "show", "account", "where", "name=tenant-foo",
         "cluster=production", "withassoc",
         "format=Organization,Cluster,Account,User,ParentName,Fairshare,GrpTRES,GrpJobs,"
-        "GrpSubmitJobs,MaxJobs,GrpTRESMins,QOS,DefaultQOS,Description",
+        "GrpSubmitJobs,QOS,DefaultQOS,MaxJobs,GrpTRESMins,Description",
     ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("build", "says"),
     [
-        (lambda: sacctmgr.QosSettings(description="Tenant, Foo", priority=1), "misread"),
-        (lambda: sacctmgr.QosSettings(description='say "hi"', priority=1), "misread"),
-        (lambda: sacctmgr.QosSettings(description="-i", priority=1), "misread"),
-        (lambda: sacctmgr.QosSettings(description="ok", priority=-1), "outside"),
+        (lambda: sacctmgr.add_account({**TENANT_ACCOUNT, "description": "A, B"}, "c"), "misread"),
         (
-            lambda: sacctmgr.QosSettings(description="ok", priority=1, max_wall="24:00"),
-            "not a time limit",
+            lambda: sacctmgr.add_account({**TENANT_ACCOUNT, "description": 'say "hi"'}, "c"),
+            "misread",
         ),
-        (
-            lambda: sacctmgr.QosSettings(description="ok", priority=1, flags=("Bogus",)),
-            "not one of",
-        ),
-        (
-            lambda: sacctmgr.AccountSettings(
-                description="ok", organization="o", fairshare=1, qos=("a",), default_qos="b"
-            ),
-            "not in the QoS list",
-        ),
-        (lambda: sacctmgr.UserSettings(fairshare="half"), "not a whole number"),
+        (lambda: sacctmgr.modify_account({**TENANT_ACCOUNT, "description": "-i"}, "c"), "misread"),
+        (lambda: sacctmgr.add_qos({**NORMAL, "priority": -1}), "outside"),
+        (lambda: sacctmgr.modify_qos({**NORMAL, "max_wall": "24:00"}), "not a time limit"),
+        (lambda: sacctmgr.add_qos({**NORMAL, "flags": ["Bogus"]}), "not one of"),
+        (lambda: sacctmgr.add_user({**ALICE, "fairshare": "half"}, "c"), "not a whole number"),
         (lambda: sacctmgr.show_qos("normal foo"), "not a Slurm name"),
         (lambda: sacctmgr.show_qos("a=b"), "not a Slurm name"),
         (lambda: sacctmgr.show_qos("a|b"), "not a Slurm name"),
@@ -604,7 +601,7 @@ class _Reconfiguring:
 def test_a_read_that_meets_a_reconfigure_is_retried_a_few_times(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("providers.slurm.client._READ_BACKOFF", 0.0)
+    monkeypatch.setattr("providers.slurm.transport._READ_BACKOFF", 0.0)
     transport = _Reconfiguring(busy=2)
     partition = SlurmClient(transport, cluster="c").partition("t")
     assert partition is not None

@@ -1,0 +1,107 @@
+"""The argv of Slurm's commands other than sacctmgr's (which `sacctmgr` builds from the field
+table): scontrol, squeue, scancel, sshare, sacct and sdiag, each written here once, for
+`transport.SlurmRunner` to run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "cancel",
+    "cancel_pending",
+    "cat",
+    "hostnames",
+    "jobs_in_partition",
+    "queue",
+    "queue_json",
+    "reconfigure",
+    "sacct",
+    "sdiag",
+    "show_nodes",
+    "show_partition",
+    "sshare",
+]
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ",".join(names)
+
+
+def show_partition(name: str) -> list[str]:
+    return ["scontrol", "show", "partition", name, "-o"]
+
+
+def show_nodes() -> list[str]:
+    return ["scontrol", "show", "node", "-o"]
+
+
+def reconfigure() -> list[str]:
+    return ["scontrol", "reconfigure"]
+
+
+def hostnames(nodelists: Sequence[str]) -> list[str]:
+    """The host names a list of hostlists (`gpu-[01-03]`) expands to."""
+    return ["scontrol", "show", "hostnames", _listed(nodelists)]
+
+
+def jobs_in_partition(partition: str) -> list[str]:
+    """The ids of the jobs in `partition`, one a line."""
+    return ["squeue", "-h", "-p", partition, "-o", "%i"]
+
+
+def queue(accounts: Sequence[str], fields: str) -> list[str]:
+    """Every job of `accounts` in any partition (hidden ones too), as `fields` (squeue's -o)."""
+    return ["squeue", "-h", "--all", "-A", _listed(accounts), "-o", fields]
+
+
+def queue_json() -> list[str]:
+    return ["squeue", "--json"]
+
+
+def cancel_pending(accounts: Sequence[str]) -> list[str]:
+    return ["scancel", "--state=PENDING", "-A", _listed(accounts)]
+
+
+def cancel(jobs: Sequence[str], signal: str | None = None) -> list[str]:
+    """Ends the jobs; with `signal`, sends it to every step of each, the batch shell included
+    (`--full`), so that a trap in the job script runs."""
+    sent = ["--full", f"--signal={signal}"] if signal else []
+    return ["scancel", *sent, *jobs]
+
+
+def sshare(accounts: Sequence[str], fields: str) -> list[str]:
+    return ["sshare", "-P", "-n", "-a", f"--accounts={_listed(accounts)}", f"--format={fields}"]
+
+
+def sacct(
+    accounts: Sequence[str],
+    since: str,
+    until: str,
+    fields: str,
+    *,
+    jobs_only: bool = True,
+    header: bool = True,
+) -> list[str]:
+    """The records of every user's jobs of `accounts` eligible from `since` to `until` (sacct's
+    time forms), `|`-separated: one per job (`jobs_only`), or per step too."""
+    return [
+        "sacct",
+        *(["-X"] if jobs_only else []),
+        "--allusers",
+        f"--accounts={_listed(accounts)}",
+        f"--starttime={since}",
+        f"--endtime={until}",
+        f"--format={fields}",
+        "--parsable2",
+        *([] if header else ["--noheader"]),
+    ]
+
+
+def sdiag() -> list[str]:
+    return ["sdiag"]
+
+
+def cat(path: str) -> list[str]:
+    """A file on the host the transport reaches (a log, the controller's copy of a ConfigMap)."""
+    return ["cat", path]
