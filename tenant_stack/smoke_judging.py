@@ -114,6 +114,17 @@ def df_mount(output: str) -> tuple[str, str] | None:
     return None
 
 
+def _copied(output: str) -> list[int]:
+    """The bytes each finished `dd` copied: its summary follows `records out` (the lines of
+    status=progress, each after a carriage return, say `copied` too, as it goes)."""
+    lines = output.splitlines()
+    return [
+        int(m.group(1))
+        for before, line in itertools.pairwise(lines)
+        if before.endswith("records out") and (m := _COPIED.match(line))
+    ]
+
+
 def _tail(output: str) -> str:
     lines = [line for line in output.replace("\r", "\n").splitlines() if line.strip()]
     return " / ".join(lines[-_TAIL:]) or "no output"
@@ -200,7 +211,7 @@ def judge_scratch(record: JobRecord, nodes: Sequence[str], output: str, scratch:
     if mount is not None and mount[1] == "/":
         evidence = f"df -h {scratch}: {mount[0]} on / (the node's root filesystem)"
         return Verdict("7c scratch", record.id, node, False, evidence, FIX_SCRATCH)
-    copies = [int(m.group(1)) for line in output.splitlines() if (m := _COPIED.match(line))]
+    copies = _copied(output)
     if record.state != "COMPLETED" or mount is None or len(copies) < 2:
         return Verdict("7c scratch", record.id, node, False, _ran(record, output))
     written = copies[0] // 2**20

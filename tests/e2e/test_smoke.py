@@ -13,7 +13,9 @@ judging itself is tested on real tools' output in tests/unit/test_smoke_judging.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +43,14 @@ WRITE_MIB = "64"
 class Bar:
     project: Path
     env: dict[str, str]
+    # Where the runs' output goes: in /tmp, which the nodes share with this host.
+    outputs: Path
 
     def smoke(self, *args: str) -> subprocess.CompletedProcess[str]:
+        output = self.outputs / f"run-{len(list(self.outputs.iterdir()))}"
         return operator_command(
-            "smoke", SLUG, "--write-mib", WRITE_MIB, "--timeout", "300", "--project",
-            self.project, *args, env=self.env,
+            "smoke", SLUG, "--write-mib", WRITE_MIB, "--timeout", "300", "--output-dir", output,
+            "--project", self.project, *args, env=self.env,
         )  # fmt: skip
 
     def smoke_report(self) -> tuple[int, dict[str, dict[str, Any]]]:
@@ -60,7 +65,10 @@ def bar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bar]:
     for user, uid in (("dave", 2201), ("erin", 2202)):
         ensure_user(user, uid, GID, GROUP)
     work = tmp_path_factory.mktemp("smoke")
-    tenant = Bar(project_copy(work / "project", rehearsals=(SLUG,)), file_backend(work / "backend"))
+    outputs = Path(tempfile.mkdtemp(prefix="gpu-tenants-smoke-", dir="/tmp"))
+    outputs.chmod(0o755)
+    project = project_copy(work / "project", rehearsals=(SLUG,))
+    tenant = Bar(project, file_backend(work / "backend"), outputs)
     path = tenant.project / "tenants" / f"{SLUG}.yaml"
     spec = yaml.safe_load(path.read_text())
     spec["contract"]["gpus"] = 16
@@ -72,6 +80,7 @@ def bar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bar]:
                timeout=600)  # fmt: skip
     yield tenant
     run("scancel", f"--account={SLUG}")
+    shutil.rmtree(outputs)
     run_pulumi(tenant.env, tenant.project, "destroy", "--yes", "--skip-preview", "--stack", SLUG,
                timeout=600)  # fmt: skip
 

@@ -4,7 +4,8 @@ The fixtures under tests/fixtures/smoke are published captures: `nvidia-smi -L` 
 8x H100 80GB HBM3 node as a job given the whole node lists it, and of one GPU; nccl-tests'
 `all_reduce_perf -b 8 -e 8G -f 2 -g 1` over two 8x H100 nodes (16 ranks, 338 GB/s at 8 GB), and
 the rows of a two-node run whose bus bandwidth stayed near 41 GB/s (a fabric not doing its job).
-`dd` and `df -h` lines are in coreutils' own format.
+And the storage test's `dd` (status=progress) and `df -h` as run here: on a directory of this
+machine's root filesystem, and in a sandbox job on its /scratch mount.
 """
 
 from __future__ import annotations
@@ -41,18 +42,11 @@ NODES = ["gpu-14", "gpu-15"]
 DONE = JobRecord("41", "COMPLETED", "0:0", "gpu-14")
 FAILED = JobRecord("42", "FAILED", "1:0", "gpu-14")
 
-DD = (
-    "10240+0 records in\n10240+0 records out\n"
-    "10737418240 bytes (11 GB, 10 GiB) copied, 28.7 s, 374 MB/s\n"
-    "10240+0 records in\n10240+0 records out\n"
-    "10737418240 bytes (11 GB, 10 GiB) copied, 4.1 s, 2.6 GB/s\n"
-)
+ON_SCRATCH = (FIXTURES / "storage-on-a-scratch-mount.txt").read_text()
+ON_ROOT = (FIXTURES / "storage-on-the-root-filesystem.txt").read_text()
 ON_WEKA = (
     "Filesystem                      Size  Used Avail Use% Mounted on\n"
     "weka-backend-0/cluster-scratch   50T  1.2T   49T   3% /scratch\n"
-)
-ON_ROOT = (
-    "Filesystem      Size  Used Avail Use% Mounted on\n/dev/nvme0n1p2  1.8T  210G  1.5T  13% /\n"
 )
 
 
@@ -146,20 +140,22 @@ def test_the_partition_must_hold_the_reservations_nodes() -> None:
 
 def test_df_is_read_under_its_header() -> None:
     assert df_mount(ON_WEKA) == ("50T", "/scratch")
-    assert df_mount(ON_ROOT) == ("1.8T", "/")
+    assert df_mount(ON_SCRATCH) == ("252G", "/scratch")
+    assert df_mount(ON_ROOT) == ("252G", "/")
     assert df_mount("df: /scratch/x: No such file or directory\n") is None
 
 
 def test_scratch_on_its_mount_written_and_read_back_passes() -> None:
-    verdict = judge_scratch(DONE, ["gpu-14"], DD + ON_WEKA, "/scratch/tenant-foo")
+    verdict = judge_scratch(DONE, ["gpu-14"], ON_SCRATCH, "/scratch/tenant-foo")
     assert verdict.passed
-    assert verdict.evidence == "wrote and read back 10240 MiB; df -h: 50T on /scratch"
+    assert verdict.evidence == "wrote and read back 64 MiB; df -h: 252G on /scratch"
 
 
 def test_scratch_on_the_root_filesystem_is_the_nodesets_missing_mount() -> None:
-    verdict = judge_scratch(DONE, ["gpu-14"], DD + ON_ROOT, "/scratch/tenant-foo")
+    # dd's progress lines say `copied` too; only its summaries count.
+    verdict = judge_scratch(DONE, ["gpu-14"], ON_ROOT, "/scratch/tenant-foo")
     assert not verdict.passed
-    assert verdict.evidence == "df -h /scratch/tenant-foo: 1.8T on / (the node's root filesystem)"
+    assert verdict.evidence == "df -h /scratch/tenant-foo: 252G on / (the node's root filesystem)"
     assert verdict.fix == FIX_SCRATCH
 
 
@@ -174,7 +170,9 @@ def test_scratch_missing_on_the_node_is_the_nodesets_missing_mount() -> None:
     assert verdict.fix == FIX_SCRATCH
 
 
-@pytest.mark.parametrize("output", [ON_WEKA, DD.split("10240+0 records in\n", 2)[1] + ON_WEKA])
+@pytest.mark.parametrize(
+    "output", [ON_WEKA, ON_SCRATCH.split("64+0 records in\n", 2)[-1], ON_ROOT.split("\n")[0]]
+)
 def test_a_write_or_read_that_did_not_finish_fails(output: str) -> None:
     verdict = judge_scratch(FAILED, ["gpu-14"], output, "/scratch/tenant-foo")
     assert not verdict.passed
