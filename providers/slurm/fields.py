@@ -117,15 +117,11 @@ def _lower(value: str) -> str:
     return value.lower()
 
 
-def _field(key: str, parse: Callable[[Any], Any], **options: Any) -> SlurmField:
-    return SlurmField(key, parse, **options)
-
-
 # An association's QoS binding; unset, it is inherited from the parent account.
-_QOS = _field(
+_QOS = SlurmField(
     "qos", _optional(values.names), inherited=True, option=Option("QOS", options.INHERITED_NAMES)
 )
-_DEFAULT_QOS = _field(
+_DEFAULT_QOS = SlurmField(
     "default_qos",
     _optional(values.name),
     inherited=True,
@@ -156,22 +152,24 @@ def _qos_preempt_mode(value: Any) -> str:
 QOS = Kind(
     "QoS",
     (
-        _field("name", _required(values.name), replaces=True),
-        _field(
+        SlurmField("name", _required(values.name), replaces=True),
+        SlurmField(
             "tenant",
             _required(values.name),
             option=Option("Description", options.FREE_TEXT),
             mark="description",
             marked=values.owner_mark,
         ),
-        _field("priority", _required(values.count), option=Option("Priority", options.NUMBER)),
+        SlurmField("priority", _required(values.count), option=Option("Priority", options.NUMBER)),
         # GrpTRES=gres/gpu=N
-        _field("grp_tres_gpus", values.optional_count, option=Option("GrpTRES", options.GPU_TRES)),
+        SlurmField(
+            "grp_tres_gpus", values.optional_count, option=Option("GrpTRES", options.GPU_TRES)
+        ),
         # [D-]HH:MM:SS; None: no limit
-        _field("max_wall", values.optional_time_limit, option=Option("MaxWall", options.WALL)),
-        _field("flags", _flags, option=Option("Flags", options.FLAGS)),
+        SlurmField("max_wall", values.optional_time_limit, option=Option("MaxWall", options.WALL)),
+        SlurmField("flags", _flags, option=Option("Flags", options.FLAGS)),
         # off (stored by Slurm as `cluster`), cancel or requeue
-        _field(
+        SlurmField(
             "preempt_mode", _qos_preempt_mode, option=Option("PreemptMode", options.PREEMPT_MODE)
         ),
     ),
@@ -192,29 +190,31 @@ def _number(value: Any) -> Any:
 ACCOUNT = Kind(
     "account",
     (
-        _field("name", _required(values.name), replaces=True),
-        _field(
+        SlurmField("name", _required(values.name), replaces=True),
+        SlurmField(
             "parent",
             values.parent,
             replaces=True,
             option=Option("Parent", column="ParentName"),
         ),
-        _field(
+        SlurmField(
             "tenant",
             _required(values.name),
             option=Option("Organization", on_record=True),
             mark="organization",
         ),
-        _field(
+        SlurmField(
             "description",
             _required(values.text),
             stored=_lower,
             option=Option("Description", options.FREE_TEXT, on_record=True),
         ),
-        _field("fairshare", _required(values.count), option=Option("Fairshare"), shown=_number),
-        _field("grp_tres_gpus", values.optional_count, option=Option("GrpTRES", options.GPU_TRES)),
-        _field("grp_jobs", values.optional_count, option=Option("GrpJobs", options.LIMIT)),
-        _field(
+        SlurmField("fairshare", _required(values.count), option=Option("Fairshare"), shown=_number),
+        SlurmField(
+            "grp_tres_gpus", values.optional_count, option=Option("GrpTRES", options.GPU_TRES)
+        ),
+        SlurmField("grp_jobs", values.optional_count, option=Option("GrpJobs", options.LIMIT)),
+        SlurmField(
             "grp_submit_jobs", values.optional_count, option=Option("GrpSubmitJobs", options.LIMIT)
         ),
         _QOS,
@@ -237,21 +237,23 @@ def _fairshare(value: Any) -> str:
 USER = Kind(
     "user association",
     (
-        _field("user", _required(values.user), replaces=True),
-        _field("account", _required(values.name), replaces=True, option=Option("Account")),
-        _field("tenant", _required(values.name)),
+        SlurmField("user", _required(values.user), replaces=True),
+        SlurmField("account", _required(values.name), replaces=True, option=Option("Account")),
+        SlurmField("tenant", _required(values.name)),
         # The user's, not the association's: `add` sets it for a new user, a command of its own
         # for one who has it already.
-        _field(
+        SlurmField(
             "default_account",
             _required(values.name),
             option=Option("DefaultAccount", on_record=True),
             add_only=True,
         ),
-        _field("fairshare", _required(_fairshare), default="parent", option=Option("Fairshare")),
-        _field("max_jobs", values.optional_count, option=Option("MaxJobs", options.LIMIT)),
+        SlurmField(
+            "fairshare", _required(_fairshare), default="parent", option=Option("Fairshare")
+        ),
+        SlurmField("max_jobs", values.optional_count, option=Option("MaxJobs", options.LIMIT)),
         # The GPU-minute budget: GrpTRESMins=gres/gpu=N
-        _field(
+        SlurmField(
             "grp_tres_mins_gpus",
             values.optional_count,
             option=Option("GrpTRESMins", options.GPU_TRES),
@@ -282,17 +284,17 @@ def _choice(allowed: Sequence[str], default: str) -> Callable[[Any], str]:
 PARTITION = Kind(
     "partition",
     (
-        _field("name", _required(values.name), replaces=True),
-        _field("tenant", _required(values.name)),
+        SlurmField("name", _required(values.name), replaces=True),
+        SlurmField("tenant", _required(values.name)),
         # a hostlist (`gpu-[01-08]`), compared as the set of its hosts
-        _field("nodes", _required(_hostlist), stored=values.expand_hosts),
-        _field("allow_accounts", _required(values.names)),
+        SlurmField("nodes", _required(_hostlist), stored=values.expand_hosts),
+        SlurmField("allow_accounts", _required(values.names)),
         # times are [D-]HH:MM:SS; max_time may be UNLIMITED
-        _field("max_time", _required(values.time_limit)),
-        _field("default_time", _required(values.time_limit)),
-        _field("preempt_mode", _choice(partitions.PREEMPT_MODES, "OFF")),
-        _field("oversubscribe", _choice(partitions.OVERSUBSCRIBE, "EXCLUSIVE")),
-        _field("state", _choice(partitions.STATES, "UP")),
+        SlurmField("max_time", _required(values.time_limit)),
+        SlurmField("default_time", _required(values.time_limit)),
+        SlurmField("preempt_mode", _choice(partitions.PREEMPT_MODES, "OFF")),
+        SlurmField("oversubscribe", _choice(partitions.OVERSUBSCRIBE, "EXCLUSIVE")),
+        SlurmField("state", _choice(partitions.STATES, "UP")),
     ),
     lifecycle=True,
 )
