@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+from tenant_stack.commands.options import add_json, add_project, add_tenants, tenant_spec
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,11 +27,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     from tenant_stack.diagnosis.run import diagnose
-    from tenant_stack.platform import load_platform
-    from tenant_stack.spec import load_spec
 
-    platform = load_platform(PLATFORM)
-    found = diagnose(load_spec(tenants(args), args.slug, platform), platform)
+    found = diagnose(*tenant_spec(args))
     if args.json:
         print(json.dumps({"tenant": args.slug, "findings": [f.as_json() for f in found]}))
     else:

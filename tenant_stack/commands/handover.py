@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+from tenant_stack.commands.options import add_json, add_project, add_tenants, tenant_spec
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,11 +25,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     from tenant_stack.handover import connection_sheet
-    from tenant_stack.platform import load_platform
-    from tenant_stack.spec import load_spec
 
-    platform = load_platform(PLATFORM)
-    spec = load_spec(tenants(args), args.slug, platform)
+    spec, platform = tenant_spec(args)
     sheet = connection_sheet(spec, platform, _last_smoke_run(spec.slug))
     print(json.dumps(sheet) if args.json else sheet, end="\n" if args.json else "")
     return 0

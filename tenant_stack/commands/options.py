@@ -6,6 +6,11 @@ import argparse
 import os
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tenant_stack.platform import Platform
+    from tenant_stack.spec import TenantSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 # The project whose stacks the commands work on: a sandbox's own when one is set up (its stacks'
@@ -35,6 +40,16 @@ def tenants(args: argparse.Namespace) -> Path:
     """The specs' directory --tenants and --project name."""
     directory: Path = args.tenants or args.project / "tenants"
     return directory
+
+
+def tenant_spec(args: argparse.Namespace) -> tuple[TenantSpec, Platform]:
+    """The spec of `args.slug` (from --tenants or --project) and the platform it is read
+    against."""
+    from tenant_stack.platform import load_platform
+    from tenant_stack.spec import load_spec
+
+    platform = load_platform(PLATFORM)
+    return load_spec(tenants(args), args.slug, platform), platform
 
 
 def add_json(command: argparse.ArgumentParser, what: str = "the report") -> None:

@@ -14,12 +14,11 @@ import sys
 from datetime import UTC, datetime
 
 from tenant_stack.commands.options import (
-    PLATFORM,
     add_json,
     add_project,
     add_tenants,
     positive,
-    tenants,
+    tenant_spec,
 )
 from tenant_stack.commands.terminal import table
 
@@ -91,12 +90,9 @@ def run(args: argparse.Namespace) -> int:
     from providers.slurm.settings import Settings as SlurmSettings
     from providers.slurm.transport import BACKEND
     from tenant_stack.errors import TenantError
-    from tenant_stack.platform import load_platform
     from tenant_stack.smoke import record_run, run_smoke
-    from tenant_stack.spec import load_spec
 
-    platform = load_platform(PLATFORM)
-    spec = load_spec(tenants(args), args.slug, platform)
+    spec, platform = tenant_spec(args)
     user = next((u for u in spec.users if u.username == (args.user or u.username)), None)
     if user is None:
         names = ", ".join(u.username for u in spec.users)

@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+from tenant_stack.commands.options import add_json, add_project, add_tenants, tenant_spec
 
 if TYPE_CHECKING:
     from tenant_stack.offboarded import Check
@@ -32,11 +32,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     from tenant_stack.offboarded import verify
-    from tenant_stack.platform import load_platform
-    from tenant_stack.spec import load_spec
 
-    platform = load_platform(PLATFORM)
-    spec = load_spec(tenants(args), args.slug, platform)
+    spec, platform = tenant_spec(args)
     checks = verify(spec, platform)
     print(as_json(spec, checks) if args.json else checklist(spec, checks))
     return 0 if all(check.ok for check in checks) else 1
