@@ -1,7 +1,9 @@
 """The one way the project runs kubectl itself (the operator's own tool, with whatever credentials
 their kubeconfig holds: the KUBECONFIG the Kubernetes provider uses): its argv built by
 `providers.command.kubectl` (which builds the pod transport's too), a bounded wait, and a failure
-as a `KubernetesError` that quotes kubectl's own words.
+as a `KubernetesError` that quotes kubectl's own words and names what was being done (`doing`, by
+default the command). A command run for a backend's client (`backend`) is counted in the
+benchmark's call log under that backend's name.
 
 A command starts at once (`Kubectl`) and is read when its answer is needed, so that reads a caller
 needs later run while it does other work; `kubectl_json` and `kubectl_get` wait at once. An object
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-from typing import Any
+import time
+from typing import Any, TypedDict, Unpack
 
+from providers.call_log import record
 from providers.command import CommandResult, kubectl
 from providers.errors import KubernetesError
 
-__all__ = ["TIMEOUT", "Kubectl", "kubectl_get", "kubectl_json", "start_read"]
+__all__ = ["TIMEOUT", "Kubectl", "Options", "kubectl_get", "kubectl_json", "start_read"]
 
 # kubectl can outlive its own --request-timeout (an exec credential plugin waiting for a browser
 # login, say); past this the command is stopped and fails.
@@ -28,13 +32,28 @@ REQUEST_TIMEOUT = "--request-timeout=30s"
 NEXT_STEP = "check KUBECONFIG and that kubectl reaches the cluster"
 
 
+class Options(TypedDict, total=False):
+    """How a command is run: in `namespace`; its error naming `doing`; counted under `backend`
+    in the call log; waited for `timeout` seconds at most (default `TIMEOUT`)."""
+
+    namespace: str | None
+    doing: str | None
+    backend: str | None
+    timeout: float | None
+
+
 class Kubectl:
     """One kubectl command that asks the API server (not `exec`, whose run has no bound), started
-    at once; `result` waits for it (at most `TIMEOUT`), `stop` ends it if it still runs (its
+    at once; `result` waits for it (at most its timeout), `stop` ends it if it still runs (its
     caller failed before it needed the answer)."""
 
-    def __init__(self, *args: str, namespace: str | None = None) -> None:
-        self.argv = tuple(kubectl(*args, REQUEST_TIMEOUT, namespace=namespace))
+    def __init__(self, *args: str, **options: Unpack[Options]) -> None:
+        self.argv = tuple(kubectl(*args, REQUEST_TIMEOUT, namespace=options.get("namespace")))
+        self.doing = options.get("doing") or f"`{self.command}`"
+        self.timeout = options.get("timeout") or TIMEOUT
+        self._backend = options.get("backend")
+        self._call = " ".join(("kubectl", *args[:2]))
+        self._started = time.perf_counter()
         self._process: subprocess.Popen[str] | None = None
         self._result: CommandResult | None = None
         try:
@@ -60,12 +79,14 @@ class Kubectl:
         if self._result is None:
             assert self._process is not None
             try:
-                stdout, stderr = self._process.communicate(timeout=TIMEOUT)
+                stdout, stderr = self._process.communicate(timeout=self.timeout)
             except subprocess.TimeoutExpired:
                 self.stop()
-                self._result = self._unanswered(f"kubectl gave no answer within {TIMEOUT:g} s")
+                self._result = self._unanswered(f"kubectl gave no answer within {self.timeout:g} s")
             else:
                 self._result = CommandResult(self.argv, self._process.returncode, stdout, stderr)
+            if self._backend:
+                record(self._backend, self._call, time.perf_counter() - self._started)
         return self._result
 
     def answer(self) -> CommandResult:
@@ -93,24 +114,24 @@ class Kubectl:
             self._process.communicate()
 
     def _failed(self, result: CommandResult) -> KubernetesError:
-        return KubernetesError(f"`{self.command}`", result.words, NEXT_STEP)
+        return KubernetesError(self.doing, result.words, NEXT_STEP)
 
     def _unanswered(self, why: str) -> CommandResult:
         return CommandResult(self.argv, None, "", why)
 
 
-def start_read(*args: str, namespace: str | None = None) -> Kubectl:
+def start_read(*args: str, **options: Unpack[Options]) -> Kubectl:
     """`kubectl <args>` with JSON output, bounded on the API server's side too, started."""
-    return Kubectl(*args, "--output=json", namespace=namespace)
+    return Kubectl(*args, "--output=json", **options)
 
 
-def kubectl_json(*args: str, namespace: str | None = None) -> Any:
+def kubectl_json(*args: str, **options: Unpack[Options]) -> Any:
     """`kubectl <args>` (a read) as JSON; a KubernetesError with kubectl's words when it fails."""
-    return start_read(*args, namespace=namespace).json()
+    return start_read(*args, **options).json()
 
 
-def kubectl_get(*args: str, namespace: str | None = None) -> dict[str, Any] | None:
+def kubectl_get(*args: str, **options: Unpack[Options]) -> dict[str, Any] | None:
     """`kubectl get <args>` as JSON, None when nothing is found (kubectl answers nothing)."""
-    output = start_read("get", *args, "--ignore-not-found", namespace=namespace).output()
+    output = start_read("get", *args, "--ignore-not-found", **options).output()
     found: dict[str, Any] | None = json.loads(output) if output.strip() else None
     return found

@@ -16,13 +16,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from providers.command import Transport
 from providers.errors import KubernetesError
-from providers.kubernetes.workloads import kubectl
+from providers.kubectl import Kubectl, kubectl_get
+from providers.kubernetes.workloads import BACKEND
 
 __all__ = ["LeaseLock"]
 
@@ -36,7 +36,6 @@ class LeaseLock:
     name: str
     holder: str  # who takes it: host and process
     duration: int  # seconds a holder keeps it without renewing
-    transport: Transport = field(default_factory=kubectl)
 
     @contextmanager
     def held(self, timeout: float) -> Iterator[None]:
@@ -89,13 +88,10 @@ class LeaseLock:
         }
 
     def _read(self) -> dict[str, Any] | None:
-        result = self.transport.run(self._kubectl("get", "lease", self.name, "--output=json"))
-        if result.ok:
-            lease: dict[str, Any] = json.loads(result.stdout)
-            return lease
-        if "NotFound" in result.words:
-            return None
-        raise KubernetesError(self._doing, result.words, "check that kubectl reaches the cluster")
+        """The Lease, or None when there is none."""
+        return kubectl_get(
+            "lease", self.name, namespace=self.namespace, doing=self._doing, backend=BACKEND
+        )
 
     def _create(self) -> bool:
         """Makes the Lease, held by us; False if someone made it first."""
@@ -108,26 +104,22 @@ class LeaseLock:
         with tempfile.NamedTemporaryFile("w", suffix=".json") as manifest:
             json.dump(lease, manifest)
             manifest.flush()
-            return self._written(self._kubectl("create", "--filename", manifest.name))
+            return self._written("create", "--filename", manifest.name)
 
     def _patch(self, lease: dict[str, Any], spec: dict[str, Any]) -> bool:
         """Writes `spec` into the Lease as it was read; False if it changed since."""
         version = lease["metadata"]["resourceVersion"]
         patch = json.dumps({"metadata": {"resourceVersion": version}, "spec": spec})
-        return self._written(
-            self._kubectl("patch", "lease", self.name, "--type=merge", f"--patch={patch}")
-        )
+        return self._written("patch", "lease", self.name, "--type=merge", f"--patch={patch}")
 
-    def _written(self, argv: list[str]) -> bool:
-        result = self.transport.run(argv)
-        if result.ok:
-            return True
-        if any(word in result.words for word in _CONFLICT):
+    def _written(self, *args: str) -> bool:
+        """Whether `kubectl <args>` wrote the Lease; False if it was refused as a conflict."""
+        write = Kubectl(*args, namespace=self.namespace, doing=self._doing, backend=BACKEND)
+        result = write.result()
+        if not result.ok and any(word in result.words for word in _CONFLICT):
             return False
-        raise KubernetesError(self._doing, result.words, "check that kubectl reaches the cluster")
-
-    def _kubectl(self, *argv: str) -> list[str]:
-        return ["kubectl", "--namespace", self.namespace, *argv]
+        write.output()  # a KubernetesError with kubectl's words when it failed otherwise
+        return True
 
 
 def _free(spec: dict[str, Any]) -> bool:

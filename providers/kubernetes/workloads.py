@@ -1,29 +1,24 @@
-"""A tenant namespace's workloads through kubectl (the operator's own tool, with KUBECONFIG as the
-Kubernetes provider uses it): the Deployments and StatefulSets the tenant runs and their
-replicas, scaling them, its bare pods, and which pods run.
+"""A tenant namespace's workloads through kubectl (`providers.kubectl`: the operator's own tool,
+with KUBECONFIG as the Kubernetes provider uses it): the Deployments and StatefulSets the tenant
+runs and their replicas, scaling them, its bare pods, and which pods run.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from providers.command import LocalTransport
-from providers.errors import KubernetesError
+from providers.kubectl import Kubectl, kubectl_json
 
-__all__ = ["Workloads", "kubectl"]
+__all__ = ["BACKEND", "Workloads"]
 
+# The name kubectl's commands for the Kubernetes provider's clients go under in the call log.
+BACKEND = "kubernetes"
 # Scaling objects the tenant made: these kinds hold a replica count a rollback gives back.
 SCALED_KINDS = ("deployments", "statefulsets")
 # What Helm marks a release's objects with: the stack's own login release is not the tenant's.
 INSTANCE_LABEL = "app.kubernetes.io/instance"
-_TIMEOUT = 60.0
-
-
-def kubectl() -> LocalTransport:
-    return LocalTransport(backend="kubernetes", timeout=_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -35,19 +30,16 @@ class Pod:
 
 
 class Workloads:
-    def __init__(self, namespace: str, transport: LocalTransport | None = None) -> None:
+    def __init__(self, namespace: str) -> None:
         self.namespace = namespace
-        self.transport = transport or kubectl()
 
-    def _run(self, argv: Sequence[str], doing: str) -> str:
-        result = self.transport.run(["kubectl", "--namespace", self.namespace, *argv])
-        if not result.ok:
-            raise KubernetesError(doing, result.words, "check that the cluster answers (kubectl)")
-        return result.stdout
+    def _run(self, *args: str, doing: str) -> None:
+        Kubectl(*args, namespace=self.namespace, doing=doing, backend=BACKEND).output()
 
     def _items(self, kind: str) -> list[dict[str, Any]]:
-        text = self._run(["get", kind, "--output=json"], f"listing {kind} in {self.namespace}")
-        items: list[dict[str, Any]] = json.loads(text)["items"]
+        doing = f"listing {kind} in {self.namespace}"
+        listed = kubectl_json("get", kind, namespace=self.namespace, doing=doing, backend=BACKEND)
+        items: list[dict[str, Any]] = listed["items"]
         return items
 
     def replicas(self, keep_instance: str) -> dict[str, int]:
@@ -62,7 +54,8 @@ class Workloads:
 
     def scale(self, replicas: Mapping[str, int]) -> None:
         for workload, count in sorted(replicas.items()):
-            self._run(["scale", workload, f"--replicas={count}"], f"scaling {workload} to {count}")
+            doing = f"scaling {workload} to {count}"
+            self._run("scale", workload, f"--replicas={count}", doing=doing)
 
     def pods(self) -> list[Pod]:
         return [
@@ -78,6 +71,6 @@ class Workloads:
     def delete_pods(self, names: Sequence[str]) -> None:
         if names:
             self._run(
-                ["delete", "pod", *names, "--wait=false", "--ignore-not-found"],
-                f"deleting pods {', '.join(names)}",
+                *("delete", "pod", *names, "--wait=false", "--ignore-not-found"),
+                doing=f"deleting pods {', '.join(names)}",
             )

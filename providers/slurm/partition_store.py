@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from providers.command import CommandResult, LocalTransport, Transport, kubectl
+from providers.command import CommandResult, Transport
 from providers.errors import SlurmError
 from providers.files import write_atomic
+from providers.kubectl import Kubectl, Options, start_read
 from providers.slurm import commands, partitions
 from providers.slurm.transport import BACKEND, SlurmCommandError, SlurmRunner
 
@@ -106,14 +107,18 @@ class ConfigMapStore:
         yield  # writers on other hosts exist too: the resourceVersion is what serializes them
 
     def read(self, doing: str) -> Version:
-        result = self._kubectl(["get", "configmap", self.name, "-o", "json"], doing)
+        read = start_read("get", "configmap", self.name, "--ignore-not-found", **self._options)
+        result = self._answer(read, doing)
         if not result.ok:
-            next_step = (
-                "create it, or set SLURM_PARTITIONS_CONFIGMAP to the Slurm operator's ConfigMap"
-                if "NotFound" in result.words
-                else "check that kubectl reaches the cluster"
+            raise SlurmCommandError(
+                doing, result, f"{self.describe()}: check that kubectl reaches the cluster"
             )
-            raise SlurmCommandError(doing, result, f"{self.describe()}: {next_step}")
+        if not result.stdout.strip():  # kubectl's answer when there is no such ConfigMap
+            raise SlurmError(
+                doing,
+                f"{self.describe()} was not found",
+                "create it, or set SLURM_PARTITIONS_CONFIGMAP to the Slurm operator's ConfigMap",
+            )
         configmap = json.loads(result.stdout)
         data = configmap.get("data") or {}
         return Version(data.get(self.key, ""), configmap["metadata"]["resourceVersion"])
@@ -122,8 +127,11 @@ class ConfigMapStore:
         # A patch that names the resourceVersion it read is refused with a Conflict when the
         # object has changed since: optimistic concurrency without a read-modify-write race.
         patch = {"metadata": {"resourceVersion": over.token}, "data": {self.key: text}}
-        argv = ["patch", "configmap", self.name, "--type=merge", "-p", json.dumps(patch)]
-        result = self._kubectl(argv, doing)
+        write = Kubectl(
+            *("patch", "configmap", self.name, "--type=merge", "-p", json.dumps(patch)),
+            **self._options,
+        )
+        result = self._answer(write, doing)
         if result.ok:
             return
         if "Conflict" in result.words or "has been modified" in result.words:
@@ -150,9 +158,13 @@ class ConfigMapStore:
                 )
             time.sleep(self.poll_seconds)
 
-    def _kubectl(self, argv: list[str], doing: str) -> CommandResult:
-        local = LocalTransport(backend=BACKEND, timeout=self.timeout)
-        result = local.run(kubectl(*argv, namespace=self.namespace))
+    @property
+    def _options(self) -> Options:
+        return {"namespace": self.namespace, "timeout": self.timeout, "backend": BACKEND}
+
+    @staticmethod
+    def _answer(command: Kubectl, doing: str) -> CommandResult:
+        result = command.result()
         if result.returncode is None:
             raise SlurmCommandError(doing, result, "check that kubectl reaches the cluster")
         return result

@@ -12,12 +12,11 @@ asked for across every namespace, as the stacks need them in any new one.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from providers.kubectl import kubectl_json
+from providers.kubectl import Kubectl, kubectl_json
 from tenant_stack.components.namespace_guard import ADMIN_RULES
 from tenant_stack.doctor.report import Check, CheckFailedError, Steps
 from tenant_stack.doctor.supported import judge
@@ -163,17 +162,21 @@ class Question:
     namespace: str | None
     why: str
 
-    def argv(self) -> list[str]:
+    def args(self) -> list[str]:
+        """kubectl's arguments, but the one namespace asked about (`in_namespace`)."""
         # `kind/name` is a named object to kubectl: a subresource goes in its own flag.
         resource, _, subresource = self.resource.partition("/")
-        argv = ["kubectl", "auth", "can-i", self.verb, resource]
+        args = ["auth", "can-i", self.verb, resource]
         if subresource:
-            argv.append(f"--subresource={subresource}")
+            args.append(f"--subresource={subresource}")
         if self.namespace == EVERY_NAMESPACE:
-            argv.append("--all-namespaces")
-        elif self.namespace is not None:
-            argv.append(f"--namespace={self.namespace}")
-        return argv
+            args.append("--all-namespaces")
+        return args
+
+    @property
+    def in_namespace(self) -> str | None:
+        """The one namespace asked about; None for a cluster-scoped kind and for every one."""
+        return None if self.namespace == EVERY_NAMESPACE else self.namespace
 
     def __str__(self) -> str:
         where = {None: "", EVERY_NAMESPACE: " in every namespace"}.get(
@@ -283,17 +286,11 @@ def judge_access(
 
 
 def _can_i(question: Question, timeout: float) -> bool:
-    argv = [*question.argv(), f"--request-timeout={max(int(timeout), 1)}s"]
-    try:
-        said = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise CheckFailedError(
-            f"`{' '.join(argv)}` did not answer: {error}",
-            "check that kubectl reaches the API server",
-        ) from error
+    # `auth can-i` says "no" with exit status 1: its answer is read whatever the status.
+    asked = Kubectl(*question.args(), namespace=question.in_namespace, timeout=timeout)
+    said = asked.answer()
     if said.stdout.strip() in ("yes", "no"):
         return said.stdout.strip() == "yes"
     raise CheckFailedError(
-        f"`{' '.join(argv)}` failed: {said.stderr.strip()}",
-        "check KUBECONFIG and that kubectl works",
+        f"`{asked.command}` failed: {said.words}", "check KUBECONFIG and that kubectl works"
     )

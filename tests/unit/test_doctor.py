@@ -185,12 +185,17 @@ def test_the_access_needed_follows_the_settings() -> None:
 
 def test_each_question_is_one_kubectl_auth_can_i() -> None:
     asked = {q.resource: q for q in needed({}) if q.verb == "create"}
-    assert asked["namespaces"].argv() == ["kubectl", "auth", "can-i", "create", "namespaces"]
+    assert asked["namespaces"].args() == ["auth", "can-i", "create", "namespaces"]
+    assert asked["namespaces"].in_namespace is None
     assert asked["secrets"].namespace == EVERY_NAMESPACE
-    assert asked["secrets"].argv()[-1] == "--all-namespaces"
+    assert asked["secrets"].args()[-1] == "--all-namespaces"
+    assert asked["secrets"].in_namespace is None
     scale = next(q for q in needed({}) if q.resource == "deployments.apps/scale")
-    assert scale.argv() == ["kubectl", "auth", "can-i", "patch", "deployments.apps",
+    assert scale.args() == ["auth", "can-i", "patch", "deployments.apps",
                             "--subresource=scale", "--all-namespaces"]  # fmt: skip
+    lease = next(q for q in needed({"SLURM_WRITE_LEASE": "locks/writes"}) if q.verb == "create"
+                 and q.resource == "leases.coordination.k8s.io")  # fmt: skip
+    assert (lease.args()[-1], lease.in_namespace) == ("leases.coordination.k8s.io", "locks")
 
 
 def test_the_authentik_token_must_be_a_superusers() -> None:
