@@ -11,7 +11,8 @@ One package per backend:
 - `kubernetes`: the tenant's workloads as offboarding stops them, and a Lease as a lock (kubectl).
 - `offboarding`: the gate that stops `pulumi destroy` before the runbook's order allows it.
 - `retention`: what offboarding keeps in the S3-compatible retention store, and its ledger.
-- `slurm`: the tenant's Slurm accounting and partitions, its queue, usage, job records and drain.
+- `slurm`: the tenant's Slurm accounting and partitions, its queue, usage, job records, drain,
+  and batch jobs submitted for a user (the smoke tests).
 - `weka`: the tenant's Weka organization, filesystems, quotas, directories and users (REST API).
 
 And what they share:
@@ -24,6 +25,7 @@ And what they share:
 - `files`: an exclusive file lock for a read-modify-write, and an atomic write.
 - `http_retry`: the one retry policy of the REST clients.
 - `identities`: the forms of names, email addresses and POSIX ids every backend accepts.
+- `kubectl`: runs kubectl's own commands (get, apply, auth can-i), bounded, failing in its words.
 - `processes`: names a process by pid and start time, as /proc says.
 - `webhook`: posts to the operators' chat webhook, its URL never printed.
 """

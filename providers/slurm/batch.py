@@ -6,11 +6,11 @@ goes to a directory made for that user, read back through the same transport.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from providers.command import StreamingTransport
+from providers.slurm import commands
 from providers.slurm.transport import SlurmCommandError, SlurmRunner, unreachable
 
 __all__ = ["FINISHED", "BatchJobs", "JobRecord", "parse_sacct_jobs"]
@@ -62,7 +62,7 @@ class BatchJobs:
 
     def make_output_dir(self, path: str, uid: int, gid: int) -> None:
         """A directory only the user (and root) may enter, for the jobs' output."""
-        argv = ["install", "-d", "-m", "0700", "-o", str(uid), "-g", str(gid), path]
+        argv = commands.private_directory(path, uid, gid)
         self.runner.must(argv, f"making the job output directory {path}", "")
 
     def submit(
@@ -78,11 +78,8 @@ class BatchJobs:
         """Submits `script` (its #SBATCH lines hold the partition, account and resources) as
         the user `uid`; returns the job id. `output` is the job's stdout and stderr file
         (`%j` is the job id), `export` what the job gets in its environment beyond this one's."""
-        exported = ",".join(["ALL", *(f"{k}={v}" for k, v in (export or {}).items())])
-        argv = [
-            "sbatch", "--parsable", f"--job-name={name}", f"--uid={uid}", f"--gid={gid}",
-            f"--output={output}", f"--export={exported}",
-        ]  # fmt: skip
+        exported = [f"{k}={v}" for k, v in (export or {}).items()]
+        argv = commands.submit(name, uid, gid, output, exported)
         result = self.transport.feed(argv, [script.encode()])
         if not result.ok:
             doing = f"submitting the batch job {name} for uid {uid}"
@@ -92,26 +89,25 @@ class BatchJobs:
 
     def records(self, jobs: Sequence[str]) -> dict[str, JobRecord]:
         """The jobs as accounting has them; a job just submitted may not be there yet."""
-        argv = ["sacct", "-X", "-n", "-P", "-j", ",".join(jobs), "-o", _FIELDS]
+        argv = commands.job_records(jobs, _FIELDS)
         doing = f"reading jobs {', '.join(jobs)} from accounting"
         return parse_sacct_jobs(self.runner.must(argv, doing).stdout)
 
     def cancel(self, jobs: Sequence[str]) -> None:
-        self.runner.must(["scancel", *jobs], f"cancelling jobs {', '.join(jobs)}")
+        self.runner.must(commands.cancel(jobs), f"cancelling jobs {', '.join(jobs)}")
 
     def read(self, path: str) -> str:
         """A job's output file; "" if it has not written one."""
-        result = self.transport.run(["sh", "-c", f"cat {shlex.quote(path)} 2>/dev/null || true"])
-        return result.stdout
+        result = self.runner.result(commands.cat(path))
+        return result.stdout if result.ok else ""
 
     def partition_nodes(self, partition: str) -> list[str]:
         """The nodes of `partition` as sinfo shows them, one name each; [] if there is none."""
         doing = f"listing partition {partition}'s nodes"
-        argv = ["sinfo", "-h", "-p", partition, "-o", "%N"]
-        shown = self.runner.must(argv, doing).stdout.split()
+        shown = self.runner.must(commands.partition_nodes(partition), doing).stdout.split()
         return self.hostnames(",".join(shown)) if shown else []
 
     def hostnames(self, hostlist: str) -> list[str]:
         """`gpu-[14-15]` as [gpu-14, gpu-15]."""
-        argv = ["scontrol", "show", "hostnames", hostlist]
-        return self.runner.must(argv, f"expanding {hostlist}").stdout.split()
+        doing = f"expanding {hostlist}"
+        return self.runner.must(commands.hostnames([hostlist]), doing).stdout.split()

@@ -1,6 +1,6 @@
 """The argv of Slurm's commands other than sacctmgr's (which `sacctmgr` builds from the field
-table): scontrol, squeue, scancel, sshare, sacct and sdiag, each written here once, for
-`transport.SlurmRunner` to run.
+table): scontrol, squeue, scancel, sshare, sacct, sdiag, sinfo and sbatch, each written here
+once, for `transport.SlurmRunner` to run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ __all__ = [
     "cancel_pending",
     "cat",
     "hostnames",
+    "job_records",
     "jobs_in_partition",
+    "partition_nodes",
+    "private_directory",
     "queue",
     "queue_json",
     "reconfigure",
@@ -21,6 +24,7 @@ __all__ = [
     "show_nodes",
     "show_partition",
     "sshare",
+    "submit",
 ]
 
 
@@ -98,6 +102,11 @@ def sacct(
     ]
 
 
+def private_directory(path: str, uid: int, gid: int) -> list[str]:
+    """A directory on the host the transport reaches that only `uid` (and root) may enter."""
+    return ["install", "-d", "-m", "0700", "-o", str(uid), "-g", str(gid), path]
+
+
 def sdiag() -> list[str]:
     return ["sdiag"]
 
@@ -105,3 +114,22 @@ def sdiag() -> list[str]:
 def cat(path: str) -> list[str]:
     """A file on the host the transport reaches (a log, the controller's copy of a ConfigMap)."""
     return ["cat", path]
+
+
+def job_records(jobs: Sequence[str], fields: str) -> list[str]:
+    """The jobs' own records (not their steps'), `|`-separated, without a header."""
+    return ["sacct", "-X", "-n", "-P", "-j", _listed(jobs), "-o", fields]
+
+
+def partition_nodes(partition: str) -> list[str]:
+    """The partition's nodes as sinfo shows them: hostlists, one a line."""
+    return ["sinfo", "-h", "-p", partition, "-o", "%N"]
+
+
+def submit(name: str, uid: int, gid: int, output: str, exported: Sequence[str]) -> list[str]:
+    """sbatch of the script on stdin, for the user `uid` (root's and SlurmUser's right), its
+    stdout and stderr to `output`, with this environment and `exported` (NAME=value)."""
+    return [
+        "sbatch", "--parsable", f"--job-name={name}", f"--uid={uid}", f"--gid={gid}",
+        f"--output={output}", f"--export={_listed(['ALL', *exported])}",
+    ]  # fmt: skip
