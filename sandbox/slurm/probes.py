@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from providers.processes import start_time
 from sandbox.slurm.commands import binary, run
 from sandbox.slurm.settings import SlurmSettings
 from sandbox.supervisor import port_in_use
@@ -129,8 +130,7 @@ def _process_started(pid_file: Path) -> str | None:
     early: /proc counts from a boot time given in whole seconds, and slurmd notes its own start
     after exec, so the true start is never earlier than this."""
     try:
-        pid = int(pid_file.read_text().split()[0])
-        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        ticks = start_time(int(pid_file.read_text().split()[0]))
         boot = next(
             int(line.split()[1])
             for line in Path("/proc/stat").read_text().splitlines()
@@ -138,7 +138,9 @@ def _process_started(pid_file: Path) -> str | None:
         )
     except (OSError, ValueError, IndexError, StopIteration):
         return None
-    started = boot + ticks // os.sysconf("SC_CLK_TCK") - 1
+    if ticks is None:
+        return None
+    started = boot + int(ticks) // os.sysconf("SC_CLK_TCK") - 1
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
 
 
