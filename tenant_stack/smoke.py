@@ -78,7 +78,7 @@ def run_smoke(
             name=f"smoke-{name.removesuffix('.sh')}",
             uid=user.uid,
             gid=spec.identity.gid,
-            output=f"{output_dir}/{name.removesuffix('.sh')}-%j.out",
+            output=_output(output_dir, name, "%j"),
             export={"SMOKE_WRITE_MIB": str(write_mib)},
         )
         for name in (_SINGLE, _TWO_NODES, _STORAGE)
@@ -91,19 +91,23 @@ def run_smoke(
 
     def outcome(name: str) -> tuple[JobRecord, list[str], str]:
         record = records[submitted[name]]
-        stem = name.removesuffix(".sh")
         nodes = jobs.hostnames(record.nodes) if record.nodes != "None assigned" else []
-        return record, nodes, jobs.read(f"{output_dir}/{stem}-{record.id}.out")
+        return record, nodes, jobs.read(_output(output_dir, name, record.id))
 
     min_busbw = platform.skus[spec.contract.gpu_sku].min_all_reduce_busbw_gbps
-    two = outcome(_TWO_NODES)
+    two_nodes, ran_on, printed = outcome(_TWO_NODES)
     verdicts = (
         partition,
         judge_gpus(*outcome(_SINGLE), asked=1),
-        judge_all_reduce(two[0], two[1], shown, two[2], min_busbw, spec.slug),
+        judge_all_reduce(two_nodes, ran_on, shown, printed, min_busbw, spec.slug),
         judge_scratch(*outcome(_STORAGE), scratch=f"/scratch/{spec.slug}"),
     )
     return SmokeRun(spec.slug, user.username, output_dir, verdicts)
+
+
+def _output(output_dir: str, script: str, job: str) -> str:
+    """Where the job of `script` writes its output (`%j`: sbatch's own placeholder for its id)."""
+    return f"{output_dir}/{script.removesuffix('.sh')}-{job}.out"
 
 
 def _wait(

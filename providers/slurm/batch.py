@@ -61,9 +61,12 @@ class BatchJobs:
         self.runner = SlurmRunner(transport)
 
     def make_output_dir(self, path: str, uid: int, gid: int) -> None:
-        """A directory only the user (and root) may enter, for the jobs' output."""
-        argv = commands.private_directory(path, uid, gid)
-        self.runner.must(argv, f"making the job output directory {path}", "")
+        """A new directory only the user (and root) may enter, for the jobs' output; a
+        SlurmCommandError, and nothing changed, when `path` exists already."""
+        doing = f"making the job output directory {path}"
+        fresh = "name a directory that does not exist yet (its parent may)"
+        for argv in commands.private_directory(path, uid, gid):
+            self.runner.must(argv, doing, fresh)
 
     def submit(
         self,

@@ -102,9 +102,17 @@ def sacct(
     ]
 
 
-def private_directory(path: str, uid: int, gid: int) -> list[str]:
-    """A directory on the host the transport reaches that only `uid` (and root) may enter."""
-    return ["install", "-d", "-m", "0700", "-o", str(uid), "-g", str(gid), path]
+def private_directory(path: str, uid: int, gid: int) -> list[list[str]]:
+    """The commands that make a new directory on the host the transport reaches, that only
+    `uid` (and root) may enter: its parents as needed, then the directory itself, which must
+    not exist (an existing one may be someone else's, and would be handed over), then its
+    owner."""
+    parent = path.rstrip("/").rpartition("/")[0] or "/"
+    return [
+        ["mkdir", "-p", "--", parent],
+        ["mkdir", "-m", "0700", "--", path],
+        ["chown", f"{uid}:{gid}", "--", path],
+    ]
 
 
 def sdiag() -> list[str]:

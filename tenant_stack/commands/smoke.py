@@ -61,8 +61,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     command.add_argument(
         "--output-dir",
-        help="where the jobs write their output, as the nodes see it (default: "
-        "/tmp/gpu-tenants-smoke-<slug>-<time> locally, "
+        help="a new directory for the jobs' output, as the nodes see it; it must not exist "
+        "(default: /tmp/gpu-tenants-smoke-<slug>-<time> locally, "
         "/scratch/<slug>/.gpu-tenants-smoke/<time> through the login pod)",
     )
     command.add_argument(
@@ -119,8 +119,6 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         progress=lambda line: print(f"[smoke] {line}", file=sys.stderr),
     )
-    with Ledger.open() as ledger:
-        record_run(ledger, result)
     if args.json:
         print(
             json.dumps(
@@ -143,4 +141,7 @@ def run(args: argparse.Namespace) -> int:
             if verdict.fix:
                 print(f"\n{verdict.check}: {verdict.fix}")
         print(f"\nThe jobs' output: {result.output_dir}")
+    # After the report, so that a ledger that cannot be written loses nothing the run found.
+    with Ledger.open() as ledger:
+        record_run(ledger, result)
     return 0 if result.passed else 1
