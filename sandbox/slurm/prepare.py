@@ -216,6 +216,8 @@ def prepare_slurmd(s: SlurmSettings, node: str, scratch: Path) -> None:
             f"the shared scratch filesystem {scratch} that slurmd mounts at {NODE_SCRATCH} is "
             "missing: the Weka emulator makes it when it first starts; run `make sandbox-up`"
         )
-    _mkdir(NODE_SCRATCH, 0o755)
+    # Only the mount point, in the host's tree: the mount itself is in slurmd's namespace, and
+    # a /scratch this host already has (a real one) keeps its mode and content.
+    NODE_SCRATCH.mkdir(mode=0o755, exist_ok=True)
     _mkdir(s.slurmd_spool_dir / node, 0o755)
     _mkdir(s.node_tmp_dir(node), 0o1777)
