@@ -10,6 +10,7 @@ the outcome is whatever Slurm now holds.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from providers.command import Transport
@@ -21,10 +22,20 @@ from providers.slurm.partitions import Partition
 from providers.slurm.sacctmgr import AccountRecord, Association, QosRecord, UserRecord
 from providers.slurm.transport import SlurmCommandError, SlurmRunner, unreachable
 
-__all__ = ["SlurmClient"]
+__all__ = ["PartitionChange", "SlurmClient"]
 
 # Tries of one partition change while other writers keep changing the ConfigMap under it.
 _WRITE_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    """Partition `name`'s new line (None removes it). `guard` sees the line there now (its
+    values; None: no line) and raises to refuse the change."""
+
+    name: str
+    line: str | None
+    guard: Callable[[dict[str, str] | None], None]
 
 
 class SlurmClient:
@@ -198,23 +209,15 @@ class SlurmClient:
     def jobs(self, partition: str, doing: str) -> list[str]:
         return self.runner.must(commands.jobs_in_partition(partition), doing).stdout.split()
 
-    def rewrite_partition(
-        self,
-        store: PartitionStore,
-        name: str,
-        line: str | None,
-        doing: str,
-        guard: Callable[[dict[str, str] | None], None],
-    ) -> None:
-        """Sets partition `name`'s line in `store` (None removes it) and applies it with
-        `scontrol reconfigure`. `guard` sees the current line's values (None: no line) and raises
-        to refuse; then nodes are checked, the text written (read and redone if someone else
-        wrote meanwhile) and, once slurmctld would read the line, the controller reconfigured.
-        If that fails, the partition's previous line is put back (other writers' lines kept), so
-        a failed change leaves nothing behind."""
+    def rewrite_partition(self, store: PartitionStore, change: PartitionChange, doing: str) -> None:
+        """Makes `change` in `store` and applies it with `scontrol reconfigure`. Its guard runs
+        first; then nodes are checked, the text written (read and redone if someone else wrote
+        meanwhile) and, once slurmctld would read the line, the controller reconfigured. If that
+        fails, the partition's previous line is put back (other writers' lines kept), so a failed
+        change leaves nothing behind."""
         try:
             for _ in range(_WRITE_ATTEMPTS):
-                if self._rewrite_once(store, name, line, doing, guard):
+                if self._rewrite_once(store, change, doing):
                     return
         except OSError as error:
             # The file form's lock, read and write: one place for them all.
@@ -225,18 +228,12 @@ class SlurmClient:
             "run again once the other writers are done",
         )
 
-    def _rewrite_once(
-        self,
-        store: PartitionStore,
-        name: str,
-        line: str | None,
-        doing: str,
-        guard: Callable[[dict[str, str] | None], None],
-    ) -> bool:
+    def _rewrite_once(self, store: PartitionStore, change: PartitionChange, doing: str) -> bool:
         """One read-check-write-reconfigure; False when someone else wrote since the read."""
+        name, line = change.name, change.line
         with store.lock():
             read = store.read(doing)
-            guard(partitions.find_partition(read.text, name))
+            change.guard(partitions.find_partition(read.text, name))
             new = partitions.set_partition(read.text, name, line)
             if line is None and new == read.text:
                 return True

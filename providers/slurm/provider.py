@@ -27,7 +27,7 @@ from pulumi.dynamic import (
 from providers.base import SchemaProvider, adopting, gone
 from providers.errors import SlurmError
 from providers.slurm import fields, partitions, props, values
-from providers.slurm.client import SlurmClient
+from providers.slurm.client import PartitionChange, SlurmClient
 from providers.slurm.partition_store import PartitionStore
 from providers.slurm.partitions import Partition
 from providers.slurm.sacctmgr import AccountRecord, UserRecord
@@ -58,6 +58,19 @@ def _not_marked(doing: str, what: str, mark: str, fix: str) -> SlurmError:
 class _SlurmProvider(SchemaProvider):
     error = SlurmError
 
+    def _begin(
+        self, inputs: dict[str, Any], doing: str
+    ) -> tuple[dict[str, Any], Settings, SlurmClient]:
+        """A change's inputs, checked, and the settings and client to make it with."""
+        settings, client = _client()
+        return self.load(inputs, doing), settings, client
+
+    def _deleting(self, what: str, outputs: dict[str, Any]) -> str:
+        """The `doing` of deleting `what`, once offboarding has reached the stage that allows it."""
+        doing = f"deleting Slurm {what}"
+        self.refuse_before_offboarding(what, outputs, doing)
+        return doing
+
 
 # --- QoS -----------------------------------------------------------------------------------------
 
@@ -69,9 +82,8 @@ class SlurmQosProvider(_SlurmProvider):
 
     def create(self, inputs: dict[str, Any]) -> CreateResult:
         doing = f"creating Slurm QoS '{inputs.get('name')}'"
-        p = self.load(inputs, doing)
+        p, _, client = self._begin(inputs, doing)
         name = p["name"]
-        _, client = _client()
         # Add first: a new QoS needs no check, and a failed add is decided by reading it back.
         if not client.add_qos(p):
             live = client.qos(name)
@@ -95,14 +107,12 @@ class SlurmQosProvider(_SlurmProvider):
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm QoS '{id_}'"
-        p = self.load(news, doing)
-        _, client = _client()
+        p, _, client = self._begin(news, doing)
         client.modify_qos(p)
         return UpdateResult(self._outputs(client, p, doing))
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
-        doing = f"deleting Slurm QoS '{id_}'"
-        self.refuse_before_offboarding(f"QoS '{id_}'", outputs, doing)
+        doing = self._deleting(f"QoS '{id_}'", outputs)
         _, client = _client()
         live = client.qos(id_)
         if live is None:
@@ -381,9 +391,8 @@ class SlurmPartitionProvider(_SlurmProvider):
 
     def create(self, inputs: dict[str, Any]) -> CreateResult:
         doing = f"creating Slurm partition '{inputs.get('name')}'"
-        p = self.load(inputs, doing)
+        p, settings, client = self._begin(inputs, doing)
         name = p["name"]
-        settings, client = _client()
         store = settings.partition_store(doing)
 
         def adopt_only_marked(line: dict[str, str] | None) -> None:
@@ -399,7 +408,9 @@ class SlurmPartitionProvider(_SlurmProvider):
             else:
                 _refuse_defined_elsewhere(client, store, name, doing)
 
-        client.rewrite_partition(store, name, self._line(p, doing), doing, adopt_only_marked)
+        client.rewrite_partition(
+            store, PartitionChange(name, self._line(p, doing), adopt_only_marked), doing
+        )
         return CreateResult(name, self._outputs(client, p, doing))
 
     def read(self, id_: str, outputs: dict[str, Any]) -> ReadResult:
@@ -411,8 +422,7 @@ class SlurmPartitionProvider(_SlurmProvider):
 
     def update(self, id_: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"modifying Slurm partition '{id_}'"
-        p = self.load(news, doing)
-        settings, client = _client()
+        p, settings, client = self._begin(news, doing)
         store = settings.partition_store(doing)
 
         def not_elsewhere(line: dict[str, str] | None) -> None:
@@ -420,12 +430,13 @@ class SlurmPartitionProvider(_SlurmProvider):
                 _refuse_defined_elsewhere(client, store, id_, doing)
 
         # Reconfigured even when the line is unchanged: that undoes live `scontrol update`s.
-        client.rewrite_partition(store, id_, self._line(p, doing), doing, not_elsewhere)
+        client.rewrite_partition(
+            store, PartitionChange(id_, self._line(p, doing), not_elsewhere), doing
+        )
         return UpdateResult(self._outputs(client, p, doing))
 
     def delete(self, id_: str, outputs: dict[str, Any]) -> None:
-        doing = f"deleting Slurm partition '{id_}'"
-        self.refuse_before_offboarding(f"partition '{id_}'", outputs, doing)
+        doing = self._deleting(f"partition '{id_}'", outputs)
         settings, client = _client()
         store = settings.partition_store(doing)
         tenant = outputs["tenant"]
@@ -449,7 +460,7 @@ class SlurmPartitionProvider(_SlurmProvider):
                     "drain it first (offboarding step 2), then run again",
                 )
 
-        client.rewrite_partition(store, id_, None, doing, only_marked_and_empty)
+        client.rewrite_partition(store, PartitionChange(id_, None, only_marked_and_empty), doing)
 
     @staticmethod
     def _line(p: Mapping[str, Any], doing: str) -> str:

@@ -105,20 +105,15 @@ class SlurmDrainStart(Resource, module="slurm", name="DrainStart"):
         mode: str,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        inputs = {
-            "tenant": tenant,
-            "accounts": list(accounts),
-            "mode": mode,
-            "started_at": None,
-            "term_sent_at": None,
-            "cancelled": None,
-        }
+        # Kept in plain values, so the drained step names the same queue without repeating it.
+        self.drain: dict[str, Any] = {"tenant": tenant, "accounts": list(accounts), "mode": mode}
+        inputs = {**self.drain, "started_at": None, "term_sent_at": None, "cancelled": None}
         super().__init__(DrainStartProvider(), resource_name, inputs, opts)
 
 
 class SlurmDrained(Resource, module="slurm", name="Drained"):
-    """Offboarding step 2 done: the queue of `accounts` is empty. Each `up` waits at most
-    `wait_seconds` for it, then fails with the progress; `hard` mode ends what is left
+    """Offboarding step 2 done: the queue of the `start`'s accounts is empty. Each `up` waits at
+    most `wait_seconds` for it, then fails with the progress; `hard` mode ends what is left
     `timeout_seconds` after the TERM."""
 
     drained_at: pulumi.Output[float]
@@ -128,17 +123,12 @@ class SlurmDrained(Resource, module="slurm", name="Drained"):
         resource_name: str,
         *,
         start: SlurmDrainStart,
-        tenant: str,
-        accounts: Sequence[str],
-        mode: str,
         timeout_seconds: int,
         wait_seconds: int,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         inputs = {
-            "tenant": tenant,
-            "accounts": list(accounts),
-            "mode": mode,
+            **start.drain,
             "started_at": start.started_at,
             "term_sent_at": start.term_sent_at,
             "timeout_seconds": timeout_seconds,

@@ -201,20 +201,16 @@ class SlurmAccounting(pulumi.ComponentResource):
     ) -> SlurmDrainStart:
         """Step 2, once step 1's limits are in place (pending jobs can then never start)."""
         assert args.drain is not None
-        accounts = [args.tenant, *(team.name for team in args.teams)]
         start = SlurmDrainStart(
             f"{name}-drain-start",
             tenant=args.tenant,
-            accounts=accounts,
+            accounts=[args.tenant, *(team.name for team in args.teams)],
             mode=args.drain.mode,
             opts=pulumi.ResourceOptions(parent=self, depends_on=frozen),
         )
         SlurmDrained(
             f"{name}-drained",
             start=start,
-            tenant=args.tenant,
-            accounts=accounts,
-            mode=args.drain.mode,
             timeout_seconds=args.drain.timeout_seconds,
             wait_seconds=args.drain.wait_seconds,
             opts=pulumi.ResourceOptions(parent=self),

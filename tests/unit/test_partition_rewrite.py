@@ -15,12 +15,13 @@ import pytest
 from providers.command import CommandResult
 from providers.errors import SlurmError
 from providers.slurm import partitions
-from providers.slurm.client import SlurmClient
+from providers.slurm.client import PartitionChange, SlurmClient
 from providers.slurm.partition_store import FileStore, StaleWriteError, Version
 from providers.slurm.transport import SlurmCommandError
 
 OLD = "# partitions\nPartitionName=other Nodes=gpu-02 AllowAccounts=other State=UP\n"
 LINE = "PartitionName=tenant-x Nodes=gpu-01 AllowAccounts=tenant-x State=UP\n"
+CHANGE = PartitionChange("tenant-x", LINE, lambda _: None)
 NODES = "NodeName=gpu-01 Arch=x86_64\nNodeName=gpu-02 Arch=x86_64\n"
 
 
@@ -88,7 +89,7 @@ def test_a_failed_reconfigure_restores_the_previous_partitions(tmp_path: Path) -
     slurm = ScriptedSlurm(reconfigures=[False, True])
     client = SlurmClient(slurm, cluster="production")
     with pytest.raises(SlurmCommandError) as failed:
-        client.rewrite_partition(FileStore(path), "tenant-x", LINE, "creating", lambda _: None)
+        client.rewrite_partition(FileStore(path), CHANGE, "creating")
     assert "Zero Bytes" in str(failed.value)
     assert f"partition tenant-x's previous line was put back in {path} and applied" in str(
         failed.value
@@ -101,7 +102,7 @@ def test_a_stale_write_is_read_again_and_redone_keeping_the_other_writers_line()
     other = "PartitionName=third Nodes=gpu-02 AllowAccounts=third State=UP\n"
     store = RacedStore(OLD, others=[other])
     client = SlurmClient(ScriptedSlurm(reconfigures=[True]), cluster="production")
-    client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+    client.rewrite_partition(store, CHANGE, "creating")
     assert store.text == OLD + other + LINE
 
 
@@ -112,7 +113,7 @@ def test_a_restore_that_meets_another_writer_is_redone_keeping_their_line() -> N
     slurm = ScriptedSlurm(reconfigures=[False, True])
     client = SlurmClient(slurm, cluster="production")
     with pytest.raises(SlurmCommandError) as failed:
-        client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+        client.rewrite_partition(store, CHANGE, "creating")
     assert "partition tenant-x's previous line was put back in the raced store and applied" in (
         str(failed.value)
     )
@@ -126,7 +127,7 @@ def test_the_controller_seeing_a_later_text_that_holds_our_line_is_enough() -> N
     client = SlurmClient(slurm, cluster="production")
     # The copy never showed our text alone: another tenant's line came before the kubelet did.
     store.controller_copy = OLD + LINE + other
-    client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+    client.rewrite_partition(store, CHANGE, "creating")
     assert slurm.ran.count(("scontrol", "reconfigure")) == 1
 
 
@@ -137,7 +138,7 @@ def test_a_change_the_controller_never_sees_is_taken_out_again() -> None:
     slurm = ScriptedSlurm(reconfigures=[])
     client = SlurmClient(slurm, cluster="production")
     with pytest.raises(SlurmError) as failed:
-        client.rewrite_partition(store, "tenant-x", LINE, "creating", lambda _: None)
+        client.rewrite_partition(store, CHANGE, "creating")
     message = str(failed.value)
     assert "creating failed: the controller's copy did not show the change" in message
     assert "partition tenant-x's previous line was put back in the raced store; wait" in message
@@ -149,6 +150,6 @@ def test_a_partitions_file_that_cannot_be_used_is_a_slurm_error_naming_it(tmp_pa
     path = tmp_path / "no-such-dir" / "partitions.conf"
     client = SlurmClient(ScriptedSlurm(reconfigures=[]), cluster="production")
     with pytest.raises(SlurmError) as failed:
-        client.rewrite_partition(FileStore(path), "tenant-x", LINE, "creating", lambda _: None)
+        client.rewrite_partition(FileStore(path), CHANGE, "creating")
     assert f"creating failed: {path}: " in str(failed.value)
     assert "No such file or directory" in str(failed.value)
