@@ -225,7 +225,7 @@ def main(argv: list[str]) -> int:
             alone.append(timed(lambda: check_fleet(stacks, slugs, 1))[0])
             serial.append(timed(lambda: serial_previews(project, env, slugs)))
             print(f"[bench] run {number}/{args.runs} done", file=sys.stderr)
-        alone, temporal = through_temporal(project, env, slugs, cores, args.runs)
+        drift_alone, temporal = through_temporal(project, env, slugs, cores, args.runs)
     finally:
         in_batches(project, env, slugs, cores, "destroy")
 
@@ -253,7 +253,7 @@ def main(argv: list[str]) -> int:
         f"  sandbox daemons' CPU share   {statistics.median(daemons):7.1%} of {cores} cores "
         "during the fleet run"
     )
-    alone_wall, temporal_wall = statistics.median(alone), statistics.median(temporal)
+    alone_wall, temporal_wall = statistics.median(drift_alone), statistics.median(temporal)
     print(f"through Temporal ({cores} worker processes, the sandbox's dev server), whole commands:")
     print(f"  `drift` alone                {alone_wall:7.1f} s wall")
     print(f"  `fleet drift`                {temporal_wall:7.1f} s wall "

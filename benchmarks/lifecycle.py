@@ -1,5 +1,5 @@
-"""A tenant's whole life, timed end to end on the tests' sandbox: a tenant of 3 users on two
-reserved nodes onboarded (`up`), one job of a user's run, walked through every offboarding stage
+"""A tenant's whole life, timed end to end on the tests' sandbox: a tenant of 3 users (`--users`) on
+two reserved nodes onboarded (`up`), one job of a user's run, walked through every offboarding stage
 (one `up` per stage, as the merged pull requests would go: frozen, drained with a hard drain,
 archived, snapshotted, destroy with its sign-off), taken down by `destroy --exclude-protected`,
 checked by `verify-offboarded`, and purged by `retention run --now` past every retention date,
@@ -9,13 +9,15 @@ Printed: the wall time of each step and of the whole, against the goal of 3 minu
 ledger is a bucket of this run's own (with Object Lock, like the sandbox's), so that the purge's
 entries of earlier runs do not mix in.
 
-Run with `make bench`, or in the `make -s env` environment: `python benchmarks/lifecycle.py`.
+Run with `make bench`, or in the `make -s env` environment: `python benchmarks/lifecycle.py
+[--users N]`.
 A run that fails midway takes the tenant down as a rehearsal. The machine is shared: read the
 shares of the whole, not the seconds.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -44,7 +46,7 @@ from tenant_stack.spec.models import STAGES  # noqa: E402
 SLUG = "lifecycle"
 GOAL_SECONDS = 180
 GID = 48000
-# The sandbox's one slurmd node, and the node beside it, reserved for the tenant.
+# One of the nodes the sandbox runs slurmd for, and the node beside it, reserved for the tenant.
 SLURMD_NODE = "gpu-14"
 NODES = ["gpu-13", SLURMD_NODE]
 SIGN_OFF = {"by": "Benchmark Operator", "date": "2026-12-04", "ticket": "BENCH-1"}
@@ -100,7 +102,10 @@ def take_down(project: Path, env: dict[str, str], spec_file: Path) -> None:
         )
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", type=int, default=3, help="the tenant's users (default 3)")
+    args = parser.parse_args(argv)
     os.environ["GPU_TENANTS_SANDBOX"] = "test"
     sandbox = SandboxLayout.from_environment()
     sandbox_up(sandbox)
@@ -111,7 +116,7 @@ def main() -> int:
     project = project_copy(work / "project")
     for example in (project / "tenants").glob("*.yaml"):
         example.unlink()
-    spec = tenant(3, SLUG)
+    spec = tenant(args.users, SLUG)
     # Names and numbers of its own: tenant_size's tenant of 3 leaves its users' tombstones.
     spec["identity"].update(gid=GID, admins=["lc000"], admins_gid=GID + 1)
     for n, user in enumerate(spec["users"]):
@@ -175,7 +180,8 @@ def main() -> int:
     pulumi(project, env, SLUG, "stack", "rm", "--yes")
 
     whole = sum(seconds for _, seconds in steps)
-    print(f"one tenant's life ({SLUG}, 3 users), each step's wall time and share of the whole:")
+    print(f"one tenant's life ({SLUG}, {args.users} users), each step's wall time and share of "
+          "the whole:")  # fmt: skip
     for name, seconds in steps:
         print(f"  {name:<30} {seconds:7.1f} s  {seconds / whole:6.1%}")
     print(f"  {'whole':<30} {whole:7.1f} s  ({whole / GOAL_SECONDS:.2f}x the goal of 3 minutes)")
@@ -183,4 +189,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
