@@ -16,7 +16,9 @@ Printed, medians of --runs runs, all measured in this one run:
 
 Run with `make bench` (BENCH_TENANTS=N, default 12; up to 100 takes an hour to bring up), or in the
 `make -s env` environment: `python benchmarks/fleet_drift.py --tenants N`. Every stack is
-destroyed at the end. The machine is shared: read the ratios, not the seconds.
+destroyed at the end, unless `--keep` leaves them (as long to take down as to bring up, at 100;
+`GPU_TENANTS_SANDBOX=test make sandbox-reset` clears the sandbox at once). The machine is
+shared: read the ratios, not the seconds.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -102,22 +105,24 @@ def run(argv: list[str], project: Path, env: dict[str, str]) -> None:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
-def in_batches(project: Path, env: dict[str, str], slugs: list[str], size: int, *args: str) -> None:
-    """`pulumi <args> --stack S` for every stack, `size` at a time; each must succeed."""
-    for first in range(0, len(slugs), size):
-        batch = slugs[first : first + size]
-        running = [
-            subprocess.Popen(
-                ["pulumi", *args, "--yes", "--skip-preview", "--non-interactive", "--stack", slug],
-                cwd=project,
-                env=env,
-                stdout=subprocess.DEVNULL,
-            )
-            for slug in batch
-        ]
-        if any(process.wait() for process in running):
-            raise SystemExit(f"`pulumi {' '.join(args)}` of one of {batch} failed")
-        print(f"[bench] {args[0]}: {first + len(batch)}/{len(slugs)}", file=sys.stderr)
+def in_pool(project: Path, env: dict[str, str], slugs: list[str], size: int, *args: str) -> None:
+    """`pulumi <args> --stack S` for every stack, `size` running at any time (a slow stack holds
+    one slot, not a batch); each must succeed."""
+
+    def one(slug: str) -> tuple[str, int]:
+        argv = ["pulumi", *args, "--yes", "--skip-preview", "--non-interactive", "--stack", slug]
+        done = subprocess.run(argv, cwd=project, env=env, stdout=subprocess.DEVNULL, check=False)
+        return slug, done.returncode
+
+    failed = []
+    with ThreadPoolExecutor(size) as pool:
+        for count, (slug, returncode) in enumerate(pool.map(one, slugs), start=1):
+            if returncode != 0:
+                failed.append(slug)
+            if count % 10 == 0 or count == len(slugs):
+                print(f"[bench] {args[0]}: {count}/{len(slugs)}", file=sys.stderr)
+    if failed:
+        raise SystemExit(f"`pulumi {' '.join(args)}` failed for {', '.join(failed)}")
 
 
 def serial_previews(project: Path, env: dict[str, str], slugs: list[str]) -> None:
@@ -177,6 +182,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tenants", type=int, default=int(os.environ.get("BENCH_TENANTS", 12)))
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (default 3)")
+    parser.add_argument("--keep", action="store_true", help="leave the stacks up at the end")
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
 
@@ -207,7 +213,7 @@ def main(argv: list[str]) -> int:
     for slug in slugs:
         run(["pulumi", "stack", "init", slug, "--non-interactive"], project, env)
     try:
-        in_batches(project, env, slugs, cores, "up")
+        in_pool(project, env, slugs, cores, "up")
         fleet, one, alone, serial, daemons = [], [], [], [], []
         for number in range(1, args.runs + 1):
             before = daemon_cpu(sandbox)
@@ -227,7 +233,13 @@ def main(argv: list[str]) -> int:
             print(f"[bench] run {number}/{args.runs} done", file=sys.stderr)
         drift_alone, temporal = through_temporal(project, env, slugs, cores, args.runs)
     finally:
-        in_batches(project, env, slugs, cores, "destroy")
+        if args.keep:
+            print(
+                f"[bench] the stacks are left up; their backend: {work / 'backend'}",
+                file=sys.stderr,
+            )
+        else:
+            in_pool(project, env, slugs, cores, "destroy")
 
     fleet_wall = statistics.median(w for w, _ in fleet)
     fleet_cpu = statistics.median(c for _, c in fleet)
