@@ -320,7 +320,9 @@ def test_rollback_from_frozen_restores_the_contract(bar: Tenant) -> None:
 def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_empty(
     bar: Tenant,
 ) -> None:
-    running = bar.submit("dave", seconds=DRAIN_WAIT + 25)
+    # It must outlast the longest drain `up` allowed below, and the reads of the state after it:
+    # on a loaded machine 25 s past the wait were not enough, and status found the queue empty.
+    running = bar.submit("dave", seconds=DRAIN_WAIT + 120)
     wait_for(f"job {running} to run", lambda: job_state(running) == "RUNNING", timeout=60)
     pending = bar.submit("erin", "--begin=now+1hour")
     assert job_state(pending) == "PENDING"
@@ -351,7 +353,7 @@ def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_
         "a reviewed pull request setting lifecycle.stage: archived",
     ]
 
-    wait_for(f"job {running} to end", lambda: job_state(running) == "GONE", timeout=120)
+    wait_for(f"job {running} to end", lambda: job_state(running) == "GONE", timeout=180)
     bar.up()
     assert bar.status()["blockers"] == ["a reviewed pull request setting lifecycle.stage: archived"]
     assert sacct_state(running) == "COMPLETED"
