@@ -61,9 +61,11 @@ class _SlurmProvider(SchemaProvider):
     def _begin(
         self, inputs: dict[str, Any], doing: str
     ) -> tuple[dict[str, Any], Settings, SlurmClient]:
-        """A change's inputs, checked, and the settings and client to make it with."""
+        """A change's inputs, checked before anything else, and the settings and client to make it
+        with."""
+        p = self.load(inputs, doing)
         settings, client = _client()
-        return self.load(inputs, doing), settings, client
+        return p, settings, client
 
     def _deleting(self, what: str, outputs: dict[str, Any]) -> str:
         """The `doing` of deleting `what`, once offboarding has reached the stage that allows it."""
