@@ -18,6 +18,7 @@ from tenant_stack.commands.options import (
     term,
 )
 from tenant_stack.errors import TenantError
+from tenant_stack.partition_types import NODELESS_PARTITION_TYPES
 
 if TYPE_CHECKING:
     from tenant_stack.importing.run import ImportReport
@@ -46,7 +47,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command.add_argument("--gpu-sku", help="the contract's SKU, for a tenant without nodes")
     command.add_argument(
         "--partition-type",
-        choices=("on-demand", "spot"),
+        choices=NODELESS_PARTITION_TYPES,
         help="the contract's partition type, for a tenant without nodes",
     )
     command.add_argument(

@@ -20,13 +20,10 @@ from tenant_stack.commands.options import (
     tenants,
     term,
 )
+from tenant_stack.partition_types import PARTITION_TYPES
 
 if TYPE_CHECKING:
     from tenant_stack.authoring.new_tenant import NewTenantReport
-
-# The spec's contract.partition_type values (tests/unit/test_new_command.py holds them equal);
-# written out so that building the parser loads no pydantic model.
-PARTITION_TYPES = ("reserved", "on-demand", "spot")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

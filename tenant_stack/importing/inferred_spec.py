@@ -18,6 +18,7 @@ from typing import Any, Literal
 from tenant_stack.errors import Problem
 from tenant_stack.importing.live_tenant import LiveTenant
 from tenant_stack.live import quantity_bytes
+from tenant_stack.partition_types import NodelessPartitionType
 from tenant_stack.platform import Platform
 from tenant_stack.spec.models import STAGES
 from tenant_stack.spec.quantities import format_size, parse_duration
@@ -35,7 +36,7 @@ class Contract:
 
     term_start: date
     term_end: date
-    partition_type: Literal["on-demand", "spot"] | None = None  # for a tenant with no nodes
+    partition_type: NodelessPartitionType | None = None  # for a tenant with no nodes
     gpu_sku: str | None = None  # for a tenant with no nodes
 
 

@@ -19,6 +19,7 @@ from tenant_stack.lifecycle import SIGNED_OFF
 # Re-exported: the spec's readers take a tenant's stages from its models.
 from tenant_stack.lifecycle import STAGES as STAGES
 from tenant_stack.lifecycle import Stage as Stage
+from tenant_stack.partition_types import PartitionType
 from tenant_stack.spec.names import (
     AccountName,
     Email,
@@ -68,7 +69,7 @@ class Contract(StrictModel):
 
     gpu_sku: DnsLabel
     gpus: Count
-    partition_type: Literal["reserved", "on-demand", "spot"]
+    partition_type: PartitionType
     term: Term
     wall_limit: WallTime
     interactive_wall_limit: WallTime

@@ -39,6 +39,7 @@ LEVELS = (
     {
         "errors",
         "lifecycle",
+        "partition_types",
         "annotations",
         "strict_yaml",
         "strict_models",

@@ -21,12 +21,10 @@ from tenant_stack.authoring import new_tenant as authoring
 from tenant_stack.authoring.new_tenant import Live, NewTenantReport, Terms, new_tenant
 from tenant_stack.authoring.users_file import read_users
 from tenant_stack.commands import main
-from tenant_stack.commands.new import PARTITION_TYPES
 from tenant_stack.live import NodeState
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 from tenant_stack.spec.fleet import find_collisions, load_fleet
-from tenant_stack.spec.models import Contract
 from tests.conftest import ROOT
 from tests.unit.test_preflight import node_json
 
@@ -442,11 +440,6 @@ def test_a_spec_that_appears_meanwhile_is_never_overwritten(tmp_path: Path) -> N
     assert not report.written
     assert path.read_text() == "someone else's\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{SLUG}.yaml"]
-
-
-def test_the_partition_types_are_the_specs() -> None:
-    annotation = Contract.model_fields["partition_type"].annotation
-    assert typing.get_args(annotation) == PARTITION_TYPES
 
 
 # --- the command ---------------------------------------------------------------------------------
