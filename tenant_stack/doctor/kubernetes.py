@@ -241,7 +241,7 @@ def check_kubernetes(timeout: float) -> list[Check]:
     found: dict[str, str] = {}
 
     def reachable() -> str:
-        answer = kubectl_json("version")
+        answer = kubectl_json("version", timeout=timeout)
         found["version"] = str((answer.get("serverVersion") or {}).get("gitVersion", ""))
         return f"the API server of KUBECONFIG={os.environ.get('KUBECONFIG', '~/.kube/config')}"
 

@@ -2,7 +2,8 @@
 a missing object told by kubectl's answer (not its words), an answer whatever the exit status,
 kubectl's own words in its error with what was being done, its wait and its call log; and its
 callers among the providers and the doctor (offboarding's workloads, the write Lease, `auth
-can-i`). The cluster read through it: tests/unit/test_preflight.py."""
+can-i`, `version` within the doctor's timeout). The cluster read through it:
+tests/unit/test_preflight.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from providers.errors import KubernetesError
 from providers.kubectl import Kubectl, kubectl_get, kubectl_json
 from providers.kubernetes.lease import LeaseLock
 from providers.kubernetes.workloads import Workloads
-from tenant_stack.doctor.kubernetes import Question, _can_i
+from tenant_stack.doctor import FAILED, NOT_RUN
+from tenant_stack.doctor.kubernetes import Question, _can_i, check_kubernetes
 from tenant_stack.doctor.report import CheckFailedError
 
 
@@ -151,3 +153,10 @@ def test_auth_can_i_that_answers_neither_yes_nor_no_fails_with_its_words(stand_i
     answering(stand_in, "echo 'error: You must be logged in' >&2\nexit 1")
     with pytest.raises(CheckFailedError, match="You must be logged in"):
         _can_i(Question("get", "secrets", None, "the bind Secret"), 5)
+
+
+def test_the_doctors_reachable_waits_its_timeout_not_kubectls(stand_in: Path) -> None:
+    answering(stand_in, "exec sleep 30")
+    reachable, version, access = check_kubernetes(0.5)
+    assert (reachable.status, version.status, access.status) == (FAILED, NOT_RUN, NOT_RUN)
+    assert "kubectl gave no answer within 0.5 s" in reachable.detail
