@@ -19,8 +19,6 @@ not the seconds.
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
 import json
 import os
 import statistics
@@ -40,12 +38,12 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.onboarding import FLOOR_PROGRAM, FLOOR_PROVIDER, runtime_project  # noqa: E402
 from providers.call_log import VARIABLE, read_log  # noqa: E402
 from sandbox.__main__ import up as sandbox_up  # noqa: E402
+from sandbox.generated_tenants import TEAMS, sized_tenant  # noqa: E402
 from sandbox.layout import SandboxLayout  # noqa: E402
 from sandbox.project import project_copy  # noqa: E402
 from tenant_stack.platform import load_platform  # noqa: E402
 from tenant_stack.spec import load_spec  # noqa: E402
 
-TEAMS = 4
 BACKENDS = ("authentik", "slurm", "weka", "retention")
 COMMANDS = {
     "up": ("up", "--yes", "--skip-preview"),
@@ -54,51 +52,16 @@ COMMANDS = {
 }
 
 
-def ssh_key(seed: str) -> str:
-    """An ed25519 public key line of 32 bytes derived from `seed` (the spec parses its blob)."""
-
-    def string(data: bytes) -> bytes:
-        return len(data).to_bytes(4, "big") + data
-
-    blob = string(b"ssh-ed25519") + string(hashlib.sha256(seed.encode()).digest())
-    return f"ssh-ed25519 {base64.b64encode(blob).decode()} {seed}"
-
-
 def tenant(users: int, slug: str = "") -> dict[str, Any]:
-    """An on-demand tenant on the shared filesystems with `users` users in TEAMS teams and numbers
-    of its own (uids 40000 + 1000 x size-index, gids 60000+), a rehearsal, slug `size-<users>`
-    unless given."""
-    spec: dict[str, Any] = yaml.safe_load((ROOT / "tenants" / "tenant-bar.yaml").read_text())
-    slug = slug or f"size-{users}"
-    short = f"s{users}"
-    spec.update(slug=slug, display_name=f"Size {users}")
-    spec["contract"].update(partition_type="on-demand", gpus=1, gpu_minutes=1000 * users)
-    spec["reservation"]["nodes"] = []
-    gid = 60000 + 2 * users
-    spec["identity"] = {"gid": gid, "admins": [f"{short}u000"], "admins_gid": gid + 1}
-    teams = [f"t{n}-{slug}" for n in range(TEAMS)]
-    spec["slurm"]["teams"] = [
-        {"name": team, "description": f"Team {n}", "fairshare": 10} for n, team in enumerate(teams)
-    ]
-    spec["users"] = [
-        {
-            "username": f"{short}u{n:03d}",
-            "name": f"User {n}",
-            "email": f"{short}u{n:03d}@{slug}.example",
-            "uid": 40000 + 1000 * (users % 7) + n,
-            "team": teams[n % TEAMS],
-            "ssh_keys": [ssh_key(f"{short}u{n:03d}@{host}") for host in ("laptop", "ws")],
-        }
-        for n in range(users)
-    ]
-    spec["slurm"]["qos"]["normal"]["gpus"] = 1
-    spec["slurm"]["qos"]["interactive"]["gpus"] = 1
-    spec["storage"].update(
-        pvcs=[], home_per_user={"soft": "9GB", "hard": "10GB"}, home_capacity=f"{10 * users}GB"
+    """A tenant of `users` users (sandbox.generated_tenants) with numbers of its own (uids 40000 +
+    1000 x size-index, gids 60000+), slug `size-<users>` unless given."""
+    return sized_tenant(
+        slug or f"size-{users}",
+        users,
+        short=f"s{users}",
+        uid_start=40000 + 1000 * (users % 7),
+        gid=60000 + 2 * users,
     )
-    spec["lifecycle"].update(stage="active", rehearsal=True)
-    spec["login"]["hostname"] = f"login.{slug}.example.internal"
-    return spec
 
 
 def must_run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
