@@ -14,8 +14,8 @@ Printed, medians of --runs runs, all measured in this one run:
   dev server) against `drift` alone, both as whole commands in turn: what Temporal adds per stack.
   One machine's cores cannot show scale-out across machines; this measures the overhead only.
 
-Run with `make bench` (BENCH_TENANTS=N, default 12; up to 100 takes an hour to bring up), or in the
-`make -s env` environment: `python benchmarks/fleet_drift.py --tenants N`. Every stack is
+Run with `make bench` (BENCH_TENANTS=N, default 12; 100 took about 12 minutes to bring up here),
+or in the `make -s env` environment: `python benchmarks/fleet_drift.py --tenants N`. Every stack is
 destroyed at the end, unless `--keep` leaves them (as long to take down as to bring up, at 100;
 `GPU_TENANTS_SANDBOX=test make sandbox-reset` clears the sandbox at once). The machine is
 shared: read the ratios, not the seconds.
