@@ -25,6 +25,7 @@ import yaml
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.retention_store import seed_bucket
+from sandbox.slurm.settings import ACCOUNTING_DB
 from tenant_stack.annotations import REHEARSAL_ANNOTATION
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
@@ -320,6 +321,26 @@ def sacct_job(job_id: int, fields: str) -> list[str]:
         "sacct", "-X", "--allusers", "--parsable2", "--noheader", f"--jobs={job_id}",
         f"--format={fields}",
     ).splitlines()  # fmt: skip
+
+
+def earlier_run(layout: SandboxLayout, job_id: int, seconds: int) -> None:
+    """A run of job `job_id` submitted, started and ended `seconds` before it, in Slurm's
+    accounting database: what slurmdbd holds once slurmctld has given that id again (its state
+    lost, or its ids wrapped past MaxJobId). slurmdbd tells the two apart by submit time."""
+    table = f"{layout.slurm.cluster_name}_job_table"
+    times = ", ".join(
+        f"{column} = {column} - {seconds}"
+        for column in ("time_submit", "time_eligible", "time_start", "time_end")
+    )
+    statements = (
+        f"CREATE TEMPORARY TABLE run SELECT * FROM {table} WHERE id_job = {job_id};",
+        f"UPDATE run SET job_db_inx = (SELECT MAX(job_db_inx) + 1 FROM {table}), {times};",
+        f"INSERT INTO {table} SELECT * FROM run;",
+    )
+    run(
+        "mariadb", f"--defaults-file={layout.slurm.mariadb_cnf}", "--user=root", ACCOUNTING_DB,
+        "--execute", " ".join(statements),
+    )  # fmt: skip
 
 
 def one_node_tenant(project: Path, index: int, node: str) -> str:

@@ -88,10 +88,14 @@ def sacct(
     header: bool = True,
 ) -> list[str]:
     """The records of every user's jobs of `accounts` eligible from `since` to `until` (sacct's
-    time forms), `|`-separated: one per job (`jobs_only`), or per step too."""
+    time forms), `|`-separated: one per job (`jobs_only`), or per step too. Every run of a job id
+    Slurm gave more than once (slurmctld's state lost, or ids wrapped past MaxJobId), told apart
+    by its submit time: each was billed, and sacct shows only the newest of an id unless asked
+    (`--duplicates`)."""
     return [
         "sacct",
         *(["-X"] if jobs_only else []),
+        "--duplicates",
         "--allusers",
         f"--accounts={_listed(accounts)}",
         f"--starttime={since}",

@@ -1,7 +1,7 @@
-"""What a tenant's jobs used, as Slurm's accounting records them: one record per job (`sacct -X
---allusers --parsable2`, a header line first), read live over a window, or from the `jobs.csv`
-the offboarding archive keeps, which is the same command's output over the tenant's lifetime.
-Read-only.
+"""What a tenant's jobs used, as Slurm's accounting records them: one record per run of a job
+(`sacct -X --duplicates --allusers --parsable2`, a header line first), read live over a window,
+or from the `jobs.csv` the offboarding archive keeps, which is the same command's output over the
+tenant's lifetime. Read-only.
 
 sacct prints times in the local time of the host it runs on, without a zone, and so are they
 read: a report's days are that host's days.

@@ -32,6 +32,7 @@ from sandbox.project import project_copy
 from sandbox.retention_store.service import seed_bucket
 from sandbox.slurm.users import ensure_user
 from tests.backends import (
+    earlier_run,
     file_backend,
     operator_command,
     run,
@@ -117,7 +118,7 @@ def sacct_gpu_hours(day: date) -> dict[str, float]:
     """GPU-hours per user of the tenant's jobs on `day`, from sacct's own figures: each job's
     ElapsedRaw (seconds) times the GPUs in its AllocTRES."""
     lines = run(
-        "sacct", "-X", "-n", "-P", "--allusers", f"--accounts={SLUG},{TEAM}",
+        "sacct", "-X", "-D", "-n", "-P", "--allusers", f"--accounts={SLUG},{TEAM}",
         f"--starttime={day}", f"--endtime={day + timedelta(days=1)}",
         "--format=User,ElapsedRaw,AllocTRES,Start,End",
     ).splitlines()  # fmt: skip
@@ -182,6 +183,42 @@ def test_usage_gives_the_gpu_hours_sacct_gives(
     kept = json.loads(archived.stdout)["tenants"][0]
     assert kept["by_user"] == pytest.approx(report["by_user"], abs=1e-3)
     assert kept["by_day"] == pytest.approx(report["by_day"], abs=1e-3)
+
+
+def test_every_run_of_a_job_id_slurm_gave_twice_is_billed_and_archived(
+    foo: Foo, sandbox: SandboxLayout
+) -> None:
+    job = sbatch_as(
+        "alice",
+        GROUP,
+        f"--account={TEAM}",
+        f"--partition={SLUG}",
+        "--gres=gpu:2",
+        "--mem=64M",
+        "--time=00:05:00",
+        "--output=/dev/null",
+        "--wrap=sleep 3",
+    )
+    wait_for("the job's end in slurmdbd", partial(finished, [job]), 120)
+    [elapsed] = run("sacct", "-X", "-n", "-P", f"--jobs={job}", "--format=ElapsedRaw").split()
+    # Yesterday too: the earlier run may fall before midnight.
+    window = ("--from", str(date.today() - timedelta(days=1)), "--to", str(date.today()))
+
+    def alices_hours() -> float:
+        said = operator_command(
+            "usage", SLUG, *window, "--json", "--project", foo.project, env=foo.env
+        )
+        assert said.returncode == 0, said.stderr
+        hours: float = json.loads(said.stdout)["tenants"][0]["by_user"]["alice"]
+        return hours
+
+    before = alices_hours()
+    earlier_run(sandbox, job, seconds=60)
+    assert alices_hours() - before == pytest.approx(2 * int(elapsed) / 3600, abs=1e-4)
+    exported = export(SlurmSettings.from_environment().make_transport(), "jobs", [SLUG, TEAM])
+    rows = csv.DictReader(exported.data.decode().splitlines(), delimiter="|")
+    submitted = [row["Submit"] for row in rows if row["JobID"] == str(job)]
+    assert len(submitted) == len(set(submitted)) == 2
 
 
 def test_a_team_within_its_cap(foo: Foo) -> None:
