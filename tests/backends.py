@@ -22,11 +22,14 @@ from typing import Any
 import httpx
 import yaml
 
+from providers.authentik.client import AuthentikClient
+from providers.authentik.settings import Settings as AuthentikSettings
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.retention_store import seed_bucket
 from sandbox.slurm.settings import ACCOUNTING_DB
 from tenant_stack.annotations import REHEARSAL_ANNOTATION
+from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 
@@ -321,6 +324,13 @@ def sacct_job(job_id: int, fields: str) -> list[str]:
         "sacct", "-X", "--allusers", "--parsable2", "--noheader", f"--jobs={job_id}",
         f"--format={fields}",
     ).splitlines()  # fmt: skip
+
+
+def live_numbers() -> set[int]:
+    """Every uid and gid Authentik holds (the sandbox keeps earlier runs' tenants' users)."""
+    with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
+        held = handed_out(directory.users(), directory.groups(), 2000, 4000)
+    return {holder.number for holder in held}
 
 
 def earlier_run(layout: SandboxLayout, job_id: int, seconds: int) -> None:

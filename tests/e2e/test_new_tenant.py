@@ -20,11 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.authentik.client import AuthentikClient
-from providers.authentik.settings import Settings as AuthentikSettings
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
-from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 from tenant_stack.spec.fleet import find_collisions, load_fleet
@@ -34,6 +31,7 @@ from tests.backends import (
     file_backend,
     kubectl_json,
     labelled,
+    live_numbers,
     operator_command,
     pulumi,
     run_pulumi,
@@ -79,12 +77,6 @@ def _users_file(directory: Path) -> Path:
     return path
 
 
-def _live_numbers() -> set[int]:
-    with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
-        held = handed_out(directory.users(), directory.groups(), 2000, 4000)
-    return {holder.number for holder in held}
-
-
 def _reserved_nodes() -> set[str]:
     nodes = kubectl_json("get", "nodes")["items"]
     return {n["metadata"]["name"] for n in nodes if "reserved.tenant" in n["metadata"]["labels"]}
@@ -113,7 +105,7 @@ def new_tenant(
     project = project_copy(work / "project")
     env = file_backend(work / "state")
     users = _users_file(work)
-    numbers, reserved = _live_numbers(), _reserved_nodes()
+    numbers, reserved = live_numbers(), _reserved_nodes()
     done = operator_command(
         "new", SLUG, "--users", users, *TERMS, "--admin", USERS[0], "--rehearsal",
         "--project", project, "--json", env=env,

@@ -21,20 +21,18 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.authentik.client import AuthentikClient
-from providers.authentik.settings import Settings as AuthentikSettings
 from providers.call_log import VARIABLE as CALL_LOG
 from providers.call_log import read_log
 from sandbox.generated_tenants import TEAMS, sized_tenant
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
-from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 from tests.backends import (
     authentik_user,
     file_backend,
     labelled,
+    live_numbers,
     run_pulumi,
     sacctmgr,
     weka,
@@ -90,9 +88,7 @@ class Sized:
 
 def _first_free_number() -> int:
     """Above every uid and gid Authentik holds (the sandbox keeps earlier runs' tenants' users)."""
-    with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
-        held = handed_out(directory.users(), directory.groups(), 2000, 4000)
-    return max({holder.number for holder in held} | {46999}) + 1
+    return max(live_numbers() | {46999}) + 1
 
 
 def _run(project: Path, env: dict[str, str], tenant: Sized, command: str, log: Path) -> None:
