@@ -14,12 +14,18 @@ env:
 check:
 	@toolchain/check.sh
 
+# mypy's cache is kept with the toolchain's, so a new clone checks only what changed.
+LINT := ruff check . && ruff format --check . && MYPY_CACHE_DIR="$$GPU_TENANTS_CACHE/mypy" mypy .
 lint: setup
-	@$(ENV) && ruff check . && ruff format --check . && mypy .
+	@$(ENV) && $(LINT)
 
-# The tests bring up a sandbox of their own (tests/conftest.py), beside the operator's.
+# The tests run on TEST_WORKERS pytest workers, a file at a time each, and each worker brings up a
+# sandbox of its own (tests/conftest.py) beside the operator's. tests/budget.py times the whole
+# target against the suite's budget.
+TEST_WORKERS ?= 2
 test: setup
-	@$(ENV) && ruff check . && ruff format --check . && mypy . && pytest
+	@$(ENV) && export GPU_TENANTS_TEST_STARTED=$$(date +%s) && $(LINT) \
+		&& pytest --numprocesses $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The documentation site (MkDocs) into site/; make test builds it with --strict too.
 docs: setup
@@ -31,7 +37,7 @@ sandbox-up: setup
 sandbox-down:
 	@$(ENV) && python -m sandbox down
 
-# Stops the sandbox and deletes its state (GPU_TENANTS_SANDBOX=test: the tests').
+# Stops the sandbox and deletes its state (GPU_TENANTS_SANDBOX=test: each of the tests').
 sandbox-reset: setup
 	@$(ENV) && python -m sandbox reset
 

@@ -1,14 +1,21 @@
 """`python -m sandbox up|down|reset|status|env` (make sandbox-up, sandbox-down, sandbox-reset,
-sandbox-status, env). `reset` stops a sandbox and deletes its state: the next `up` starts afresh."""
+sandbox-status, env). `reset` stops a sandbox and deletes its state: the next `up` starts afresh.
+
+GPU_TENANTS_SANDBOX chooses the sandbox (sandbox/layout.py). With `test`, `up` and `env` use the
+first tests' sandbox, the one a lone pytest process uses, and `down`, `reset` and `status` act on
+every tests' sandbox this machine has, one per pytest worker: what `make test` left is one
+command away."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
 
-from sandbox.layout import SandboxLayout
+from sandbox.layout import SandboxLayout, name_of_tests_sandbox
+from sandbox.ports import TEST_SANDBOXES
 from sandbox.project import sandbox_project
 from sandbox.retention_store import BUCKET, LEDGER_BUCKET, STATE_BUCKET
 from sandbox.service import Service
@@ -97,15 +104,34 @@ def env(layout: SandboxLayout) -> int:
 
 
 COMMANDS = {"up": up, "down": down, "reset": reset, "status": status, "env": env}
+# Commands that, given `test`, act on every tests' sandbox rather than the first.
+_EVERY_TESTS_SANDBOX = ("down", "reset", "status")
+
+
+def _layouts(command: str) -> dict[str, SandboxLayout]:
+    """The sandboxes `command` acts on, by their GPU_TENANTS_SANDBOX."""
+    name = os.environ.get("GPU_TENANTS_SANDBOX", "")
+    first = SandboxLayout.from_environment()
+    if command not in _EVERY_TESTS_SANDBOX or name != "test":
+        return {name: first}
+    others = [SandboxLayout.for_tests(slot) for slot in range(2, TEST_SANDBOXES + 1)]
+    return {
+        name: first,
+        **{name_of_tests_sandbox(n): o for n, o in enumerate(others, 2) if o.root.exists()},
+    }
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
     parser.add_argument("command", choices=list(COMMANDS))
     args = parser.parse_args(argv)
-    layout = SandboxLayout.from_environment()
+    result = 0
     try:
-        result: int = COMMANDS[args.command](layout)
+        layouts = _layouts(args.command)
+        for name, layout in layouts.items():
+            if len(layouts) > 1:
+                print(f"[sandbox] GPU_TENANTS_SANDBOX={name}: {layout.root}")
+            result = max(result, COMMANDS[args.command](layout))
     except (SandboxError, FileNotFoundError) as err:
         print(f"[sandbox] ERROR: {err}", file=sys.stderr)
         return 1

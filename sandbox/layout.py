@@ -1,8 +1,9 @@
 """Where each part of a sandbox keeps its state, which ports it uses, in which order the parts
 start, and what a person's shell needs to reach them.
 
-There are two sandboxes, alike but for state directory and ports: the operator's (`make
-sandbox-up`, `make demo`) and the tests' (`make test`), chosen by GPU_TENANTS_SANDBOX=test.
+The sandboxes are alike but for state directory and ports: the operator's (`make sandbox-up`,
+`make demo`) and the tests' (`make test`), one per pytest worker, chosen by GPU_TENANTS_SANDBOX:
+unset for the operator's, `test` for the first worker's, `test-2` and `test-3` for the others'.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sandbox.kubernetes.configmap_volume import configmap_volume_service
 from sandbox.kubernetes.seed import seed
 from sandbox.kubernetes.services import KubernetesSandbox
 from sandbox.pki import Pki
-from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
+from sandbox.ports import TEST_SANDBOX_OFFSET, TEST_SANDBOXES, Ports
 from sandbox.retention_store import (
     LEDGER_BUCKET,
     STATE_BUCKET,
@@ -58,6 +59,16 @@ SHARED_HOME_BYTES = 100 * 10**12
 SHARED_SCRATCH_BYTES = 400 * 10**12
 
 
+def name_of_tests_sandbox(slot: int) -> str:
+    """GPU_TENANTS_SANDBOX for the tests' sandbox `slot`: test, test-2, test-3."""
+    return "test" if slot == 1 else f"test-{slot}"
+
+
+def _state_dir() -> Path:
+    default = Path.home() / ".local" / "state" / "gpu-tenants"
+    return Path(os.environ.get("GPU_TENANTS_STATE") or default)
+
+
 def _kubernetes_version() -> str:
     for line in KUBERNETES_VERSION_FILE.read_text().splitlines():
         if line.startswith("KUBERNETES_VERSION="):
@@ -84,12 +95,24 @@ class SandboxLayout:
 
     @classmethod
     def from_environment(cls) -> SandboxLayout:
-        state = Path(
-            os.environ.get("GPU_TENANTS_STATE") or Path.home() / ".local" / "state" / "gpu-tenants"
+        """The sandbox GPU_TENANTS_SANDBOX names, under GPU_TENANTS_STATE."""
+        name = os.environ.get("GPU_TENANTS_SANDBOX", "")
+        if not name:
+            return cls(_state_dir() / "sandbox")
+        for slot in range(1, TEST_SANDBOXES + 1):
+            if name == name_of_tests_sandbox(slot):
+                return cls.for_tests(slot)
+        names = ", ".join(name_of_tests_sandbox(slot) for slot in range(1, TEST_SANDBOXES + 1))
+        raise SandboxError(
+            f"GPU_TENANTS_SANDBOX={name!r} names no sandbox: unset it for the operator's, "
+            f"or give one of the tests' ({names})"
         )
-        if os.environ.get("GPU_TENANTS_SANDBOX") == "test":
-            return cls(state / "test-sandbox", Ports(TEST_SANDBOX_OFFSET))
-        return cls(state / "sandbox")
+
+    @classmethod
+    def for_tests(cls, slot: int) -> SandboxLayout:
+        """The tests' sandbox `slot` (1 to TEST_SANDBOXES): a pytest worker's own."""
+        root = _state_dir() / ("test-sandbox" if slot == 1 else f"test-sandbox-{slot}")
+        return cls(root, Ports(TEST_SANDBOX_OFFSET * slot))
 
     @property
     def pki(self) -> Pki:
@@ -206,9 +229,15 @@ class SandboxLayout:
             "KUBECONFIG": str(self.kubernetes.admin_kubeconfig),
             **client_env(self.root / "slurm"),
             # Partitions go through the Slurm operator's ConfigMap, as in production; the
-            # provider waits until the controller's copy of it shows a change.
+            # provider waits until the controller's copy of it shows a change. The copy lands
+            # within a quarter second here (configmap_volume.INTERVAL), not a minute: looking
+            # every 2 s, as against a kubelet, would make each partition write wait 2 s.
             "SLURM_PARTITIONS_CONFIGMAP": f"{PARTITIONS_NAMESPACE}/{PARTITIONS_CONFIGMAP}",
             "SLURM_PARTITIONS_FILE": str(self.slurm.configmap_partitions_conf),
+            "SLURM_PARTITIONS_POLL_SECONDS": "0.2",
+            # A drain looks at the queue every second: squeue is cheap against the sandbox's few
+            # jobs, and a drain's `up` then ends within a second of the last job (production: 5).
+            "SLURM_DRAIN_POLL_SECONDS": "1",
             # Offboarding archives these with the tenant's accounting (runbook step 3c).
             "SLURM_LOG_FILES": ",".join(
                 str(self.slurm.log_dir / log)
@@ -227,4 +256,8 @@ class SandboxLayout:
             **state_backend_environment(self.retention_store, self.ports.retention_store),
             # Where the fleet's workflows run (`python -m tenant_stack worker`, `fleet`).
             "TEMPORAL_ADDRESS": temporal_address(self.ports.temporal),
+            # A worker killed here (the tests kill four) is taken for dead after 8 s without a
+            # beat, not production's 20 s; its runs' workers beat every 2 s, margin enough on a
+            # busy 2-core machine running two test workers.
+            "GPU_TENANTS_HEARTBEAT_TIMEOUT": "8",
         }

@@ -1,16 +1,19 @@
 """Every TCP port the sandbox listens on, all on 127.0.0.1.
 
-The operator's sandbox uses the base ports; the tests' sandbox adds an offset, so that `make test`
-runs beside a sandbox where `make demo` left tenant-foo onboarded, without touching it.
+The operator's sandbox uses the base ports; each of the tests' sandboxes adds an offset of its own
+(1000 for the first, 2000 for the second, ...), so that `make test` runs beside a sandbox where
+`make demo` left tenant-foo onboarded, without touching it, and its workers beside each other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Every port of both sandboxes stays below 32768, where Linux hands out the local ports of
-# outgoing connections: a listener there can find its port taken for a while.
+# Every port of every sandbox stays below 32768, where Linux hands out the local ports of outgoing
+# connections: a listener there can find its port taken for a while. The highest base port
+# (29202) leaves room for three offsets of 1000, so for three tests' sandboxes.
 TEST_SANDBOX_OFFSET = 1000
+TEST_SANDBOXES = 3
 
 
 @dataclass(frozen=True)

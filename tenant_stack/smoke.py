@@ -6,7 +6,7 @@ tenant's retention ledger (action `smoke-run`), where the handover sheet finds t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -87,7 +87,9 @@ def run_smoke(
         f"submitted as {user.username}: "
         + ", ".join(f"{name} job {job}" for name, job in submitted.items())
     )
-    records = _wait(jobs, list(submitted.values()), timeout, progress)
+    # Taken from slurmctld now, while it holds the jobs: each job's record is the run of its id
+    # submitted from then on, never an earlier run of the same id that slurmdbd still shows.
+    records = _wait(jobs, jobs.submit_times(list(submitted.values())), timeout, progress)
 
     def outcome(name: str) -> tuple[JobRecord, list[str], str]:
         record = records[submitted[name]]
@@ -111,12 +113,16 @@ def _output(output_dir: str, script: str, job: str) -> str:
 
 
 def _wait(
-    jobs: BatchJobs, ids: Sequence[str], timeout: float, progress: Callable[[str], None]
+    jobs: BatchJobs,
+    submitted: Mapping[str, datetime],
+    timeout: float,
+    progress: Callable[[str], None],
 ) -> dict[str, JobRecord]:
+    ids = list(submitted)
     deadline = time.monotonic() + timeout
     said = ""
     while True:
-        records = jobs.records(ids)
+        records = jobs.records(submitted)
         states = ", ".join(f"{i} {records[i].state.lower()}" for i in ids if i in records)
         if states != said:
             progress(f"jobs: {states or 'not in accounting yet'}")

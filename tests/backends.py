@@ -28,6 +28,7 @@ from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.retention_store import seed_bucket
 from sandbox.slurm.settings import ACCOUNTING_DB
+from sandbox.supervisor import Supervisor
 from tenant_stack.annotations import REHEARSAL_ANNOTATION
 from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.platform import load_platform
@@ -294,12 +295,13 @@ def scratch_directory(gid: int) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float = 30) -> None:
-    """Polls `check` until it holds; fails naming `what` after `timeout` seconds."""
+def wait_for(what: str, check: Callable[[], bool], timeout: float = 30, every: float = 0.2) -> None:
+    """Polls `check` every `every` seconds until it holds; fails naming `what` after `timeout`
+    seconds. A check that starts a program (the Temporal CLI) looks less often."""
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
-        time.sleep(0.2)
+        time.sleep(every)
 
 
 def squeue_job(job_id: int, format_: str = "%T") -> str:
@@ -351,6 +353,22 @@ def earlier_run(layout: SandboxLayout, job_id: int, seconds: int) -> None:
         "mariadb", f"--defaults-file={layout.slurm.mariadb_cnf}", "--user=root", ACCOUNTING_DB,
         "--execute", " ".join(statements),
     )  # fmt: skip
+
+
+@contextmanager
+def slurmdbd_paused(layout: SandboxLayout) -> Iterator[None]:
+    """The sandbox's slurmdbd stopped (SIGSTOP) for the block, then continued: a slurmdbd too busy
+    to take slurmctld's records, which slurmctld queues meanwhile (sdiag's DBD Agent queue size).
+    sacct and sacctmgr wait on it, so the block calls neither. Pause only once the jobs involved
+    run and slurmdbd holds their starts: slurmctld sends a starting job's record itself and waits
+    for slurmdbd's answer with its job lock held, which would stop squeue and sbatch too."""
+    pid = Supervisor(layout.root).pid("slurmdbd")
+    assert pid is not None, "the sandbox's slurmdbd is not running"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def one_node_tenant(project: Path, index: int, node: str) -> str:

@@ -4,10 +4,10 @@ archives, so it is no per-tenant step: the tenant's records are exported instead
 
 - jobs: `sacct -X --allusers` over the tenant's accounts for its whole lifetime, one row per job
   (`--parsable2`, a header line first); an export without a row is refused, as the runbook's
-  sanity check says, since a tenant that ran jobs cannot have none. slurmctld sends its job
-  records to slurmdbd through a queue (`sdiag`'s "DBD Agent queue size"), which holds them while
-  slurmdbd is busy or unreachable: the export waits, bounded, until the queue is empty, so a job
-  that ended just before is not missing from the billing archive.
+  sanity check says, since a tenant that ran jobs cannot have none. slurmdbd learns of a job
+  after slurmctld: the export waits, bounded, until slurmdbd holds every job of the accounts that
+  slurmctld knows, with its end, so a job that ended just before is not missing from the billing
+  archive (see `wait_for_accounting`).
 - steps: the same without `-X`, every step of every job.
 - associations: the association and QoS tree as `sacctmgr show` prints it.
 - logs: the lines of the controller's and nodes' logs (SLURM_LOG_FILES, read on the Slurm
@@ -54,41 +54,136 @@ class Export:
     extension: str
 
 
-# How long an export waits for slurmctld's queue of records to slurmdbd to empty, and how often
-# it looks: a queue that slurmdbd drains takes seconds; one still full after this is a slurmdbd
-# that does not take records, which an operator must see to.
+# How long an export waits for slurmdbd to hold what slurmctld knows, and how often it looks:
+# records slurmdbd takes arrive within seconds; one still missing after this is a slurmdbd that
+# does not take them, which an operator must see to.
 DBD_QUEUE_WAIT = 120.0
 _DBD_QUEUE_POLL = 1.0
 _DBD_QUEUE = re.compile(r"^DBD Agent queue size:\s*([0-9]+)", re.MULTILINE)
+# The jobs slurmctld knows (squeue's fields: id, state, submit time, which squeue prints as sacct
+# does), and what slurmdbd holds of them (sacct's): a run of a job is its id and submit time, since
+# slurmctld may give an id again (its state lost, or ids wrapped past MaxJobId).
+_KNOWN = "%i|%T|%V"
+_HELD = "JobID,Submit,End"
+# slurmctld's states of a job that ended (squeue's %T): slurmdbd must hold its end too.
+_ENDED = frozenset(
+    {
+        "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
+        "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT",
+    }
+)  # fmt: skip
+# What sacct prints for an end slurmdbd does not have.
+_NO_END = ("Unknown", "None", "")
+
+
+@dataclass(frozen=True)
+class _Known:
+    """A run of a job as slurmctld knows it."""
+
+    id: str
+    state: str
+    submit: str
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.state.lower()}, submitted {self.submit})"
+
+
+def _parse_known(text: str) -> list[_Known]:
+    jobs = []
+    for line in text.splitlines():
+        if line.strip():
+            id_, state, submit = line.split("|", 2)
+            # A pending array's tasks to come ("12_[3-9]") have no record anywhere yet.
+            if "[" not in id_:
+                jobs.append(_Known(id_, state, submit))
+    return jobs
 
 
 def wait_for_accounting(
     transport: Transport,
     doing: str,
+    accounts: Sequence[str] = (),
     timeout: float = DBD_QUEUE_WAIT,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Returns once slurmctld has no job record queued for slurmdbd (`sdiag`); SlurmError naming
-    the queue's size when it is still not empty after `timeout` seconds."""
+    """Returns once slurmdbd holds what slurmctld has of `accounts`: no record queued for
+    slurmdbd (`sdiag`), and every job of the accounts that slurmctld still knows (`squeue
+    --states=all`) in sacct, with its end once it ended. SlurmError naming the queue's size or
+    the jobs missing when that is still not so after `timeout` seconds.
+
+    The queue alone proves too little: it holds what slurmctld's agent sends (a job's end among
+    it), but slurmctld sends a job's start itself, as the job starts and every few seconds for
+    jobs without a record, and a queue seen empty once may be between two records. sacct is
+    asked only once the queue is empty, so a slurmdbd that does not answer is not asked
+    meanwhile (sacct would wait on it)."""
     runner = SlurmRunner(transport)
     deadline = time.monotonic() + timeout
     while True:
-        said = runner.must(commands.sdiag(), doing).stdout
-        found = _DBD_QUEUE.search(said)
-        if found is None:
-            raise SlurmError(doing, "sdiag printed no 'DBD Agent queue size'", SLURMDBD_UNREACHABLE)
-        queued = int(found.group(1))
-        if queued == 0:
+        queued = _dbd_queue(runner, doing)
+        missing = _not_held(runner, accounts, doing) if queued == 0 else []
+        if queued == 0 and not missing:
             return
         if time.monotonic() >= deadline:
-            raise SlurmError(
-                doing,
-                f"slurmctld still holds {queued} records for slurmdbd after {timeout:g} s "
-                "(sdiag's DBD Agent queue size): the export would miss jobs",
-                "check slurmdbd (`sacctmgr ping`, its log) and run `pulumi up` again once "
-                "`sdiag` shows the queue empty; nothing was archived",
-            )
+            raise _not_in_accounting(doing, accounts, queued, missing, timeout)
         sleep(_DBD_QUEUE_POLL)
+
+
+def _dbd_queue(runner: SlurmRunner, doing: str) -> int:
+    """How many records slurmctld holds for slurmdbd (sdiag's DBD Agent queue size)."""
+    said = runner.must(commands.sdiag(), doing).stdout
+    found = _DBD_QUEUE.search(said)
+    if found is None:
+        raise SlurmError(doing, "sdiag printed no 'DBD Agent queue size'", SLURMDBD_UNREACHABLE)
+    return int(found.group(1))
+
+
+def _not_held(runner: SlurmRunner, accounts: Sequence[str], doing: str) -> list[_Known]:
+    """The jobs of `accounts` slurmctld knows that slurmdbd does not hold, or holds without the
+    end slurmctld knows of. Jobs slurmctld no longer holds (MinJobAge after their end) it sent
+    through its queue before it let them go."""
+    if not accounts:
+        return []
+    known = runner.read(commands.known_jobs(accounts, _KNOWN), doing, _parse_known)
+    if not known:
+        return []
+    since = min(job.submit for job in known)
+    argv = commands.sacct(accounts, since, _UNTIL, _HELD, header=False)
+    held: dict[tuple[str, str], str] = {}
+    for line in runner.must(argv, doing).stdout.splitlines():
+        fields = line.split("|")
+        if len(fields) == 3:
+            held[(fields[0], fields[1])] = fields[2]
+    return [
+        job
+        for job in known
+        if (job.id, job.submit) not in held
+        or (job.state in _ENDED and held[(job.id, job.submit)] in _NO_END)
+    ]
+
+
+def _not_in_accounting(
+    doing: str, accounts: Sequence[str], queued: int, missing: list[_Known], timeout: float
+) -> SlurmError:
+    if not missing:
+        return SlurmError(
+            doing,
+            f"slurmctld still holds {queued} records for slurmdbd after {timeout:g} s "
+            "(sdiag's DBD Agent queue size): the export would miss jobs",
+            "check slurmdbd (`sacctmgr ping`, its log) and run `pulumi up` again once "
+            "`sdiag` shows the queue empty; nothing was archived",
+        )
+    listed = ", ".join(str(job) for job in missing[:10])
+    more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+    ids = ",".join(job.id for job in missing)
+    return SlurmError(
+        doing,
+        f"slurmdbd still lacks {len(missing)} jobs of accounts {', '.join(accounts)} that "
+        f"slurmctld knows, or their end, after {timeout:g} s ({listed}{more}): the export "
+        "would miss them",
+        "check slurmdbd (`sacctmgr ping`, its log) and run `pulumi up` again once `sacct -X "
+        f"--duplicates --allusers --jobs={ids} --format=JobID,Submit,End` lists each with its "
+        "end; nothing was archived",
+    )
 
 
 def _sacct(runner: SlurmRunner, accounts: Sequence[str], jobs_only: bool, doing: str) -> Export:
@@ -109,7 +204,7 @@ def export(
     doing = f"exporting the Slurm {kind} of accounts {', '.join(accounts)}"
     runner = SlurmRunner(transport)
     if kind in ("jobs", "steps", "logs"):
-        wait_for_accounting(transport, doing)
+        wait_for_accounting(transport, doing, accounts)
     if kind == "jobs":
         found = _sacct(runner, accounts, jobs_only=True, doing=doing)
         if found.rows == 0 and not allow_empty:

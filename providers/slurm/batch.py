@@ -2,18 +2,26 @@
 from the login pod. Run as root (or SlurmUser) where the transport runs, the job is submitted
 with `sbatch --uid --gid`, so it runs as the tenant's user exactly as their own would; its output
 goes to a directory made for that user, read back through the same transport.
+
+A job is known by its id and by when slurmctld took it (its submit time). slurmdbd keeps every
+run of a job id, and Slurm gives an id again once slurmctld's state is lost or its ids wrap past
+MaxJobId. sacct shows the newest run of an id, and slurmctld tells slurmdbd of a pending job only
+every 5 s (or when it starts), so right after sbatch that newest run is the earlier one: finished,
+on its own nodes. A run submitted before the job was is not the job's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from providers.command import StreamingTransport
+from providers.errors import SlurmError
 from providers.slurm import commands
 from providers.slurm.transport import SlurmCommandError, SlurmRunner, unreachable
 
-__all__ = ["FINISHED", "BatchJobs", "JobRecord", "parse_sacct_jobs"]
+__all__ = ["FINISHED", "BatchJobs", "JobRecord", "parse_sacct_jobs", "parse_submit_times"]
 
 # sacct's states of a job that will not run any more.
 FINISHED = frozenset(
@@ -30,7 +38,7 @@ FINISHED = frozenset(
     }
 )
 
-_FIELDS = "JobID,State,ExitCode,NodeList"
+_FIELDS = "JobID,State,ExitCode,NodeList,Submit"
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,9 @@ class JobRecord:
     state: str  # COMPLETED, FAILED, RUNNING, ... (`CANCELLED by 0` read as CANCELLED)
     exit_code: str  # `0:0`: the script's code, then the signal that ended it
     nodes: str  # a hostlist, `gpu-[14-15]`, or `None assigned`
+    # When slurmctld took this run of the id (sacct's Submit; a requeue moves it later). None
+    # only for a record made by hand.
+    submitted: datetime | None = None
 
     @property
     def finished(self) -> bool:
@@ -46,13 +57,26 @@ class JobRecord:
 
 
 def parse_sacct_jobs(text: str) -> dict[str, JobRecord]:
-    """`sacct -X -n -P -o JobID,State,ExitCode,NodeList` lines, by job id."""
+    """`sacct -X -n -P -o JobID,State,ExitCode,NodeList,Submit` lines, by job id. Times are
+    read as sacct prints them by default (ISO 8601, the host's local time), as in job_history."""
     records = {}
     for line in text.splitlines():
         if line.strip():
-            job, state, exit_code, nodes = line.split("|", 3)
-            records[job] = JobRecord(job, state.split()[0], exit_code, nodes)
+            job, state, exit_code, nodes, submitted = line.split("|", 4)
+            records[job] = JobRecord(
+                job, state.split()[0], exit_code, nodes, datetime.fromisoformat(submitted)
+            )
     return records
+
+
+def parse_submit_times(text: str) -> dict[str, datetime]:
+    """`squeue -h -o %i|%V` lines: when slurmctld took each job, by job id."""
+    times = {}
+    for line in text.splitlines():
+        if line.strip():
+            job, submitted = line.split("|", 1)
+            times[job] = datetime.fromisoformat(submitted.strip())
+    return times
 
 
 class BatchJobs:
@@ -90,11 +114,34 @@ class BatchJobs:
         # --parsable prints `id` or `id;cluster`.
         return result.stdout.strip().split(";", 1)[0]
 
-    def records(self, jobs: Sequence[str]) -> dict[str, JobRecord]:
-        """The jobs as accounting has them; a job just submitted may not be there yet."""
+    def submit_times(self, jobs: Sequence[str]) -> dict[str, datetime]:
+        """When slurmctld took each of `jobs`, by job id: asked right after `submit`, while
+        slurmctld certainly holds them, for `records`."""
+        doing = f"reading when slurmctld took jobs {', '.join(jobs)}"
+        times = self.runner.read(commands.submit_times(jobs), doing, parse_submit_times)
+        missing = [job for job in jobs if job not in times]
+        if missing:
+            raise SlurmError(
+                doing,
+                f"squeue does not list {', '.join(missing)}",
+                "see `sacct -j` for what became of them",
+            )
+        return times
+
+    def records(self, submitted: Mapping[str, datetime]) -> dict[str, JobRecord]:
+        """The jobs (`submit_times`) as accounting has them, each by its run from its submit time
+        on; a job slurmdbd has not heard of yet is not there, even if an earlier run of its id
+        is (the module's docstring)."""
+        jobs = list(submitted)
         argv = commands.job_records(jobs, _FIELDS)
         doing = f"reading jobs {', '.join(jobs)} from accounting"
-        return parse_sacct_jobs(self.runner.must(argv, doing).stdout)
+        return {
+            job: record
+            for job, record in self.runner.read(argv, doing, parse_sacct_jobs).items()
+            if job in submitted
+            and record.submitted is not None
+            and record.submitted >= submitted[job]
+        }
 
     def cancel(self, jobs: Sequence[str]) -> None:
         self.runner.must(commands.cancel(jobs), f"cancelling jobs {', '.join(jobs)}")

@@ -14,6 +14,7 @@ __all__ = [
     "hostnames",
     "job_records",
     "jobs_in_partition",
+    "known_jobs",
     "partition_nodes",
     "private_directory",
     "queue",
@@ -25,6 +26,7 @@ __all__ = [
     "show_partition",
     "sshare",
     "submit",
+    "submit_times",
 ]
 
 
@@ -57,6 +59,12 @@ def jobs_in_partition(partition: str) -> list[str]:
 def queue(accounts: Sequence[str], fields: str) -> list[str]:
     """Every job of `accounts` in any partition (hidden ones too), as `fields` (squeue's -o)."""
     return ["squeue", "-h", "--all", "-A", _listed(accounts), "-o", fields]
+
+
+def known_jobs(accounts: Sequence[str], fields: str) -> list[str]:
+    """Every job of `accounts` slurmctld still holds, those that ended too (it keeps one
+    MinJobAge after its end), in any partition, as `fields` (squeue's -o)."""
+    return ["squeue", "-h", "--all", "--states=all", "-A", _listed(accounts), "-o", fields]
 
 
 def queue_json() -> list[str]:
@@ -129,13 +137,21 @@ def cat(path: str) -> list[str]:
 
 
 def job_records(jobs: Sequence[str], fields: str) -> list[str]:
-    """The jobs' own records (not their steps'), `|`-separated, without a header."""
+    """The jobs' own records (not their steps'), `|`-separated, without a header: of each id the
+    newest run, which may be one from before Slurm gave the id again (see `submit_times`)."""
     return ["sacct", "-X", "-n", "-P", "-j", _listed(jobs), "-o", fields]
 
 
 def partition_nodes(partition: str) -> list[str]:
     """The partition's nodes as sinfo shows them: hostlists, one a line."""
     return ["sinfo", "-h", "-p", partition, "-o", "%N"]
+
+
+def submit_times(jobs: Sequence[str]) -> list[str]:
+    """Each job's id and the time slurmctld took it (`%V`, printed as sacct prints Submit),
+    `|`-separated, in any state (`--states=all`): slurmctld holds a job until MinJobAge after its
+    end."""
+    return ["squeue", "-h", "--states=all", f"--jobs={_listed(jobs)}", "-o", "%i|%V"]
 
 
 def submit(name: str, uid: int, gid: int, output: str, exported: Sequence[str]) -> list[str]:

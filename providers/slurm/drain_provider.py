@@ -5,10 +5,11 @@ A drain can take days, and no `up` may hold the stack's lock that long, so the w
   (with GrpJobs=0 and the partition DOWN they can never start) and lists them, and in `hard` mode
   sends TERM to the whole of every running job. It records when, so that reruns measure the
   drain from its real start. Moving the mode from graceful to hard later sends the TERM then.
-- `Drained` waits at most `wait_seconds` for the tenant's queue to empty, then fails with the
-  progress (jobs left, the latest expected end) and the instruction to rerun `pulumi up`. In
-  `hard` mode, once `timeout_seconds` have passed since the TERM, it ends what is left (KILL). A
-  graceful drain past `timeout_seconds` says to switch to hard. Made once the queue is empty.
+- `Drained` waits at most `wait_seconds` for the tenant's queue to empty, looking every
+  SLURM_DRAIN_POLL_SECONDS (`Settings.drain_poll`), then fails with the progress (jobs left, the
+  latest expected end) and the instruction to rerun `pulumi up`. In `hard` mode, once
+  `timeout_seconds` have passed since the TERM, it ends what is left (KILL). A graceful drain
+  past `timeout_seconds` says to switch to hard. Made once the queue is empty.
 
 Both are records of what was done: deleting them (rollback to active, or destroy) does nothing.
 """
@@ -29,7 +30,6 @@ from providers.slurm.settings import Settings
 
 __all__ = ["NEEDS_HARD_DRAIN", "STILL_DRAINING", "DrainStartProvider", "DrainedProvider"]
 
-_POLL_SECONDS = 5.0
 # What a drain still waiting for the queue says when its `up` gives up, and what one says that
 # only a new pull request can move on: whoever reruns `up` for the operator tells them apart.
 STILL_DRAINING = "jobs still in the queue"
@@ -133,7 +133,8 @@ class DrainedProvider(_RecordProvider):
 
     def _drain(self, p: Mapping[str, Any]) -> dict[str, Any]:
         doing = f"draining tenant {p['tenant']!r} ({p['mode']})"
-        queue = _queue()
+        settings = Settings.from_environment()
+        queue = SlurmQueue(settings.make_transport())
         deadline = time.monotonic() + p["wait_seconds"]
         killed = False
         while True:
@@ -143,9 +144,11 @@ class DrainedProvider(_RecordProvider):
             if not killed and self._grace_over(p):
                 queue.end(jobs)
                 killed = True
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise SlurmError(doing, _progress(p, jobs), _next_step(p))
-            time.sleep(_POLL_SECONDS)
+            # The last look is at the deadline, not a poll past it.
+            time.sleep(min(settings.drain_poll, left))
 
     @staticmethod
     def _grace_over(p: Mapping[str, Any]) -> bool:

@@ -16,8 +16,13 @@ pickled into the state, so it keeps none of this):
                              provider writes SLURM_PARTITIONS_FILE itself, on this host
     SLURM_PARTITIONS_SYNC_TIMEOUT  seconds to wait for the controller to see a ConfigMap change
                              before `scontrol reconfigure` (default 180: the kubelet takes ~1 min)
+    SLURM_PARTITIONS_POLL_SECONDS  how often to look at the controller's copy meanwhile (default
+                             2: each look is a `cat` through the transport, a kubectl exec)
     SLURM_LOG_FILES          comma-separated paths, on the host the transport reaches, of the
                              controller's and nodes' logs that offboarding archives (step 3c)
+    SLURM_DRAIN_POLL_SECONDS  how often a drain's `up` looks at the tenant's queue while it waits
+                             (default 5: one squeue a drain, which slurmctld answers from all its
+                             jobs; the sandbox, whose queue is small, sets 1)
     SLURM_WRITE_LEASE        `namespace/name`: a Kubernetes Lease every sacctmgr write holds,
                              so that writes from many hosts (fleet workers) go one at a time;
                              unset: one at a time per host only (a file lock)
@@ -55,7 +60,9 @@ class Settings:
     partitions_configmap: tuple[str, str] | None = None  # (namespace, name)
     partitions_key: str = "partitions.conf"
     sync_timeout: float = 180.0
+    sync_poll: float = 2.0
     log_files: tuple[str, ...] = ()
+    drain_poll: float = 5.0
     write_lease: tuple[str, str] | None = None  # (namespace, name)
 
     @classmethod
@@ -68,6 +75,8 @@ class Settings:
             configmap = _namespaced(env, "SLURM_PARTITIONS_CONFIGMAP")
             write_lease = _namespaced(env, "SLURM_WRITE_LEASE")
             sync_timeout = environment.seconds(env, "SLURM_PARTITIONS_SYNC_TIMEOUT", "180")
+            sync_poll = environment.seconds(env, "SLURM_PARTITIONS_POLL_SECONDS", "2")
+            drain_poll = environment.seconds(env, "SLURM_DRAIN_POLL_SECONDS", "5")
         except ValueError as error:
             raise SlurmError(_DOING, str(error)) from None
         partitions = env.get("SLURM_PARTITIONS_FILE")
@@ -79,7 +88,9 @@ class Settings:
             partitions_configmap=configmap,
             partitions_key=env.get("SLURM_PARTITIONS_KEY") or "partitions.conf",
             sync_timeout=sync_timeout,
+            sync_poll=sync_poll,
             log_files=tuple(f for f in (env.get("SLURM_LOG_FILES") or "").split(",") if f),
+            drain_poll=drain_poll,
             write_lease=write_lease,
         )
 
@@ -121,6 +132,7 @@ class Settings:
             controller=self.make_transport(),
             timeout=self.transport.timeout,
             sync_timeout=self.sync_timeout,
+            poll_seconds=self.sync_poll,
         )
 
 

@@ -1,7 +1,9 @@
 """A stand-in for the kubelet's ConfigMap volume in the slurmctld pod: copies one key of a
 ConfigMap into the file slurm.conf includes, as the kubelet does for the Slurm operator's
 partitions ConfigMap (runbook step 4d). Like the kubelet it lags: it looks once per --interval
-and writes only what changed, aside and renamed, so slurmctld never reads half a file.
+and writes only what changed, aside and renamed, so slurmctld never reads half a file. Its lag
+is far shorter than the kubelet's (about a minute): any lag at all takes the Slurm provider
+through its wait for the copy, and every partition write of the tests waits it out.
 
 The sandbox's slurmctld is a process on this host, not a pod, so this is what makes the Slurm
 provider's ConfigMap form (`SLURM_PARTITIONS_CONFIGMAP`) reach it.
@@ -25,6 +27,8 @@ from sandbox.service import PYTHON, Service, source_revision
 NAMESPACE = "slurm-control"
 NAME = "slurm-partitions"
 KEY = "partitions.conf"
+# Seconds between two looks: one GET of one ConfigMap each, cheap even four times a second.
+INTERVAL = 0.25
 
 
 def configmap_path(namespace: str = NAMESPACE, name: str = NAME) -> str:
@@ -82,6 +86,7 @@ def configmap_volume_service(
             f"--cert={pki.cert('admin')}",
             f"--key={pki.key('admin')}",
             f"--target={target}",
+            f"--interval={INTERVAL:g}",
         ],
         cwd=Path(__file__).resolve().parents[2],
         prepare=prepare,
@@ -101,7 +106,7 @@ def main(argv: list[str]) -> int:
     for credential in ("--ca", "--cert", "--key"):
         parser.add_argument(credential, type=Path, required=True)
     parser.add_argument("--target", type=Path, required=True)
-    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--interval", type=float, default=INTERVAL)
     args = parser.parse_args(argv)
     client = _client(args.server, args.ca, args.cert, args.key)
     print(f"projecting ConfigMap {NAMESPACE}/{NAME} key {KEY} into {args.target}", flush=True)

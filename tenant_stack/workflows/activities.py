@@ -38,10 +38,16 @@ from tenant_stack.workflows.pin import RunPin
 HOST = os.environ.get("GPU_TENANTS_WORKER_HOST") or socket.gethostname()
 # Which worker ran an activity, in its report: its host and process.
 WORKER = f"{HOST}:{os.getpid()}"
-# A worker beats this often while a stack command runs; the workflows give up on an attempt after
-# HEARTBEAT_TIMEOUT without one (the worker died), and retry it where that is safe.
+# The workflows give up on an attempt after this long without a heartbeat (its worker died), and
+# retry it where that is safe. A run can set its own (StackTask.heartbeat_timeout, from
+# GPU_TENANTS_HEARTBEAT_TIMEOUT where the run is started): each worker killed is waited out once,
+# and the sandbox's tests kill workers on purpose.
+HEARTBEAT_TIMEOUT = 20.0
+# A worker beats this often while a stack command runs, or four times per timeout where the run's
+# is shorter: several beats must be able to go missing before a live attempt is given up on.
 HEARTBEAT_EVERY = 5.0
-HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+# Below this, a worker busy for a moment (a slow machine, the engine's start) would look dead.
+HEARTBEAT_TIMEOUT_MIN = 2.0
 # The failure type of an `up` whose earlier attempt's engine ran on another host.
 ENGINE_ELSEWHERE = "EngineElsewhere"
 
@@ -54,6 +60,7 @@ class StackTask:
     # The session of an earlier attempt's engine that its own host has since made sure is gone
     # (reap_session): what it left must be cleared before this `up`.
     reaped: dict[str, Any] | None = None
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT  # seconds; the run's, for each attempt
 
 
 @activity.defn(name="tenant_stacks")
@@ -175,10 +182,11 @@ def _heartbeats(*details: Any) -> Iterator[None]:
     # The activity's context, which activity.heartbeat reads, copied for the other thread.
     context = contextvars.copy_context()
     stop = threading.Event()
+    every = _beat_every(activity.info().heartbeat_timeout)
     context.run(activity.heartbeat, *details)
 
     def beating() -> None:
-        while not stop.wait(HEARTBEAT_EVERY):
+        while not stop.wait(every):
             context.run(activity.heartbeat, *details)
 
     thread = threading.Thread(target=beating, name="heartbeats", daemon=True)
@@ -188,3 +196,11 @@ def _heartbeats(*details: Any) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
+
+
+def _beat_every(timeout: timedelta | None) -> float:
+    """How often to beat under the heartbeat timeout the workflow set on this attempt (its own,
+    not this worker's idea of it: a run started with a shorter one is served by every worker)."""
+    if timeout is None:
+        return HEARTBEAT_EVERY
+    return min(HEARTBEAT_EVERY, timeout.total_seconds() / 4)

@@ -15,7 +15,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from tenant_stack.fleet.rollout import UpdateResult
     from tenant_stack.fleet.stage import still_draining
-    from tenant_stack.workflows.activities import StackTask
+    from tenant_stack.workflows.activities import HEARTBEAT_TIMEOUT, StackTask
     from tenant_stack.workflows.pin import RunPin
     from tenant_stack.workflows.stack_operations import update
 
@@ -28,6 +28,7 @@ class StageRun:
     pin: RunPin
     every_seconds: int  # the wait between two `up`s while the drain waits
     rounds: int  # `up`s at most
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT  # seconds without a beat: the worker died
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class ApplyStage:
     @workflow.run
     async def run(self, run: StageRun) -> StageReport:
         rounds: list[dict[str, Any]] = []
-        task = StackTask(run.stack, run.project, run.pin)
+        task = StackTask(run.stack, run.project, run.pin, heartbeat_timeout=run.heartbeat_timeout)
         while len(rounds) < run.rounds:
             if rounds:
                 await asyncio.sleep(run.every_seconds)  # a durable timer: no worker holds it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,9 +25,11 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from providers import environment
 from tenant_stack.errors import StackError
 from tenant_stack.fleet.drift import StackDrift
 from tenant_stack.fleet.rollout import UpdateResult, Wave
+from tenant_stack.workflows.activities import HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MIN
 from tenant_stack.workflows.apply_stage import ApplyStage, StageReport, StageRun
 from tenant_stack.workflows.drift_workflow import FleetDrift, FleetReport, FleetRun
 from tenant_stack.workflows.pin import RunPin
@@ -49,7 +52,8 @@ def fleet_drift(
     project: Path, stacks: Sequence[str], workers: int, task_queue: str, no_wait: bool
 ) -> FleetDriftResult | None:
     """Starts a FleetDrift of `stacks`; its report, or None with its id printed (`no_wait`)."""
-    run = FleetRun(list(stacks), str(project.absolute()), RunPin.of(project), workers)
+    pin = RunPin.of(project)
+    run = FleetRun(list(stacks), str(project.absolute()), pin, workers, heartbeat_timeout())
     workflow_id = _workflow_id("fleet-drift")
     report: FleetReport | None = _run(FleetDrift.run, run, workflow_id, task_queue, no_wait)
     if report is None:
@@ -71,7 +75,10 @@ def fleet_rollout(
     project: Path, waves: Sequence[Sequence[str]], workers: int, task_queue: str, no_wait: bool
 ) -> RolloutResult | None:
     """Starts a Rollout of `waves`; its report, or None with its id printed (`no_wait`)."""
-    run = RolloutRun([list(w) for w in waves], str(project.absolute()), RunPin.of(project), workers)
+    pin = RunPin.of(project)
+    run = RolloutRun(
+        [list(w) for w in waves], str(project.absolute()), pin, workers, heartbeat_timeout()
+    )
     workflow_id = _workflow_id("fleet-rollout")
     report: RolloutReport | None = _run(Rollout.run, run, workflow_id, task_queue, no_wait)
     if report is None:
@@ -101,7 +108,8 @@ def apply_stage(
 ) -> StageResult | None:
     """Starts an ApplyStage of `stack` at `stage`; its report, or None with its id printed."""
     pin = RunPin.of(project)
-    run = StageRun(stack, stage, str(project.absolute()), pin, int(every.total_seconds()), rounds)
+    seconds = int(every.total_seconds())
+    run = StageRun(stack, stage, str(project.absolute()), pin, seconds, rounds, heartbeat_timeout())
     # Its id is the stack's: no other operation runs on the stack while the stage is applied.
     report: StageReport | None = _run(ApplyStage.run, run, stack, task_queue, no_wait)
     if report is None:
@@ -135,6 +143,23 @@ def _run(workflow: Any, run: Any, workflow_id: str, task_queue: str, no_wait: bo
     return asyncio.run(start())
 
 
+def heartbeat_timeout() -> float:
+    """GPU_TENANTS_HEARTBEAT_TIMEOUT (seconds; default HEARTBEAT_TIMEOUT): how long the run's
+    workflows wait for a beat before they take its worker for dead and retry its stack elsewhere.
+    Recorded in the run's input, so that every worker and every replay use the same."""
+    name = "GPU_TENANTS_HEARTBEAT_TIMEOUT"
+    try:
+        seconds = environment.seconds(os.environ, name, f"{HEARTBEAT_TIMEOUT:g}")
+    except ValueError as error:
+        raise StackError(str(error)) from None
+    if seconds < HEARTBEAT_TIMEOUT_MIN:
+        raise StackError(
+            f"{name}={seconds:g}: give at least {HEARTBEAT_TIMEOUT_MIN:g} seconds; shorter, a "
+            f"worker busy for a moment is taken for dead (default {HEARTBEAT_TIMEOUT:g})"
+        )
+    return seconds
+
+
 def _workflow_id(kind: str) -> str:
     return f"{kind}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
 
@@ -147,7 +172,7 @@ def schedule_drift(project: Path, every: timedelta, workers: int, task_queue: st
     """Makes the drift Schedule, or updates it to this checkout's pin and `every`: a check of
     every tenant stack of `project` each `every`, never two at once (one that would start while
     the last runs is skipped). Run it again after deploying a new commit to the workers."""
-    run = FleetRun([], str(project.absolute()), RunPin.of(project), workers)
+    run = FleetRun([], str(project.absolute()), RunPin.of(project), workers, heartbeat_timeout())
     schedule = Schedule(
         action=ScheduleActionStartWorkflow(
             FleetDrift.run, run, id=DRIFT_SCHEDULE, task_queue=task_queue

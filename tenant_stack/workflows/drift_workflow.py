@@ -13,7 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from tenant_stack.fleet.drift import StackDrift
-    from tenant_stack.workflows.activities import tenant_stacks
+    from tenant_stack.workflows.activities import HEARTBEAT_TIMEOUT, tenant_stacks
     from tenant_stack.workflows.pin import RunPin
     from tenant_stack.workflows.stack_operations import (
         STACK_CHECK_RETRIES,
@@ -28,6 +28,7 @@ class FleetRun:
     project: str
     pin: RunPin
     workers: int  # stacks checked at once
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT  # seconds without a beat: the worker died
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,9 @@ class FleetDrift:
         def refused(stack: str, why: str) -> dict[str, Any]:
             return StackDrift(stack, "error", 0.0, error=why).as_json()
 
-        check = each_stack(StackDriftCheck.run, run.project, run.pin, run.workers, refused)
+        check = each_stack(
+            StackDriftCheck.run, run.project, run.pin, run.workers, refused, run.heartbeat_timeout
+        )
         stacks = run.stacks or await workflow.execute_activity(
             tenant_stacks,
             run.project,

@@ -13,6 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from tenant_stack.fleet.rollout import UpdateResult, not_run
+    from tenant_stack.workflows.activities import HEARTBEAT_TIMEOUT
     from tenant_stack.workflows.pin import RunPin
     from tenant_stack.workflows.stack_operations import StackUpdate, each_stack
 
@@ -23,6 +24,7 @@ class RolloutRun:
     project: str
     pin: RunPin
     workers: int  # stacks updated at once
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT  # seconds without a beat: the worker died
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,9 @@ class Rollout:
         def refused(stack: str, why: str) -> dict[str, Any]:
             return UpdateResult(stack, "failed", 0.0, error=why).as_json()
 
-        update = each_stack(StackUpdate.run, run.project, run.pin, run.workers, refused)
+        update = each_stack(
+            StackUpdate.run, run.project, run.pin, run.workers, refused, run.heartbeat_timeout
+        )
         waves: list[list[dict[str, Any]]] = []
         for wave in run.waves:
             if any(stack["status"] == "failed" for done in waves for stack in done):

@@ -22,7 +22,6 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from tenant_stack.workflows.activities import (
         ENGINE_ELSEWHERE,
-        HEARTBEAT_TIMEOUT,
         StackTask,
         drift_stack,
         reap_session,
@@ -108,7 +107,8 @@ async def _on_a_worker(
         work,
         task,
         start_to_close_timeout=STACK_OPERATION_TIMEOUT,
-        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        # The run's, from its input: the same on replay, whichever worker replays it.
+        heartbeat_timeout=timedelta(seconds=task.heartbeat_timeout),
         retry_policy=retries,
     )
     return report
@@ -120,16 +120,16 @@ def each_stack(
     pin: RunPin,
     workers: int,
     refused: Callable[[str, str], dict[str, Any]],
+    heartbeat_timeout: float,
 ) -> Callable[[str], Awaitable[dict[str, Any]]]:
     """`operation` on one stack (on_stack), at most `workers` stacks at a time across the
     calls; `refused(stack, why)` is a stack's report when it could not be run."""
     at_once = asyncio.Semaphore(max(workers, 1))
 
     async def on(stack: str) -> dict[str, Any]:
+        task = StackTask(stack, project, pin, heartbeat_timeout=heartbeat_timeout)
         async with at_once:
-            return await on_stack(
-                operation, StackTask(stack, project, pin), lambda why: refused(stack, why)
-            )
+            return await on_stack(operation, task, lambda why: refused(stack, why))
 
     return on
 

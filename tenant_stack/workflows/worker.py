@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -23,6 +24,10 @@ from tenant_stack.workflows.drift_workflow import FleetDrift
 from tenant_stack.workflows.rollout_workflow import Rollout
 from tenant_stack.workflows.stack_operations import StackDriftCheck, StackUpdate, host_queue
 
+# The SDK passes an activity's beats on to the service at most once per 0.8 x its heartbeat
+# timeout (16 s of 20), leaving a beat only the rest (4 s) to be late in; at most once a second,
+# every beat goes on at once, whatever timeout the run set (a small request every few seconds).
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
 # The dev server's default; production names its own (TEMPORAL_ADDRESS, as the temporal CLI).
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 NAMESPACE = "default"
@@ -54,6 +59,7 @@ async def serve(client: Client, task_queue: str, concurrency: int) -> None:
             activities=[drift_stack, tenant_stacks, update_stack],
             activity_executor=executor,
             max_concurrent_activities=concurrency,
+            max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         )
         this_host = Worker(
             client,

@@ -119,7 +119,7 @@ def test_a_controller_that_never_sees_the_change_is_an_error_that_says_why(
     frozen = tmp_path / "partitions.conf"
     frozen.write_text("# frozen\n")
     monkeypatch.setenv("SLURM_PARTITIONS_FILE", str(frozen))
-    monkeypatch.setenv("SLURM_PARTITIONS_SYNC_TIMEOUT", "2")
+    monkeypatch.setenv("SLURM_PARTITIONS_SYNC_TIMEOUT", "0.5")  # looks every 0.2 s meanwhile
     with pytest.raises(SlurmError) as failed:
         PARTITIONS.create(partition_inputs(slug))
     message = str(failed.value)

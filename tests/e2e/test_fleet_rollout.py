@@ -43,7 +43,10 @@ pytestmark = [pytest.mark.sandbox]
 
 # Two ConfigMaps with a slow step between them, so that an `up` can be killed while it writes:
 # `first` is written, `pause` is being made, `second` is still to come. `pause` logs the start
-# and end of each create with the pid of the process that runs it (the engine's provider host).
+# and end of each create with the pid of the process that runs it (the engine's provider host),
+# and is held until the test opens its gate (a file beside the log, one per stack and release)
+# or for config `pause` seconds at most: so it is surely still being made when its engine is
+# killed, however long the dead worker takes to be noticed, and the retry's ends at once.
 PROGRAM = '''"""A stack whose `up` writes, waits, and writes again."""
 
 import os
@@ -64,7 +67,9 @@ class Pause(ResourceProvider):
     def create(self, props):
         with open(props["log"], "a") as log:
             log.write(f"start {os.getpid()} {props['release']}\\n")
-        time.sleep(float(props["seconds"]))
+        deadline = time.monotonic() + float(props["seconds"])
+        while not os.path.exists(props["gate"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
         with open(props["log"], "a") as log:
             log.write(f"end {os.getpid()} {props['release']}\\n")
         return CreateResult(f"pause-{props['release']}", props)
@@ -88,13 +93,15 @@ class Paused(Resource):
         super().__init__(Pause(), name, props, opts)
 
 
+here = os.path.dirname(os.path.abspath(__file__))
 first = settings("first")
 pause = Paused(
     "pause",
     {
         "release": release,
         "seconds": config.get("pause") or "0",
-        "log": os.path.join(os.path.dirname(os.path.abspath(__file__)), f"pause-{stack}.log"),
+        "log": os.path.join(here, f"pause-{stack}.log"),
+        "gate": os.path.join(here, f"pause-{stack}-{release}.open"),
     },
     pulumi.ResourceOptions(depends_on=[first]),
 )
@@ -124,9 +131,32 @@ def rollout(fleet: Fleet, *waves: list[str]) -> subprocess.CompletedProcess[str]
     return operator_command("fleet", "rollout", "--json", *options, env=fleet.env)
 
 
+# How long `pause` is held at most, as a bound: the tests that set it open the gate first.
+HELD = "300"
+
+
 def pause_log(fleet: Fleet, stack: str) -> list[list[str]]:
     log = fleet.project / f"pause-{stack}.log"
     return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def pause_starts(fleet: Fleet, stack: str, release: str) -> list[str]:
+    """The pids that started making the stack's `pause` at `release`, in order."""
+    return [pid for event, pid, at in pause_log(fleet, stack) if event == "start" and at == release]
+
+
+def open_gate(fleet: Fleet, stack: str, release: str) -> None:
+    """Lets every `pause` of the stack at `release` end: the one being made, any later one."""
+    (fleet.project / f"pause-{stack}-{release}.open").touch()
+
+
+def wait_for_retry(fleet: Fleet, stack: str, release: str) -> None:
+    """Until a second engine started making `pause`: the retry, which runs its `up` only once
+    the dead worker's engine is gone and the stack cleared."""
+    deadline = time.monotonic() + 120
+    while len(pause_starts(fleet, stack, release)) < 2:
+        assert time.monotonic() < deadline, f"the retry's update of {stack} never reached `pause`"
+        time.sleep(0.2)
 
 
 def release_of(stack: str, name: str) -> str:
@@ -307,25 +337,32 @@ def test_a_worker_killed_during_an_up_leaves_the_rollout_to_the_other(fleet: Fle
     a, b, c = fleet.stacks
     for stack in fleet.stacks:
         set_config(fleet, stack, "release", "4")
-    set_config(fleet, a, "pause", "45")
+    set_config(fleet, a, "pause", HELD)
     started = operator_command(
         "fleet", "rollout", "--wave", a, "--wave", f"{b},{c}", "--no-wait",
         "--project", str(fleet.project), "--task-queue", fleet.queue, env=fleet.env,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
     workflow_id = started.stdout.strip()
-    deadline = time.monotonic() + 120
-    while not (
-        any(line[0] == "start" and line[2] == "4" for line in pause_log(fleet, a))
-        and (victim := next((w for w in fleet.workers if engine_of(a, w)), None))
-    ):
-        assert time.monotonic() < deadline, "the update of a never reached `pause`"
-        time.sleep(0.2)
-    engine = engine_of(a, victim)
-    assert engine is not None
-    victim.kill()
-    victim.wait()
-    fleet.workers.remove(victim)
+    try:
+        deadline = time.monotonic() + 120
+        while not (
+            pause_starts(fleet, a, "4")
+            and (victim := next((w for w in fleet.workers if engine_of(a, w)), None))
+        ):
+            assert time.monotonic() < deadline, "the update of a never reached `pause`"
+            time.sleep(0.2)
+        engine = engine_of(a, victim)
+        assert engine is not None
+        victim.kill()
+        victim.wait()
+        fleet.workers.remove(victim)
+        wait_for_retry(fleet, a, "4")
+        # Gone before the retry's `up` began, so before the gate opens: had it lived on, its
+        # `pause` would end now, beside the retry's, and the log below would show it.
+        assert session_members(int(engine["session"])) == []
+    finally:
+        open_gate(fleet, a, "4")
     finished = temporal("workflow", "result", "--workflow-id", workflow_id, "--output", "json")
     assert finished.returncode == 0, finished.stderr
     report = json.loads(finished.stdout)["result"]
@@ -365,7 +402,7 @@ def test_an_engine_on_another_host_is_reaped_there_before_the_up_runs_again(
     # host (the machine back) to kill it, and only then runs again.
     b = fleet.stacks[1]
     set_config(fleet, b, "release", "5")
-    set_config(fleet, b, "pause", "60")
+    set_config(fleet, b, "pause", HELD)
     queue = f"{fleet.queue}-hosts"
     hosts = {}
     for host in ("host-a", "host-b"):
@@ -380,10 +417,7 @@ def test_an_engine_on_another_host_is_reaped_there_before_the_up_runs_again(
     back: subprocess.Popen[str] | None = None
     try:
         deadline = time.monotonic() + 120
-        while not (
-            any(line[0] == "start" and line[2] == "5" for line in pause_log(fleet, b))
-            and (victim := running_on(b, list(hosts.values())))
-        ):
+        while not (pause_starts(fleet, b, "5") and (victim := running_on(b, list(hosts.values())))):
             assert time.monotonic() < deadline, "the update of b never reached `pause`"
             time.sleep(0.2)
         (dead_host,) = [host for host, worker in hosts.items() if worker is victim]
@@ -398,8 +432,11 @@ def test_an_engine_on_another_host_is_reaped_there_before_the_up_runs_again(
             time.sleep(0.5)
         back = start_worker(tmp_path, f"{dead_host}-back", queue,
                             {**fleet.env, "GPU_TENANTS_WORKER_HOST": dead_host})  # fmt: skip
+        wait_for_retry(fleet, b, "5")
+        open_gate(fleet, b, "5")
         finished = temporal("workflow", "result", "--workflow-id", workflow_id, "--output", "json")
     finally:
+        open_gate(fleet, b, "5")  # before the workers stop: each finishes what it started
         stop_workers([w for w in (*hosts.values(), back) if w is not None and w.poll() is None])
     assert finished.returncode == 0, finished.stderr
     ((update,),) = json.loads(finished.stdout)["result"]["waves"]

@@ -8,11 +8,13 @@ tenant over its contract."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import subprocess
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import partial
@@ -32,13 +34,17 @@ from sandbox.project import project_copy
 from sandbox.retention_store.service import seed_bucket
 from sandbox.slurm.users import ensure_user
 from tests.backends import (
+    CHECKPOINTING_JOB,
     earlier_run,
     file_backend,
     operator_command,
     run,
     run_pulumi,
+    sacct_job,
     sacctmgr,
     sbatch_as,
+    scratch_directory,
+    slurmdbd_paused,
     squeue_job,
     wait_for,
 )
@@ -46,6 +52,8 @@ from tests.backends import (
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
 SLUG, TEAM, GROUP, GID = "tenant-foo", "ml-team-foo", "tenant-foo", 4099
+# How long an export waits for slurmdbd after it continues: it takes the queued records at once.
+DBD_WAIT = 60
 
 
 @dataclass
@@ -219,6 +227,33 @@ def test_every_run_of_a_job_id_slurm_gave_twice_is_billed_and_archived(
     rows = csv.DictReader(exported.data.decode().splitlines(), delimiter="|")
     submitted = [row["Submit"] for row in rows if row["JobID"] == str(job)]
     assert len(submitted) == len(set(submitted)) == 2
+
+
+def test_an_export_waits_until_slurmdbd_holds_the_end_of_a_job_that_just_ended(
+    foo: Foo, sandbox: SandboxLayout
+) -> None:
+    transport = SlurmSettings.from_environment().make_transport()
+    with scratch_directory(GID) as scratch, ThreadPoolExecutor(1) as exporter:
+        job = sbatch_as(
+            "alice", GROUP, f"--account={TEAM}", f"--partition={SLUG}", "--gres=gpu:1",
+            "--mem=64M", "--time=00:05:00", f"--chdir={scratch}", "--output=/dev/null",
+            str(CHECKPOINTING_JOB), str(scratch), "released",
+        )  # fmt: skip
+        wait_for(f"job {job} to run", partial(running, job), 60)
+        submitted = squeue_job(job, "%V")  # as sacct prints it: the run, not an earlier one
+        # Its start is in slurmdbd before the pause (slurmctld sent it as the job started): only
+        # its end reaches slurmdbd late, through slurmctld's queue.
+        wait_for(f"slurmdbd to hold job {job}", lambda: bool(sacct_job(job, "JobID")))
+        with slurmdbd_paused(sandbox):
+            (scratch / f"release-{job}").touch()
+            wait_for(f"job {job} to end", lambda: squeue_job(job) == "", 60)
+            exporting = exporter.submit(export, transport, "jobs", [SLUG, TEAM])
+            with pytest.raises(TimeoutError):
+                exporting.result(timeout=3)  # waits: the job's end is still queued
+        jobs = exporting.result(timeout=DBD_WAIT)
+    rows = csv.DictReader(io.StringIO(jobs.data.decode()), delimiter="|")
+    [row] = [r for r in rows if (r["JobID"], r["Submit"]) == (str(job), submitted)]
+    assert (row["State"], row["End"] != "Unknown") == ("COMPLETED", True)
 
 
 def test_a_team_within_its_cap(foo: Foo) -> None:

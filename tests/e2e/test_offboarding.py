@@ -53,7 +53,7 @@ from tests.backends import (
     weka,
     weka_quotas,
 )
-from tests.fleet_workers import start_worker, stop_workers, temporal
+from tests.fleet_workers import events, start_worker, stop_workers, temporal
 from tests.trees import make_tree, manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
@@ -64,8 +64,12 @@ SLURMD_NODE = "gpu-14"
 GRP_JOBS = "100"  # tenant-bar's slurm.grp_jobs
 GROUP, GID = "tenant-bar", 4102
 USERS = {"dave": 2201, "erin": 2202}
-# How long one `up` at stage drained waits for the queue (stack config), kept short here.
-DRAIN_WAIT = 15
+# How long one `up` at stage drained waits for the queue (stack config), kept short here: the
+# sandbox's drain looks at the queue every second (SLURM_DRAIN_POLL_SECONDS), and the graceful
+# drain's tests wait it out. The hard drain's waits for its TERMed job to leave the queue, an
+# event: a bound well past that costs nothing, and holds on a loaded machine.
+DRAIN_WAIT = 5
+HARD_DRAIN_WAIT = 60
 SIGN_OFF = {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4242"}
 # A tenant's own pod, as the namespace's restricted pod security admits it.
 RUNNING_POD = Path(__file__).resolve().parent / "tenant_job_pod.yaml"
@@ -148,7 +152,8 @@ class Tenant:
         outputs: dict[str, Any] = found[0]["outputs"]
         return outputs
 
-    def submit(self, user: str, *args: str, seconds: int = 300) -> int:
+    def submit(self, user: str, *args: str, seconds: int | None = 300) -> int:
+        """A job of `user` on the slurmd node that works `seconds`; None: until `release`."""
         job = sbatch_as(
             user,
             GROUP,
@@ -161,10 +166,14 @@ class Tenant:
             *args,
             str(CHECKPOINTING_JOB),
             str(self.scratch),
-            str(seconds),
+            "released" if seconds is None else str(seconds),
         )
         self.jobs.append(job)
         return job
+
+    def release(self, job: int) -> None:
+        """Lets a job submitted with `seconds=None` finish: it exits 0, as COMPLETED."""
+        (self.scratch / f"release-{job}").touch()
 
 
 @pytest.fixture(scope="module")
@@ -320,9 +329,9 @@ def test_rollback_from_frozen_restores_the_contract(bar: Tenant) -> None:
 def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_empty(
     bar: Tenant,
 ) -> None:
-    # It must outlast the longest drain `up` allowed below, and the reads of the state after it:
-    # on a loaded machine 25 s past the wait were not enough, and status found the queue empty.
-    running = bar.submit("dave", seconds=DRAIN_WAIT + 120)
+    # It runs until released below, once the drain's `up` and the reads after it have seen it
+    # running, however long a loaded machine takes for them.
+    running = bar.submit("dave", seconds=None)
     wait_for(f"job {running} to run", lambda: job_state(running) == "RUNNING", timeout=60)
     pending = bar.submit("erin", "--begin=now+1hour")
     assert job_state(pending) == "PENDING"
@@ -337,7 +346,7 @@ def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_
     assert "1 jobs still in the queue" in said
     assert f"{running} (dave, running)" in said
     assert "run `pulumi up` again later" in said
-    assert took < DRAIN_WAIT + 90, f"the drain's up took {took:.0f}s"
+    assert DRAIN_WAIT <= took < DRAIN_WAIT + 90, f"the drain's up took {took:.0f}s"
     # Pending jobs can never start once frozen: cancelled, and listed in the drain's record.
     assert sacct_state(pending).startswith("CANCELLED")  # "CANCELLED by 0": root, for Slurm
     start = bar.outputs_of("pulumi-python:dynamic/slurm:DrainStart")
@@ -353,7 +362,8 @@ def test_a_graceful_drain_waits_a_bounded_time_then_completes_once_the_queue_is_
         "a reviewed pull request setting lifecycle.stage: archived",
     ]
 
-    wait_for(f"job {running} to end", lambda: job_state(running) == "GONE", timeout=180)
+    bar.release(running)
+    wait_for(f"job {running} to end", lambda: job_state(running) == "GONE", timeout=60)
     bar.up()
     assert bar.status()["blockers"] == ["a reviewed pull request setting lifecycle.stage: archived"]
     assert sacct_state(running) == "COMPLETED"
@@ -372,7 +382,7 @@ def test_rollback_from_drained_restores_the_tenant(bar: Tenant) -> None:
 def test_a_merged_stage_applied_on_temporal_reruns_up_until_the_drain_completes(
     bar: Tenant, tmp_path: Path
 ) -> None:
-    running = bar.submit("dave", seconds=DRAIN_WAIT + 20)
+    running = bar.submit("dave", seconds=None)  # until a round of the drain has failed on it
     wait_for(f"job {running} to run", lambda: job_state(running) == "RUNNING", timeout=60)
     bar.at_stage("frozen")
     bar.up()
@@ -388,9 +398,18 @@ def test_a_merged_stage_applied_on_temporal_reruns_up_until_the_drain_completes(
     try:
         # Only the stage the spec says (the merged pull request's) is applied.
         other = stage("archived")
-        started = stage("drained", "--every-seconds", "5", "--no-wait")
+        started = stage("drained", "--every-seconds", "1", "--no-wait")
         # The stack is the workflow's for as long as it applies the stage, waits included.
         again = stage("drained")
+        # The workflow's durable wait between two `up`s starts only after an `up` that failed
+        # with the job in the queue: the job may end then, and a later round completes the drain.
+        wait_for(
+            "a round of the drain to fail on the running job",
+            lambda: "EVENT_TYPE_TIMER_STARTED" in events(SLUG),
+            timeout=300,
+            every=1.0,
+        )
+        bar.release(running)
         finished = temporal("workflow", "result", "--workflow-id", SLUG, "--output", "json")
     finally:
         stop_workers([worker])
@@ -419,6 +438,7 @@ def test_a_merged_stage_applied_on_temporal_reruns_up_until_the_drain_completes(
 
 
 def test_a_hard_drain_sends_term_so_the_job_checkpoints(bar: Tenant) -> None:
+    bar.pulumi("config", "set", "drain_wait_seconds", str(HARD_DRAIN_WAIT))
     job = bar.submit("dave", seconds=600)
     wait_for(f"job {job} to run", lambda: job_state(job) == "RUNNING", timeout=60)
     bar.walk_to("drained", drain_mode="hard", drain_timeout="1m")

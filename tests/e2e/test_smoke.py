@@ -3,7 +3,8 @@ on the sandbox's two slurmd nodes (gpu-14 and gpu-15: 16 GPUs) with its scratch 
 Weka's shared scratch filesystem, which each node mounts at /scratch. The smoke tests pass as
 dave; then each check fails, with its cause and the runbook's fix, when the test breaks what the
 runbook warns of: another node in the partition, scratch not mounted on the nodes, more GPUs
-visible to a job than it asked for. The handover sheet shows the last run.
+visible to a job than it asked for. The handover sheet shows the last run. A job's earlier run
+of the same id, which slurmdbd keeps once Slurm gives ids again, is never taken for its own.
 
 The sandbox has no GPUs: the jobs' nvidia-smi and all_reduce_perf are the sandbox's stand-ins
 (sandbox/slurm/stand_ins), which print what the real tools print for the GPUs Slurm bound; the
@@ -29,7 +30,12 @@ from sandbox.project import project_copy
 from sandbox.slurm.settings import NODE_SCRATCH
 from sandbox.slurm.users import ensure_user
 from sandbox.supervisor import Supervisor
-from tests.backends import file_backend, operator_command, run, run_pulumi
+from tests.backends import (
+    file_backend,
+    operator_command,
+    run,
+    run_pulumi,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 

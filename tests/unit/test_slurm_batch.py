@@ -1,14 +1,22 @@
 """The smoke tests' output directory, made by real mkdir and chown on this host: a new one is
-the user's alone; an existing one, which may be someone else's, is refused and left as it was."""
+the user's alone; an existing one, which may be someone else's, is refused and left as it was.
+And a job's accounting record, on a scripted transport: the run of its id submitted when
+slurmctld says it took the job, not an earlier run of the same id that sacct shows until
+slurmdbd hears of the job."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from providers.command import LocalTransport
+from providers.command import CommandResult, CommandStream, LocalTransport
+from providers.errors import SlurmError
 from providers.slurm.batch import BatchJobs
 from providers.slurm.transport import SlurmCommandError
 
@@ -41,3 +49,61 @@ def test_an_existing_directory_is_refused_and_left_as_it_was(tmp_path: Path) -> 
     info = theirs.stat()
     assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (OTHER_UID, OTHER_UID, 0o750)
     assert (theirs / "data").read_text() == "kept"
+
+
+# When slurmctld took jobs 16 and 17, as squeue prints it.
+TAKEN = "16|2026-12-04T18:00:05\n17|2026-12-04T18:00:05\n"
+
+
+@dataclass
+class ScriptedSlurm:
+    """Answers squeue with `taken` and sacct with `accounted`: what slurmdbd shows right now."""
+
+    accounted: str
+    taken: str = TAKEN
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        return list(argv)
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        if argv[0] == "squeue":
+            return CommandResult(tuple(argv), 0, self.taken, "")
+        if argv[0] == "sacct":
+            return CommandResult(tuple(argv), 0, self.accounted, "")
+        raise AssertionError(f"unexpected command {argv}")
+
+    def stream(self, argv: Sequence[str]) -> AbstractContextManager[CommandStream]:
+        raise AssertionError(f"unexpected command {argv}")
+
+    def feed(self, argv: Sequence[str], chunks: Iterable[bytes]) -> CommandResult:
+        raise AssertionError(f"unexpected command {argv}")
+
+
+def test_an_earlier_run_of_a_job_id_is_not_the_job_just_submitted() -> None:
+    # Slurm gave id 16 before (slurmctld's state lost): sacct shows that run, finished on one
+    # node, until slurmdbd hears of the job just submitted. Job 17 is already there.
+    slurm = ScriptedSlurm(
+        "16|COMPLETED|0:0|gpu-14|2026-12-04T17:58:40\n17|RUNNING|0:0|gpu-15|2026-12-04T18:00:05\n"
+    )
+    jobs = BatchJobs(slurm)
+    submitted = jobs.submit_times(["16", "17"])
+    assert submitted == {
+        "16": datetime(2026, 12, 4, 18, 0, 5),
+        "17": datetime(2026, 12, 4, 18, 0, 5),
+    }
+    assert list(jobs.records(submitted)) == ["17"]
+    # Then the newest run is the job's own; a requeue's is later still, and the job's too.
+    slurm.accounted = (
+        "16|COMPLETED|0:0|gpu-[14-15]|2026-12-04T18:00:05\n"
+        "17|COMPLETED|0:0|gpu-15|2026-12-04T18:01:30\n"
+    )
+    records = jobs.records(submitted)
+    assert records["16"].nodes == "gpu-[14-15]"
+    assert records["17"].finished
+
+
+def test_a_job_slurmctld_does_not_list_right_after_its_submission_is_an_error() -> None:
+    jobs = BatchJobs(ScriptedSlurm("", taken="17|2026-12-04T18:00:05\n"))
+    with pytest.raises(SlurmError) as refused:
+        jobs.submit_times(["16", "17"])
+    assert "squeue does not list 16" in str(refused.value)

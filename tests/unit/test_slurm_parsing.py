@@ -523,6 +523,8 @@ def test_settings_come_from_the_environment() -> None:
     )
     assert (settings.cluster, settings.partitions_file) == ("staging", None)
     assert settings.transport.timeout == 3.0
+    assert settings.drain_poll == 5.0  # production's: one squeue a drain every 5 s
+    assert Settings.from_environment({"SLURM_DRAIN_POLL_SECONDS": "1"}).drain_poll == 1.0
     assert isinstance(settings.make_transport(), KubectlExecTransport)
     with pytest.raises(SlurmError, match="SLURM_PARTITIONS_FILE is not set"):
         settings.partition_store("creating Slurm partition 'x'")
@@ -533,6 +535,7 @@ def test_settings_come_from_the_environment() -> None:
         {"SLURM_PARTITIONS_CONFIGMAP": "slurm-partitions"},
         {"SLURM_PARTITIONS_SYNC_TIMEOUT": "later"},
         {"SLURM_WRITE_LEASE": "slurm-control/"},
+        {"SLURM_DRAIN_POLL_SECONDS": "0"},
     )
     for bad in bad_settings:
         with pytest.raises(SlurmError, match=next(iter(bad))):
@@ -571,6 +574,17 @@ def test_partitions_go_to_the_file_or_to_the_slurm_operators_configmap() -> None
     )
     # The controller's view of the mounted key is read where slurmctld runs.
     assert (store.controller_path, store.sync_timeout) == ("/etc/slurm/partitions.conf", 90.0)
+    assert store.poll_seconds == 2.0  # a kubectl exec each: a kubelet's copy takes a minute
+    sandbox_form = Settings.from_environment(
+        {
+            "SLURM_PARTITIONS_FILE": "/etc/slurm/partitions.conf",
+            "SLURM_PARTITIONS_CONFIGMAP": "slurm-control/slurm-partitions",
+            "SLURM_PARTITIONS_POLL_SECONDS": "0.2",
+        }
+    )
+    sandbox_store = sandbox_form.partition_store("x")
+    assert isinstance(sandbox_store, ConfigMapStore)
+    assert sandbox_store.poll_seconds == 0.2
     assert isinstance(store.controller, KubectlExecTransport)
     assert store.describe() == "ConfigMap slurm-control/slurm-partitions (key partitions.conf)"
 
@@ -668,11 +682,15 @@ def test_a_tenants_log_archive_holds_its_own_lines_and_none_of_another_tenants_j
     assert not any("JobId=42" in line or "[42." in line for line in kept)
 
 
-class _Queued:
-    """A transport whose slurmctld holds `queued[i]` records for slurmdbd at the i-th `sdiag`."""
+class _Accounting:
+    """A transport whose slurmctld holds `queued[i]` records for slurmdbd at the i-th `sdiag`,
+    knows the jobs `known` (squeue's id|state|submit lines) and whose slurmdbd holds `held[i]`
+    (sacct's JobID|Submit|End lines) at the i-th `sacct`; the last of each stays."""
 
-    def __init__(self, *queued: int) -> None:
+    def __init__(self, *queued: int, known: str = "", held: Sequence[str] = ("",)) -> None:
         self.queued = list(queued)
+        self.known = known
+        self.held = list(held)
         self.calls: list[tuple[str, ...]] = []
 
     def command(self, argv: Sequence[str]) -> list[str]:
@@ -680,22 +698,76 @@ class _Queued:
 
     def run(self, argv: Sequence[str]) -> CommandResult:
         self.calls.append(tuple(argv))
+        if argv[0] == "squeue":
+            return CommandResult(tuple(argv), 0, self.known, "")
+        if argv[0] == "sacct":
+            held = self.held.pop(0) if len(self.held) > 1 else self.held[0]
+            return CommandResult(tuple(argv), 0, held, "")
         size = self.queued.pop(0) if len(self.queued) > 1 else self.queued[0]
         said = f"Agent queue size:     0\nAgent count:          0\nDBD Agent queue size: {size}\n"
         return CommandResult(tuple(argv), 0, said, "")
 
 
 def test_an_export_waits_for_the_records_slurmctld_has_not_sent_to_slurmdbd() -> None:
-    transport = _Queued(3, 1, 0)
+    transport = _Accounting(3, 1, 0)
     slept: list[float] = []
-    wait_for_accounting(transport, "exporting", sleep=slept.append)
-    assert transport.calls == [("sdiag",)] * 3
+    wait_for_accounting(transport, "exporting", ["tenant-bar"], sleep=slept.append)
+    assert [call[0] for call in transport.calls] == ["sdiag", "sdiag", "sdiag", "squeue"]
     assert len(slept) == 2
 
 
 def test_an_export_refuses_when_slurmdbd_never_takes_the_records() -> None:
     with pytest.raises(SlurmError) as refused:
-        wait_for_accounting(_Queued(5), "exporting", timeout=0.0, sleep=lambda _: None)
+        wait_for_accounting(_Accounting(5), "exporting", timeout=0.0, sleep=lambda _: None)
     said = str(refused.value)
     assert "still holds 5 records for slurmdbd" in said
     assert "nothing was archived" in said
+
+
+# What slurmctld knows: two jobs that ended, and the tasks to come of a pending array.
+KNOWN = (
+    "41|COMPLETED|2026-12-04T10:00:00\n"
+    "42|CANCELLED|2026-12-04T10:01:00\n"
+    "43_[2-5]|PENDING|2026-12-04T10:01:00\n"
+)
+EARLIER_42 = "42|2026-11-01T08:00:00|2026-11-01T08:05:00\n"  # the same id, given before
+
+
+def test_an_export_waits_until_slurmdbd_holds_each_job_slurmctld_knows_with_its_end() -> None:
+    # The queue is empty throughout; slurmdbd holds 42's run only later, then its end.
+    held = (
+        f"41|2026-12-04T10:00:00|2026-12-04T10:00:05\n{EARLIER_42}",
+        "41|2026-12-04T10:00:00|2026-12-04T10:00:05\n42|2026-12-04T10:01:00|Unknown\n",
+        "41|2026-12-04T10:00:00|2026-12-04T10:00:05\n42|2026-12-04T10:01:00|2026-12-04T10:01:00\n",
+    )
+    transport = _Accounting(0, known=KNOWN, held=held)
+    slept: list[float] = []
+    wait_for_accounting(transport, "exporting", ["tenant-bar", "ml-team"], sleep=slept.append)
+    assert len(slept) == 2
+    sacct = [call for call in transport.calls if call[0] == "sacct"]
+    assert "--accounts=tenant-bar,ml-team" in sacct[0]
+    assert "--starttime=2026-12-04T10:00:00" in sacct[0]  # from the earliest job slurmctld knows
+    assert "--duplicates" in sacct[0]
+
+
+def test_an_export_names_the_jobs_slurmdbd_lacks_once_its_wait_is_over() -> None:
+    transport = _Accounting(0, known=KNOWN, held=(EARLIER_42,))
+    with pytest.raises(SlurmError) as refused:
+        wait_for_accounting(
+            transport, "exporting", ["tenant-bar"], timeout=0.0, sleep=lambda _: None
+        )
+    said = str(refused.value)
+    assert "slurmdbd still lacks 2 jobs of accounts tenant-bar that slurmctld knows" in said
+    assert "41 (completed, submitted 2026-12-04T10:00:00)" in said
+    assert "42 (cancelled, submitted 2026-12-04T10:01:00)" in said
+    assert "--jobs=41,42 " in said
+    assert "nothing was archived" in said
+
+
+def test_sacct_is_not_asked_while_slurmctld_still_queues_records() -> None:
+    transport = _Accounting(2, 0, known=KNOWN)
+    with pytest.raises(SlurmError):
+        wait_for_accounting(
+            transport, "exporting", ["tenant-bar"], timeout=0.0, sleep=lambda _: None
+        )
+    assert [call[0] for call in transport.calls] == ["sdiag"]

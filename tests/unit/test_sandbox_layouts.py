@@ -1,0 +1,81 @@
+"""The operator's sandbox and the tests' (one per pytest worker) never share a directory or a
+port, so that `make demo` and both workers of `make test` run side by side."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox.layout import SandboxLayout, name_of_tests_sandbox
+from sandbox.ports import TEST_SANDBOXES
+from sandbox.supervisor import SandboxError
+from tests.conftest import ROOT
+
+# Linux hands out outgoing connections' local ports from here up.
+EPHEMERAL_START = 32768
+
+
+def layouts(monkeypatch: pytest.MonkeyPatch, state: Path) -> dict[str, SandboxLayout]:
+    monkeypatch.setenv("GPU_TENANTS_STATE", str(state))
+    names = ["", *(name_of_tests_sandbox(slot) for slot in range(1, TEST_SANDBOXES + 1))]
+    found = {}
+    for name in names:
+        monkeypatch.setenv("GPU_TENANTS_SANDBOX", name)
+        found[name] = SandboxLayout.from_environment()
+    return found
+
+
+def test_every_sandbox_has_its_own_directory_and_ports(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = layouts(monkeypatch, tmp_path)
+    assert [layout.root.name for layout in found.values()] == [
+        "sandbox",
+        "test-sandbox",
+        "test-sandbox-2",
+        "test-sandbox-3",
+    ]
+    ports = {
+        name: [port for service in layout.services() for port in service.ports]
+        for name, layout in found.items()
+    }
+    every = [port for listed in ports.values() for port in listed]
+    assert len(every) == len(set(every)), ports
+    assert max(every) < EPHEMERAL_START
+    # A pytest worker's own sandbox is the one a lone pytest process uses, for the first worker.
+    assert found["test"] == SandboxLayout.for_tests(1)
+
+
+def test_a_name_that_is_no_sandbox_is_refused_not_taken_for_the_operators(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GPU_TENANTS_STATE", str(tmp_path))
+    monkeypatch.setenv("GPU_TENANTS_SANDBOX", "tset")
+    with pytest.raises(SandboxError, match=r"GPU_TENANTS_SANDBOX='tset' names no sandbox.*test-2"):
+        SandboxLayout.from_environment()
+
+
+def test_reset_with_test_resets_every_tests_sandbox_there_is(tmp_path: Path) -> None:
+    """`GPU_TENANTS_SANDBOX=test make sandbox-reset` (as .ci/run does) leaves no worker's
+    sandbox behind, and makes none that was not there."""
+    for root in ("test-sandbox", "test-sandbox-3"):
+        (tmp_path / root / "logs").mkdir(parents=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "sandbox", "reset"],
+        cwd=ROOT,
+        env={**os.environ, "GPU_TENANTS_STATE": str(tmp_path), "GPU_TENANTS_SANDBOX": "test"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    said = result.stdout
+    assert f"GPU_TENANTS_SANDBOX=test: {tmp_path / 'test-sandbox'}" in said
+    assert f"GPU_TENANTS_SANDBOX=test-3: {tmp_path / 'test-sandbox-3'}" in said
+    assert "test-2" not in said
