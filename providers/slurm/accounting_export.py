@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from providers.command import Transport
 from providers.errors import SlurmError
 from providers.slurm import commands, sacctmgr
-from providers.slurm.job_history import JOB_FIELDS
+from providers.slurm.job_history import FINISHED, JOB_FIELDS, NOT_YET
 from providers.slurm.transport import SLURMDBD_UNREACHABLE, SlurmCommandError, SlurmRunner
 
 __all__ = ["KINDS", "Export", "export", "tenant_lines", "wait_for_accounting"]
@@ -65,15 +65,6 @@ _DBD_QUEUE = re.compile(r"^DBD Agent queue size:\s*([0-9]+)", re.MULTILINE)
 # slurmctld may give an id again (its state lost, or ids wrapped past MaxJobId).
 _KNOWN = "%i|%T|%V"
 _HELD = "JobID,Submit,End"
-# slurmctld's states of a job that ended (squeue's %T): slurmdbd must hold its end too.
-_ENDED = frozenset(
-    {
-        "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
-        "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT",
-    }
-)  # fmt: skip
-# What sacct prints for an end slurmdbd does not have.
-_NO_END = ("Unknown", "None", "")
 
 
 @dataclass(frozen=True)
@@ -157,7 +148,7 @@ def _not_held(runner: SlurmRunner, accounts: Sequence[str], doing: str) -> list[
         job
         for job in known
         if (job.id, job.submit) not in held
-        or (job.state in _ENDED and held[(job.id, job.submit)] in _NO_END)
+        or (job.state in FINISHED and held[(job.id, job.submit)] in NOT_YET)
     ]
 
 

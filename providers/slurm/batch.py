@@ -19,24 +19,10 @@ from datetime import datetime
 from providers.command import StreamingTransport
 from providers.errors import SlurmError
 from providers.slurm import commands
+from providers.slurm.job_history import FINISHED
 from providers.slurm.transport import SlurmCommandError, SlurmRunner, unreachable
 
-__all__ = ["FINISHED", "BatchJobs", "JobRecord", "parse_sacct_jobs", "parse_submit_times"]
-
-# sacct's states of a job that will not run any more.
-FINISHED = frozenset(
-    {
-        "BOOT_FAIL",
-        "CANCELLED",
-        "COMPLETED",
-        "DEADLINE",
-        "FAILED",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "TIMEOUT",
-    }
-)
+__all__ = ["BatchJobs", "JobRecord", "parse_sacct_jobs", "parse_submit_times"]
 
 _FIELDS = "JobID,State,ExitCode,NodeList,Submit"
 

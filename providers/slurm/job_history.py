@@ -18,7 +18,7 @@ from providers.slurm import commands
 from providers.slurm.transport import SlurmRunner
 from providers.slurm.usage import gpus_of
 
-__all__ = ["JOB_FIELDS", "JobRecord", "parse_jobs", "read_jobs"]
+__all__ = ["FINISHED", "JOB_FIELDS", "NOT_YET", "JobRecord", "parse_jobs", "read_jobs"]
 
 # Every field billing asks about (runbook 3b), and what tells one job from another.
 JOB_FIELDS = (
@@ -26,7 +26,21 @@ JOB_FIELDS = (
     "State,ExitCode,NodeList"
 )
 # What sacct prints for a time that has not come (a pending job's start, a running job's end).
-_NOT_YET = ("Unknown", "None", "")
+NOT_YET = ("Unknown", "None", "")
+# The states of a job that will not run any more, as sacct and squeue (%T) name them.
+FINISHED = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "TIMEOUT",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +61,7 @@ class JobRecord:
 
 
 def _time(text: str) -> datetime | None:
-    return None if text in _NOT_YET else datetime.fromisoformat(text)
+    return None if text in NOT_YET else datetime.fromisoformat(text)
 
 
 def parse_jobs(text: str) -> list[JobRecord]:
