@@ -93,8 +93,7 @@ def run_smoke(
 
     def outcome(name: str) -> tuple[JobRecord, list[str], str]:
         record = records[submitted[name]]
-        nodes = jobs.hostnames(record.nodes) if record.nodes != "None assigned" else []
-        return record, nodes, jobs.read(_output(output_dir, name, record.id))
+        return record, list(record.hosts), jobs.read(_output(output_dir, name, record.id))
 
     min_busbw = platform.skus[spec.contract.gpu_sku].min_all_reduce_busbw_gbps
     two_nodes, ran_on, printed = outcome(_TWO_NODES)

@@ -61,10 +61,10 @@ DBD_QUEUE_WAIT = 120.0
 _DBD_QUEUE_POLL = 1.0
 _DBD_QUEUE = re.compile(r"^DBD Agent queue size:\s*([0-9]+)", re.MULTILINE)
 # The jobs slurmctld knows (squeue's fields: id, state, submit time, which squeue prints as sacct
-# does), and what slurmdbd holds of them (sacct's): a run of a job is its id and submit time, since
-# slurmctld may give an id again (its state lost, or ids wrapped past MaxJobId).
-_KNOWN = "%i|%T|%V"
-_HELD = "JobID,Submit,End"
+# does, and nodes), and what slurmdbd holds of them (sacct's): a run of a job is its id and submit
+# time, since slurmctld may give an id again (its state lost, or ids wrapped past MaxJobId).
+_KNOWN = "%i|%T|%V|%N"
+_HELD = "JobID,Submit,End,NodeList"
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,9 @@ class _Known:
     id: str
     state: str
     submit: str
+    # Its hostlist; "" before it starts. Of a COMPLETING job, squeue names only the nodes that
+    # have not finished yet.
+    nodes: str
 
     def __str__(self) -> str:
         return f"{self.id} ({self.state.lower()}, submitted {self.submit})"
@@ -83,10 +86,10 @@ def _parse_known(text: str) -> list[_Known]:
     jobs = []
     for line in text.splitlines():
         if line.strip():
-            id_, state, submit = line.split("|", 2)
+            id_, state, submit, nodes = line.split("|", 3)
             # A pending array's tasks to come ("12_[3-9]") have no record anywhere yet.
             if "[" not in id_:
-                jobs.append(_Known(id_, state, submit))
+                jobs.append(_Known(id_, state, submit, nodes))
     return jobs
 
 
@@ -130,8 +133,12 @@ def _dbd_queue(runner: SlurmRunner, doing: str) -> int:
 
 def _not_held(runner: SlurmRunner, accounts: Sequence[str], doing: str) -> list[_Known]:
     """The jobs of `accounts` slurmctld knows that slurmdbd does not hold, or holds without the
-    end slurmctld knows of. Jobs slurmctld no longer holds (MinJobAge after their end) it sent
-    through its queue before it let them go."""
+    end or the nodes slurmctld knows of. Jobs slurmctld no longer holds (MinJobAge after their
+    end) it sent through its queue before it let them go.
+
+    A job's end can reach slurmdbd before its start does: slurmdbd then holds it finished on the
+    one node it was planned on while pending (seen on 22.05: a two-node job COMPLETED on
+    `gpu-14` for one to three seconds), and jobs.csv would say so."""
     if not accounts:
         return []
     known = runner.read(commands.known_jobs(accounts, _KNOWN), doing, _parse_known)
@@ -139,17 +146,21 @@ def _not_held(runner: SlurmRunner, accounts: Sequence[str], doing: str) -> list[
         return []
     since = min(job.submit for job in known)
     argv = commands.sacct(accounts, since, _UNTIL, _HELD, header=False)
-    held: dict[tuple[str, str], str] = {}
+    held: dict[tuple[str, str], tuple[str, str]] = {}
     for line in runner.must(argv, doing).stdout.splitlines():
         fields = line.split("|")
-        if len(fields) == 3:
-            held[(fields[0], fields[1])] = fields[2]
-    return [
-        job
-        for job in known
-        if (job.id, job.submit) not in held
-        or (job.state in FINISHED and held[(job.id, job.submit)] in NOT_YET)
-    ]
+        if len(fields) == 4:
+            held[(fields[0], fields[1])] = (fields[2], fields[3])
+    missing = []
+    for job in known:
+        end, nodes = held.get((job.id, job.submit), (None, None))
+        if (
+            end is None
+            or (job.state in FINISHED and end in NOT_YET)
+            or (job.nodes and job.state != "COMPLETING" and nodes != job.nodes)
+        ):
+            missing.append(job)
+    return missing
 
 
 def _not_in_accounting(

@@ -8,12 +8,17 @@ run of a job id, and Slurm gives an id again once slurmctld's state is lost or i
 MaxJobId. sacct shows the newest run of an id, and slurmctld tells slurmdbd of a pending job only
 every 5 s (or when it starts), so right after sbatch that newest run is the earlier one: finished,
 on its own nodes. A run submitted before the job was is not the job's.
+
+slurmdbd can also hold a finished job with only part of its nodes: a job started from the queue
+is first recorded pending on one planned node, and its end may reach slurmdbd before its start
+does (seen on 22.05: a two-node job COMPLETED on `gpu-14` for one to three seconds, NNodes 2). A
+record is the job's only once its NodeList names all NNodes of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from providers.command import StreamingTransport
@@ -24,7 +29,9 @@ from providers.slurm.transport import SlurmCommandError, SlurmRunner, unreachabl
 
 __all__ = ["BatchJobs", "JobRecord", "parse_sacct_jobs", "parse_submit_times"]
 
-_FIELDS = "JobID,State,ExitCode,NodeList,Submit"
+_FIELDS = "JobID,State,ExitCode,NodeList,NNodes,Submit"
+# sacct's NodeList of a job that never started.
+_NO_NODES = "None assigned"
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,9 @@ class JobRecord:
     # When slurmctld took this run of the id (sacct's Submit; a requeue moves it later). None
     # only for a record made by hand.
     submitted: datetime | None = None
+    node_count: int = 0  # NNodes: how many nodes the job was given (or asked for, pending)
+    # `nodes` one name each, as `BatchJobs.records` gives them (the module's docstring).
+    hosts: tuple[str, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -43,14 +53,20 @@ class JobRecord:
 
 
 def parse_sacct_jobs(text: str) -> dict[str, JobRecord]:
-    """`sacct -X -n -P -o JobID,State,ExitCode,NodeList,Submit` lines, by job id. Times are
-    read as sacct prints them by default (ISO 8601, the host's local time), as in job_history."""
+    """`sacct -X -n -P -o JobID,State,ExitCode,NodeList,NNodes,Submit` lines, by job id. Times
+    are read as sacct prints them by default (ISO 8601, the host's local time), as in
+    job_history."""
     records = {}
     for line in text.splitlines():
         if line.strip():
-            job, state, exit_code, nodes, submitted = line.split("|", 4)
+            job, state, exit_code, nodes, count, submitted = line.split("|", 5)
             records[job] = JobRecord(
-                job, state.split()[0], exit_code, nodes, datetime.fromisoformat(submitted)
+                job,
+                state.split()[0],
+                exit_code,
+                nodes,
+                datetime.fromisoformat(submitted),
+                int(count),
             )
     return records
 
@@ -116,18 +132,23 @@ class BatchJobs:
 
     def records(self, submitted: Mapping[str, datetime]) -> dict[str, JobRecord]:
         """The jobs (`submit_times`) as accounting has them, each by its run from its submit time
-        on; a job slurmdbd has not heard of yet is not there, even if an earlier run of its id
-        is (the module's docstring)."""
+        on, with its `hosts`; a job slurmdbd has not heard of yet is not there, even if an
+        earlier run of its id is, nor a finished one whose NodeList does not name all its nodes
+        yet (the module's docstring)."""
         jobs = list(submitted)
         argv = commands.job_records(jobs, _FIELDS)
         doing = f"reading jobs {', '.join(jobs)} from accounting"
-        return {
-            job: record
-            for job, record in self.runner.read(argv, doing, parse_sacct_jobs).items()
-            if job in submitted
-            and record.submitted is not None
-            and record.submitted >= submitted[job]
-        }
+        records = {}
+        for job, record in self.runner.read(argv, doing, parse_sacct_jobs).items():
+            if job not in submitted or record.submitted is None:
+                continue
+            if record.submitted < submitted[job]:
+                continue
+            hosts = self.hostnames(record.nodes) if record.nodes != _NO_NODES else []
+            if record.finished and hosts and len(hosts) < record.node_count:
+                continue
+            records[job] = replace(record, hosts=tuple(hosts))
+        return records
 
     def cancel(self, jobs: Sequence[str]) -> None:
         self.runner.must(commands.cancel(jobs), f"cancelling jobs {', '.join(jobs)}")

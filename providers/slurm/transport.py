@@ -51,6 +51,9 @@ _TRANSIENT = (
     "Unable to contact slurm controller",
     "Socket timed out",
     "Connection refused",
+    # The connection closed mid-answer (`slurm_load_partitions error: Zero Bytes were
+    # transmitted or received`), seen when four tenants' partitions changed at once.
+    "Zero Bytes were transmitted or received",
 )
 _READ_ATTEMPTS = 4
 _READ_BACKOFF = 0.5  # seconds, doubled after each attempt

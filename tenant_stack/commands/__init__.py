@@ -153,9 +153,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _exit_without_teardown(status: int) -> NoReturn:
-    """Ends a process that used the Temporal SDK: its client's threads can outlive the
-    interpreter's teardown and abort it (SIGABRT) after the work is done
-    (temporalio/sdk-python#300), so everything is flushed and the teardown skipped."""
+    """Ends a process whose threads may still be in native code: the Temporal SDK's client's
+    (temporalio/sdk-python#300) or gRPC's can outlive the interpreter's teardown and abort it
+    (SIGABRT, "PyGILState_Release ... finalizing") after the work is done, so everything is
+    flushed and the teardown skipped."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -53,6 +53,8 @@ def test_an_existing_directory_is_refused_and_left_as_it_was(tmp_path: Path) -> 
 
 # When slurmctld took jobs 16 and 17, as squeue prints it.
 TAKEN = "16|2026-12-04T18:00:05\n17|2026-12-04T18:00:05\n"
+# What `scontrol show hostnames` makes of the hostlists below.
+HOSTS = {"gpu-14": ["gpu-14"], "gpu-15": ["gpu-15"], "gpu-[14-15]": ["gpu-14", "gpu-15"]}
 
 
 @dataclass
@@ -70,6 +72,8 @@ class ScriptedSlurm:
             return CommandResult(tuple(argv), 0, self.taken, "")
         if argv[0] == "sacct":
             return CommandResult(tuple(argv), 0, self.accounted, "")
+        if argv[:3] == ["scontrol", "show", "hostnames"]:
+            return CommandResult(tuple(argv), 0, "\n".join(HOSTS[argv[3]]) + "\n", "")
         raise AssertionError(f"unexpected command {argv}")
 
     def stream(self, argv: Sequence[str]) -> AbstractContextManager[CommandStream]:
@@ -83,7 +87,8 @@ def test_an_earlier_run_of_a_job_id_is_not_the_job_just_submitted() -> None:
     # Slurm gave id 16 before (slurmctld's state lost): sacct shows that run, finished on one
     # node, until slurmdbd hears of the job just submitted. Job 17 is already there.
     slurm = ScriptedSlurm(
-        "16|COMPLETED|0:0|gpu-14|2026-12-04T17:58:40\n17|RUNNING|0:0|gpu-15|2026-12-04T18:00:05\n"
+        "16|COMPLETED|0:0|gpu-14|1|2026-12-04T17:58:40\n"
+        "17|RUNNING|0:0|gpu-15|1|2026-12-04T18:00:05\n"
     )
     jobs = BatchJobs(slurm)
     submitted = jobs.submit_times(["16", "17"])
@@ -94,12 +99,26 @@ def test_an_earlier_run_of_a_job_id_is_not_the_job_just_submitted() -> None:
     assert list(jobs.records(submitted)) == ["17"]
     # Then the newest run is the job's own; a requeue's is later still, and the job's too.
     slurm.accounted = (
-        "16|COMPLETED|0:0|gpu-[14-15]|2026-12-04T18:00:05\n"
-        "17|COMPLETED|0:0|gpu-15|2026-12-04T18:01:30\n"
+        "16|COMPLETED|0:0|gpu-[14-15]|2|2026-12-04T18:00:05\n"
+        "17|COMPLETED|0:0|gpu-15|1|2026-12-04T18:01:30\n"
     )
     records = jobs.records(submitted)
-    assert records["16"].nodes == "gpu-[14-15]"
+    assert records["16"].hosts == ("gpu-14", "gpu-15")
     assert records["17"].finished
+
+
+def test_a_finished_job_is_taken_only_once_accounting_names_all_its_nodes() -> None:
+    # What slurmdbd 22.05 shows of a two-node job for a second or two: its end, but only the one
+    # node it was planned on while pending (the start's record, with both, comes after).
+    slurm = ScriptedSlurm("16|COMPLETED|0:0|gpu-14|2|2026-12-04T18:00:05\n")
+    jobs = BatchJobs(slurm)
+    submitted = jobs.submit_times(["16"])
+    assert jobs.records(submitted) == {}
+    slurm.accounted = "16|COMPLETED|0:0|gpu-[14-15]|2|2026-12-04T18:00:05\n"
+    assert jobs.records(submitted)["16"].hosts == ("gpu-14", "gpu-15")
+    # A job that never started names no node, and is taken as it is.
+    slurm.accounted = "16|CANCELLED by 0|0:0|None assigned|2|2026-12-04T18:00:05\n"
+    assert jobs.records(submitted)["16"].hosts == ()
 
 
 def test_a_job_slurmctld_does_not_list_right_after_its_submission_is_an_error() -> None:

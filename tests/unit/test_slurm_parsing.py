@@ -590,10 +590,12 @@ def test_partitions_go_to_the_file_or_to_the_slurm_operators_configmap() -> None
 
 
 class _Reconfiguring:
-    """A transport whose slurmctld is rereading its configuration for the first `busy` calls."""
+    """A transport whose slurmctld is rereading its configuration for the first `busy` calls,
+    saying `said` to each."""
 
-    def __init__(self, busy: int) -> None:
+    def __init__(self, busy: int, said: str) -> None:
         self.busy = busy
+        self.said = said
         self.calls: list[tuple[str, ...]] = []
 
     def command(self, argv: Sequence[str]) -> list[str]:
@@ -602,8 +604,7 @@ class _Reconfiguring:
     def run(self, argv: Sequence[str]) -> CommandResult:
         self.calls.append(tuple(argv))
         if len(self.calls) <= self.busy:
-            said = "slurm_load_partitions error: Unexpected missing socket error"
-            return CommandResult(tuple(argv), 1, "", said)
+            return CommandResult(tuple(argv), 1, "", f"slurm_load_partitions error: {self.said}")
         line = (
             "PartitionName=t Nodes=gpu-01 AllowAccounts=t MaxTime=1-00:00:00 DefaultTime=01:00:00"
         )
@@ -612,18 +613,21 @@ class _Reconfiguring:
         )
 
 
+@pytest.mark.parametrize(
+    "said", ["Unexpected missing socket error", "Zero Bytes were transmitted or received"]
+)
 def test_a_read_that_meets_a_reconfigure_is_retried_a_few_times(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, said: str
 ) -> None:
     monkeypatch.setattr("providers.slurm.transport._READ_BACKOFF", 0.0)
-    transport = _Reconfiguring(busy=2)
+    transport = _Reconfiguring(busy=2, said=said)
     partition = SlurmClient(transport, cluster="c").partition("t")
     assert partition is not None
     assert partition.max_time == "1-00:00:00"
     assert len(transport.calls) == 3
     # Still busy after every attempt: the error names the command's own words.
-    with pytest.raises(SlurmError, match="Unexpected missing socket error"):
-        SlurmClient(_Reconfiguring(busy=9), cluster="c").partition("t")
+    with pytest.raises(SlurmError, match=said):
+        SlurmClient(_Reconfiguring(busy=9, said=said), cluster="c").partition("t")
 
 
 def test_gpu_usage_is_read_from_squeue_json_and_sshare() -> None:
@@ -684,8 +688,9 @@ def test_a_tenants_log_archive_holds_its_own_lines_and_none_of_another_tenants_j
 
 class _Accounting:
     """A transport whose slurmctld holds `queued[i]` records for slurmdbd at the i-th `sdiag`,
-    knows the jobs `known` (squeue's id|state|submit lines) and whose slurmdbd holds `held[i]`
-    (sacct's JobID|Submit|End lines) at the i-th `sacct`; the last of each stays."""
+    knows the jobs `known` (squeue's id|state|submit|nodes lines) and whose slurmdbd holds
+    `held[i]` (sacct's JobID|Submit|End|NodeList lines) at the i-th `sacct`; the last of each
+    stays."""
 
     def __init__(self, *queued: int, known: str = "", held: Sequence[str] = ("",)) -> None:
         self.queued = list(queued)
@@ -724,26 +729,32 @@ def test_an_export_refuses_when_slurmdbd_never_takes_the_records() -> None:
     assert "nothing was archived" in said
 
 
-# What slurmctld knows: two jobs that ended, and the tasks to come of a pending array.
+# What slurmctld knows: a two-node job and one cancelled before it started, both ended, and the
+# tasks to come of a pending array.
 KNOWN = (
-    "41|COMPLETED|2026-12-04T10:00:00\n"
-    "42|CANCELLED|2026-12-04T10:01:00\n"
-    "43_[2-5]|PENDING|2026-12-04T10:01:00\n"
+    "41|COMPLETED|2026-12-04T10:00:00|gpu-[14-15]\n"
+    "42|CANCELLED|2026-12-04T10:01:00|\n"
+    "43_[2-5]|PENDING|2026-12-04T10:01:00|\n"
 )
-EARLIER_42 = "42|2026-11-01T08:00:00|2026-11-01T08:05:00\n"  # the same id, given before
+EARLIER_42 = "42|2026-11-01T08:00:00|2026-11-01T08:05:00|gpu-15\n"  # the same id, given before
+HELD_41 = "41|2026-12-04T10:00:00|2026-12-04T10:00:05|gpu-[14-15]\n"
 
 
 def test_an_export_waits_until_slurmdbd_holds_each_job_slurmctld_knows_with_its_end() -> None:
-    # The queue is empty throughout; slurmdbd holds 42's run only later, then its end.
+    # The queue is empty throughout. slurmdbd holds 41's end before its start's two nodes (what
+    # 22.05 does for a job started from the queue); then, as an earlier wait would have found
+    # it, 42's earlier run only, then 42's run without its end.
+    held_42 = "42|2026-12-04T10:01:00|2026-12-04T10:01:00|None assigned\n"
     held = (
-        f"41|2026-12-04T10:00:00|2026-12-04T10:00:05\n{EARLIER_42}",
-        "41|2026-12-04T10:00:00|2026-12-04T10:00:05\n42|2026-12-04T10:01:00|Unknown\n",
-        "41|2026-12-04T10:00:00|2026-12-04T10:00:05\n42|2026-12-04T10:01:00|2026-12-04T10:01:00\n",
+        f"41|2026-12-04T10:00:00|2026-12-04T10:00:05|gpu-14\n{held_42}",
+        f"{HELD_41}{EARLIER_42}",
+        f"{HELD_41}42|2026-12-04T10:01:00|Unknown|None assigned\n",
+        f"{HELD_41}{held_42}",
     )
     transport = _Accounting(0, known=KNOWN, held=held)
     slept: list[float] = []
     wait_for_accounting(transport, "exporting", ["tenant-bar", "ml-team"], sleep=slept.append)
-    assert len(slept) == 2
+    assert len(slept) == 3
     sacct = [call for call in transport.calls if call[0] == "sacct"]
     assert "--accounts=tenant-bar,ml-team" in sacct[0]
     assert "--starttime=2026-12-04T10:00:00" in sacct[0]  # from the earliest job slurmctld knows

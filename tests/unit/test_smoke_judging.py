@@ -182,13 +182,13 @@ def test_a_write_or_read_that_did_not_finish_fails(output: str) -> None:
 
 def test_sacct_lines_are_read_as_job_records() -> None:
     text = (
-        "41|COMPLETED|0:0|gpu-14|2026-12-04T18:00:00\n"
-        "42|CANCELLED by 0|0:15|gpu-[14-15]|2026-12-04T18:00:01\n"
-        "43|PENDING|0:0|None assigned|2026-12-04T18:00:02\n"
+        "41|COMPLETED|0:0|gpu-14|1|2026-12-04T18:00:00\n"
+        "42|CANCELLED by 0|0:15|gpu-[14-15]|2|2026-12-04T18:00:01\n"
+        "43|PENDING|0:0|None assigned|2|2026-12-04T18:00:02\n"
     )
     records = parse_sacct_jobs(text)
     assert records["41"].finished
     submitted = datetime(2026, 12, 4, 18, 0, 1)
-    assert records["42"] == JobRecord("42", "CANCELLED", "0:15", "gpu-[14-15]", submitted)
+    assert records["42"] == JobRecord("42", "CANCELLED", "0:15", "gpu-[14-15]", submitted, 2)
     assert records["42"].finished
     assert not records["43"].finished
