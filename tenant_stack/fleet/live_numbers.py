@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Holder", "handed_out", "live_collisions"]
 
+# A spec's user may hold its number as a user or as the user's own group, and its groups only as
+# groups: a user and a group may share a name, so a name alone does not make a holder the owner.
+_USER_KINDS = ("user", "user's own group")
+
 
 @dataclass(frozen=True)
 class Holder:
@@ -62,7 +66,7 @@ def live_collisions(specs: Mapping[Path, TenantSpec], held: Iterable[Holder]) ->
     found = []
     for number, place, owners in _claims(specs):
         for holder in by_number.get(number, []):
-            if holder.name not in owners:
+            if (holder.kind, holder.name) not in owners:
                 found.append(
                     Collision(
                         "live",
@@ -74,14 +78,17 @@ def live_collisions(specs: Mapping[Path, TenantSpec], held: Iterable[Holder]) ->
     return found
 
 
-def _claims(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[int, Place, set[str]]]:
-    """Each number a spec pins, where, and the directory names that may hold it."""
+def _claims(
+    specs: Mapping[Path, TenantSpec],
+) -> Iterator[tuple[int, Place, set[tuple[str, str]]]]:
+    """Each number a spec pins, where, and the directory's holders (kind, name) that may hold it."""
     for path, spec in specs.items():
         for i, user in enumerate(spec.users):
-            yield user.uid, Place(path, f"users.{i}.uid"), {user.username}
-        yield spec.identity.gid, Place(path, "identity.gid"), {spec.slug}
+            owners = {(kind, user.username) for kind in _USER_KINDS}
+            yield user.uid, Place(path, f"users.{i}.uid"), owners
+        yield spec.identity.gid, Place(path, "identity.gid"), {("group", spec.slug)}
         if spec.identity.admins_gid is not None:
-            admins = f"{spec.slug}-admins"
+            admins = ("group", f"{spec.slug}-admins")
             yield spec.identity.admins_gid, Place(path, "identity.admins_gid"), {admins}
 
 

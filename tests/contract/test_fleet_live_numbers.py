@@ -1,7 +1,8 @@
 """`check --live` against the Authentik emulator: a spec's pinned number that the directory
 already hands to someone else (a user or group made by hand, numbered by an attribute or by the
 outpost's 2000 + pk) is a finding naming the spec, the field and the directory's holder; a
-tenant's own users and groups holding their own numbers are not."""
+tenant's own users and groups holding their own numbers are not, and a group named like a user
+(or a user like a group) is not that user (or group)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ def test_numbers_the_directory_already_hands_out_are_findings(
     create("/core/groups/", {"name": "old-lab", "attributes": {"gidNumber": "4102"}})
     plain = create("/core/users/", {"username": "plain", "name": "P"})
     create("/core/users/", {"username": "alice", "name": "A", "attributes": pinned})
+    # Named like tenant-bar's dave and like tenant-foo's group, holding their numbers.
+    create("/core/groups/", {"name": "dave", "attributes": {"gidNumber": "2201"}})
+    create(
+        "/core/users/", {"username": "tenant-foo", "name": "T", "attributes": {"uidNumber": "4099"}}
+    )
     spec = yaml.safe_load((tenants / "tenant-foo.yaml").read_text())
     spec["users"][1]["uid"] = 2000 + int(str(plain["pk"]))
     (tenants / "tenant-foo.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -72,4 +78,6 @@ def test_numbers_the_directory_already_hands_out_are_findings(
         ("tenant-foo.yaml", "users.0.uid", f"2147 {holds} user 'legacy'"),
         ("tenant-bar.yaml", "identity.gid", f"4102 {holds} group 'old-lab'"),
         ("tenant-foo.yaml", "users.1.uid", f"{bob} {holds} user 'plain'"),
+        ("tenant-bar.yaml", "users.0.uid", f"2201 {holds} group 'dave'"),
+        ("tenant-foo.yaml", "identity.gid", f"4099 {holds} user 'tenant-foo'"),
     }
