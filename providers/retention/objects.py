@@ -167,12 +167,16 @@ def retained_until(days: int) -> date:
 
 
 def kept_until(olds: Mapping[str, Any], days: int) -> str:
-    """The date an object already kept stays kept until (its recorded `retention_until`), or,
-    when it has none or its `retention_days` changed, `days` from today."""
+    """The date an object already kept stays kept until: `days` from today when it has none
+    recorded, else its recorded `retention_until`, moved later when its `retention_days` grow
+    and never earlier. A settings change that shortens retention would otherwise shorten every
+    offboarded tenant's archives at their next `up`; it applies to what is kept from then on."""
     until = olds.get("retention_until")
-    if until and int(olds.get("retention_days") or 0) == days:
+    if not until:
+        return str(retained_until(days))
+    if int(olds.get("retention_days") or 0) == days:
         return str(until)
-    return str(retained_until(days))
+    return str(max(retained_until(days), date.fromisoformat(str(until))))
 
 
 def refuse_while_retained(error: type[BackendError], what: str, until: str | None) -> None:

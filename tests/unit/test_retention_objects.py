@@ -61,3 +61,9 @@ def test_a_kept_object_keeps_its_date_until_its_retention_days_change() -> None:
     assert kept_until(olds, 30) == "2027-01-31"
     assert kept_until(olds, 90) == str(retained_until(90))
     assert kept_until({}, 30) == str(retained_until(30))
+
+
+def test_a_shorter_retention_never_moves_a_kept_objects_date_earlier() -> None:
+    kept = {"retention_until": "2033-01-01", "retention_days": 2555}
+    assert kept_until(kept, 1) == "2033-01-01"
+    assert kept_until(kept, 30) == "2033-01-01"
