@@ -12,7 +12,8 @@ archives, so it is no per-tenant step: the tenant's records are exported instead
 - associations: the association and QoS tree as `sacctmgr show` prints it.
 - logs: the lines of the controller's and nodes' logs (SLURM_LOG_FILES, read on the Slurm
   host) that are the tenant's (runbook 3c): those naming one of its jobs, and those naming none
-  of another's but one of its accounts, users or nodes. The logs are the whole cluster's, and
+  of another's but one of its accounts or nodes, or one of its users in the forms Slurm logs a
+  user in (`user alice`, `alice(2147)`, `uid=2147`). The logs are the whole cluster's, and
   another tenant's jobs are no part of this one's archive.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from providers.command import Transport
@@ -240,18 +241,21 @@ def _tenant_logs(
 ) -> Export:
     if not log_files:
         raise SlurmError(doing, "SLURM_LOG_FILES is not set", "set it to the logs' paths")
-    argv = commands.sacct(accounts, _SINCE, _UNTIL, "JobID,JobIDRaw,User,NodeList", header=False)
+    argv = commands.sacct(
+        accounts, _SINCE, _UNTIL, "JobID,JobIDRaw,User,UID,NodeList", header=False
+    )
     jobs: set[str] = set()
     names = set(accounts)
+    users: dict[str, str] = {}
     nodelists = set()
     for line in runner.must(argv, doing).stdout.splitlines():
         fields = line.split("|")
-        if len(fields) != 4:
+        if len(fields) != 5:
             continue
-        job, raw, user, nodelist = fields
+        job, raw, user, uid, nodelist = fields
         jobs.update(part for part in (job.split("_")[0], raw) if part.isdigit())
-        if user:
-            names.add(user)
+        if user and uid.isdigit():
+            users[user] = uid
         if nodelist and nodelist != "None assigned":
             nodelists.add(nodelist)
     if nodelists:
@@ -264,27 +268,38 @@ def _tenant_logs(
             raise SlurmCommandError(
                 doing, result, "correct SLURM_LOG_FILES to the logs' paths on the Slurm host"
             )
-        lines = tenant_lines(result.stdout.splitlines(), jobs, names)
+        lines = tenant_lines(result.stdout.splitlines(), jobs, names, users)
         kept += len(lines)
         parts.append("\n".join([f"==> {path} <==", *lines]))
     return Export(("\n".join(parts) + "\n").encode(), kept, "log")
 
 
-def tenant_lines(lines: Iterable[str], jobs: set[str], names: set[str]) -> list[str]:
+def tenant_lines(
+    lines: Iterable[str], jobs: set[str], names: set[str], users: Mapping[str, str]
+) -> list[str]:
     """The lines that are the tenant's: naming one of its `jobs` (ids), or naming no job of
-    another's and one of its `names` (accounts, users, nodes) as a whole word."""
-    word = (
-        re.compile(
-            r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")(?![\w-])"
-        )
-        if names
-        else None
-    )
+    another's and one of its `names` (accounts, nodes) as a whole word or one of its `users`
+    (username: uid) as Slurm logs a user. A username alone is an ordinary word too (a user may
+    be called `error` or `launch`), which would pull in every tenant's lines with that word."""
+    forms = [_whole_word(names)] if names else []
+    if users:
+        usernames = "|".join(re.escape(user) for user in sorted(users))
+        uids = "|".join(sorted(set(users.values())))
+        forms += [
+            rf"\b(?i:user)[=: ]\s?'?(?:{usernames}|{uids})'?(?![\w.-])",
+            rf"(?<![\w.-])(?:{usernames})\([0-9]+\)",
+            rf"\b(?i:uid)[=: ]\s?(?:{uids})(?![0-9])",
+        ]
+    tenants = re.compile("|".join(forms)) if forms else None
     kept = []
     for line in lines:
         mentioned = {i for match in _JOB_ID.finditer(line) for i in match.groups() if i}
         if mentioned - jobs:
             continue
-        if mentioned or (word is not None and word.search(line)):
+        if mentioned or (tenants is not None and tenants.search(line)):
             kept.append(line)
     return kept
+
+
+def _whole_word(names: set[str]) -> str:
+    return r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")(?![\w-])"

@@ -672,7 +672,8 @@ CLUSTER_LOG = """\
 
 
 def test_a_tenants_log_archive_holds_its_own_lines_and_none_of_another_tenants_jobs() -> None:
-    kept = tenant_lines(CLUSTER_LOG.splitlines(), {"41", "43", "45"}, {"tenant-bar", "gpu-14"})
+    names = {"tenant-bar", "gpu-14"}
+    kept = tenant_lines(CLUSTER_LOG.splitlines(), {"41", "43", "45"}, names, {"dave": "2201"})
     assert [line.split("] ", 1)[1] for line in kept] == [
         "_slurm_rpc_submit_batch_job: JobId=41 InitPrio=4294901757 usec=1024",
         "sched: Allocate JobId=41 NodeList=gpu-14 #CPUs=1 Partition=tenant-bar",
@@ -684,6 +685,31 @@ def test_a_tenants_log_archive_holds_its_own_lines_and_none_of_another_tenants_j
         "Node gpu-14 now responding",
     ]
     assert not any("JobId=42" in line or "[42." in line for line in kept)
+
+
+USERS_LOG = """\
+error: slurm_receive_msg [127.0.0.1:41234]: Zero Bytes were transmitted or received
+launch failed requeuing batch job
+error: Security violation, REQUEST_UPDATE_PARTITION RPC from uid=2301
+_job_create: invalid account or partition for user 2301, account 'tenant-bar'
+error: User 2202 not in any group
+sched: reserved for user=launch until 12:00
+job_submit/lua: error(2301) asked for 9 GPUs
+job_submit/lua: launch(2302) asked for 9 GPUs
+uid 23010 did something
+"""
+
+
+def test_a_username_that_is_an_ordinary_word_keeps_only_the_lines_naming_that_user() -> None:
+    users = {"error": "2301", "launch": "2302"}
+    kept = tenant_lines(USERS_LOG.splitlines(), set(), set(), users)
+    assert kept == [
+        "error: Security violation, REQUEST_UPDATE_PARTITION RPC from uid=2301",
+        "_job_create: invalid account or partition for user 2301, account 'tenant-bar'",
+        "sched: reserved for user=launch until 12:00",
+        "job_submit/lua: error(2301) asked for 9 GPUs",
+        "job_submit/lua: launch(2302) asked for 9 GPUs",
+    ]
 
 
 class _Accounting:
