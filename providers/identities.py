@@ -11,6 +11,6 @@ __all__ = ["EMAIL", "HYPHENATED", "MAX_ID"]
 
 # Lowercase words joined by single hyphens, starting with a letter: what a Kubernetes namespace,
 # a Slurm account and partition, a Weka organization and a POSIX user or group name all accept.
-HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-EMAIL = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
+HYPHENATED = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
 MAX_ID = 2**31 - 1  # uidNumber/gidNumber are signed 32-bit in NSS and in Slurm's accounting

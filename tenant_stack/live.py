@@ -102,12 +102,12 @@ class ClaimState:
         )
 
 
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE]|m)?$")
+_QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[kMGTPE]|m)?")
 
 
 def quantity_bytes(text: str) -> int:
     """Bytes of a Kubernetes storage quantity as the API returns it (`10Ti`, `11000G`, `512`)."""
-    match = _QUANTITY.match(text.strip())
+    match = _QUANTITY.fullmatch(text.strip())
     if match is None:
         raise ClusterError(f"the cluster returned {text!r} as a storage size, not a quantity")
     try:

@@ -44,14 +44,14 @@ FIX_SCRATCH = (
     "template (runbook 7c)"
 )
 
-_LISTED = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)\s*$")
-_QUERIED = re.compile(r"^([^,]+), (\d+) MiB\s*$")
+_LISTED = re.compile(r"GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)\s*")
+_QUERIED = re.compile(r"([^,]+), (\d+) MiB\s*")
 # A result row of nccl-tests: size, count, type, redop, root, then time, algbw, busbw and #wrong
 # out of place and in place.
 _ROW = re.compile(
-    r"^\s*(\d+)\s+\d+\s+\w+\s+\w+\s+-?\d+"
+    r"\s*(\d+)\s+\d+\s+\w+\s+\w+\s+-?\d+"
     r"\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)"
-    r"\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)\s*$"
+    r"\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)\s*"
 )
 _COPIED = re.compile(r"^(\d+) bytes .* copied")
 _TAIL = 3
@@ -80,17 +80,17 @@ class AllReduce:
 
 def gpus_listed(output: str) -> list[str]:
     """The GPUs `nvidia-smi -L` printed, as their UUIDs."""
-    return [m.group(3) for line in output.splitlines() if (m := _LISTED.match(line))]
+    return [m.group(3) for line in output.splitlines() if (m := _LISTED.fullmatch(line))]
 
 
 def gpus_queried(output: str) -> list[str]:
     """The lines of `nvidia-smi --query-gpu=name,memory.total --format=csv,noheader`."""
-    return [line.strip() for line in output.splitlines() if _QUERIED.match(line)]
+    return [line.strip() for line in output.splitlines() if _QUERIED.fullmatch(line)]
 
 
 def all_reduce(output: str) -> AllReduce | None:
     """nccl-tests' result rows, read at the largest message; None if it printed none."""
-    rows = [m for line in output.splitlines() if (m := _ROW.match(line))]
+    rows = [m for line in output.splitlines() if (m := _ROW.fullmatch(line))]
     if not rows:
         return None
     largest = max(rows, key=lambda m: int(m.group(1)))

@@ -57,11 +57,11 @@ class StrictModel(BaseModel):
 
 # --- names and values the platform and the spec share ---------------------------------------------
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 def _dns_label(value: str) -> str:
-    if len(value) > 63 or not _LABEL.match(value):
+    if len(value) > 63 or not _LABEL.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a DNS label: use 1-63 lowercase letters, digits and '-', "
             "starting and ending with a letter or digit"
@@ -71,7 +71,7 @@ def _dns_label(value: str) -> str:
 
 def _dns_name(value: str) -> str:
     labels = value.split(".")
-    if len(value) > 253 or len(labels) < 2 or not all(_LABEL.match(p) for p in labels):
+    if len(value) > 253 or len(labels) < 2 or not all(_LABEL.fullmatch(p) for p in labels):
         raise ValueError(
             f"{value!r} is not a fully qualified DNS name: use lowercase dot-separated labels "
             "such as 'login.tenant-foo.example.internal'"
@@ -112,11 +112,11 @@ def _https_url(value: str) -> str:
     return value
 
 
-_DN = re.compile(r"^[a-zA-Z]+=[^,=]+(,[a-zA-Z]+=[^,=]+)*$")
+_DN = re.compile(r"[a-zA-Z]+=[^,=\x00-\x1f]+(,[a-zA-Z]+=[^,=\x00-\x1f]+)*")
 
 
 def _distinguished_name(value: str) -> str:
-    if not _DN.match(value):
+    if not _DN.fullmatch(value):
         raise ValueError(
             f"{value!r} is not an LDAP distinguished name such as 'dc=auth,dc=example,dc=internal'"
         )
@@ -124,7 +124,7 @@ def _distinguished_name(value: str) -> str:
 
 
 def _chart_version(value: str) -> str:
-    if not re.match(r"^[0-9]+\.[0-9]+\.([0-9]+|x)$", value):
+    if not re.fullmatch(r"[0-9]+\.[0-9]+\.([0-9]+|x)", value):
         raise ValueError(f"{value!r} is not a chart version such as '1.4.2' or '1.4.x'")
     return value
 

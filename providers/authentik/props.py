@@ -36,7 +36,7 @@ _MANAGED_ATTRIBUTES = frozenset({MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, S
 
 
 def _hyphenated(value: Any, what: str, example: str, limit: int) -> str:
-    if not isinstance(value, str) or len(value) > limit or not HYPHENATED.match(value):
+    if not isinstance(value, str) or len(value) > limit or not HYPHENATED.fullmatch(value):
         raise ValueError(
             f"{value!r} is not {what}: use up to {limit} lowercase letters and digits in "
             f"hyphen-separated words, starting with a letter, such as {example!r}"
@@ -73,7 +73,7 @@ def _email(value: Any) -> str:
     # Empty is Authentik's own "no address" (its email field may be blank): an erased user's.
     if value == "":
         return ""
-    if not isinstance(value, str) or not EMAIL.match(value):
+    if not isinstance(value, str) or not EMAIL.fullmatch(value):
         raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
     return value
 

@@ -57,7 +57,7 @@ _KEYS = {
     "oversubscribe": "OverSubscribe",
 }
 _BY_LOWER = {key.lower(): key for key in _KEYS.values()}
-_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:,\[\]-]+$")
+_SAFE_VALUE = re.compile(r"[A-Za-z0-9_.:,\[\]-]+")
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def render_line(p: Partition) -> str:
     _validate(p)
     pairs = p.pairs()
     for key, value in pairs.items():
-        if not _SAFE_VALUE.match(value):
+        if not _SAFE_VALUE.fullmatch(value):
             raise ValueError(f"{key}={value!r} holds characters slurm.conf would misread")
     line = " ".join(f"{key}={value}" for key, value in pairs.items())
     if parse_line(line) != pairs:

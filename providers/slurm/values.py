@@ -31,16 +31,16 @@ QOS_PREEMPT_MODES = ("cluster", "cancel", "requeue")
 
 # Slurm lowercases account, QoS and user names; sacctmgr splits its arguments on ',' and '=' and
 # its -P output on '|', and reads a leading '-' as an option. These rules exclude all of that.
-_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 _TEXT_UNSAFE = set("|,=\"'`\\#")
-_CLOCK = re.compile(r"^(?:([0-9]+)-)?([0-9]{2,}):([0-5][0-9]):([0-5][0-9])$")
-_HOSTS = re.compile(r"^([a-z0-9][a-z0-9_.-]*?)(?:\[([0-9,-]+)\]([a-z0-9_.-]*))?$")
+_CLOCK = re.compile(r"(?:([0-9]+)-)?([0-9]{2,}):([0-5][0-9]):([0-5][0-9])")
+_HOSTS = re.compile(r"([a-z0-9][a-z0-9_.-]*?)(?:\[([0-9,-]+)\]([a-z0-9_.-]*))?")
 
 
 def name(value: Any) -> str:
     """An account, QoS or partition name."""
-    if not isinstance(value, str) or not _NAME.match(value):
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a Slurm name: use 1-40 lowercase letters, digits, '-' and '_', "
             "starting with a letter"
@@ -56,7 +56,7 @@ def parent(value: Any) -> str:
 
 
 def user(value: Any) -> str:
-    if not isinstance(value, str) or not _USER.match(value) or value == "root":
+    if not isinstance(value, str) or not _USER.fullmatch(value) or value == "root":
         raise ValueError(
             f"{value!r} is not a Slurm user name: use up to 32 lowercase letters, digits, "
             "'.', '-' and '_', starting with a letter or '_', and not 'root'"
@@ -112,7 +112,7 @@ def seconds(value: Any) -> int | None:
     minutes). Slurm keeps minutes, so seconds must be zero."""
     if isinstance(value, str) and value.upper() in ("UNLIMITED", "INFINITE"):
         return None
-    match = _CLOCK.match(value) if isinstance(value, str) else None
+    match = _CLOCK.fullmatch(value) if isinstance(value, str) else None
     if not match:
         raise ValueError(f"{value!r} is not a time limit: write [D-]HH:MM:SS or UNLIMITED")
     days, hours, minutes, secs = (int(part or 0) for part in match.groups())
@@ -151,7 +151,7 @@ def expand_hosts(value: Any) -> tuple[str, ...]:
         raise ValueError(f"{value!r} is not a hostlist such as 'gpu-[01-08]'")
     hosts: set[str] = set()
     for expression in _split_hostlist(value):
-        match = _HOSTS.match(expression)
+        match = _HOSTS.fullmatch(expression)
         if not match:
             raise ValueError(f"{expression!r} in {value!r} is not a host or 'prefix[01-08]'")
         prefix, ranges, suffix = match.groups()

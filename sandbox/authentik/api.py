@@ -72,7 +72,7 @@ class Route:
 def route(path: str, auth: str = "required", **handlers: Handler) -> Route:
     """`path` uses {name} for one URL segment; handler keywords are HTTP methods (get=, post=)."""
     pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path)
-    return Route(re.compile(f"^{pattern}$"), {k.upper(): v for k, v in handlers.items()}, auth)
+    return Route(re.compile(pattern), {k.upper(): v for k, v in handlers.items()}, auth)
 
 
 def authenticate(store: Store, header: str | None) -> User | None:
@@ -125,7 +125,7 @@ class Api:
 
     def _dispatch(self, request: Request) -> Response:
         for candidate in self.routes:
-            match = candidate.pattern.match(request.path)
+            match = candidate.pattern.fullmatch(request.path)
             if match is None:
                 continue
             ctx = Context(self.store, self.ldap, request)

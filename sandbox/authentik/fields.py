@@ -29,8 +29,8 @@ _FALSE: frozenset[Any] = frozenset(
     {"f", "F", "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "0", 0}
 )
 # Django's EmailValidator, reduced to what matters here: one @, a dotted domain, no spaces.
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$")
-_SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+|[^@\s]+@localhost")
+_SLUG = re.compile(r"[-a-zA-Z0-9_]+")
 _DATETIME_FORMAT = "YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]"
 
 
@@ -53,14 +53,14 @@ def string(value: Any, *, allow_blank: bool = False, max_length: int | None = No
 
 def email(value: Any) -> str:
     text = string(value, allow_blank=True, max_length=254)
-    if text and not _EMAIL.match(text):
+    if text and not _EMAIL.fullmatch(text):
         raise FieldError("Enter a valid email address.")
     return text
 
 
 def slug(value: Any, *, max_length: int) -> str:
     text = string(value, max_length=max_length)
-    if not _SLUG.match(text):
+    if not _SLUG.fullmatch(text):
         raise FieldError(
             'Enter a valid "slug" consisting of letters, numbers, underscores or hyphens.'
         )

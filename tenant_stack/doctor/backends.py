@@ -157,7 +157,7 @@ def check_weka(timeout: float) -> list[Check]:
 
 def slurm_config(text: str) -> dict[str, str]:
     """The `Key = value` lines of `scontrol show config` or `sacctmgr show configuration`."""
-    pairs = (re.match(r"^(\S+)\s*=\s*(.*)$", line.strip()) for line in text.splitlines())
+    pairs = (re.fullmatch(r"(\S+)\s*=\s*(.*)", line.strip()) for line in text.splitlines())
     return {pair.group(1): pair.group(2).strip() for pair in pairs if pair}
 
 

@@ -350,7 +350,7 @@ def hostlist(nodes: Iterable[str]) -> str:
     groups: dict[tuple[str, int], list[int]] = {}
     plain: list[str] = []
     for node in sorted(set(nodes)):
-        match = re.match(r"^(.*?)([0-9]+)$", node)
+        match = re.fullmatch(r"(.*?)([0-9]+)", node)
         if match:
             groups.setdefault((match.group(1), len(match.group(2))), []).append(int(match.group(2)))
         else:

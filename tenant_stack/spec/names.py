@@ -34,7 +34,7 @@ _SACCTMGR_UNSAFE = set("|,=\"'`\\")
 
 
 def _slug(value: str) -> str:
-    if not 3 <= len(value) <= 40 or not HYPHENATED.match(value):
+    if not 3 <= len(value) <= 40 or not HYPHENATED.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a slug: use 3-40 lowercase letters and digits in hyphen-separated "
             "words, starting with a letter, such as 'tenant-foo'"
@@ -50,7 +50,7 @@ def _slug(value: str) -> str:
 
 
 def _username(value: str) -> str:
-    if len(value) > 32 or not HYPHENATED.match(value):
+    if len(value) > 32 or not HYPHENATED.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a username: use up to 32 lowercase letters and digits, "
             "hyphen-separated, starting with a letter, such as 'alice' or 'bob-smith'"
@@ -62,7 +62,7 @@ def _username(value: str) -> str:
 
 def _account_name(value: str) -> str:
     # Slurm stores account names lowercased, so only lowercase names read back as written.
-    if len(value) > 40 or not re.match(r"^[a-z][a-z0-9]*([-_][a-z0-9]+)*$", value):
+    if len(value) > 40 or not re.fullmatch(r"[a-z][a-z0-9]*([-_][a-z0-9]+)*", value):
         raise ValueError(
             f"{value!r} is not a Slurm account name: use up to 40 lowercase letters, digits, "
             "'-' and '_', starting with a letter, such as 'ml-team-foo'"
@@ -101,13 +101,13 @@ def _person_name(value: str) -> str:
 
 
 def _email(value: str) -> str:
-    if not EMAIL.match(value):
+    if not EMAIL.fullmatch(value):
         raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
     return value
 
 
 def _ticket(value: str) -> str:
-    if not re.match(r"^[A-Z][A-Z0-9]+-[0-9]+$", value):
+    if not re.fullmatch(r"[A-Z][A-Z0-9]+-[0-9]+", value):
         raise ValueError(f"{value!r} is not a change ticket id such as 'OPS-1234'")
     return value
 

@@ -54,9 +54,9 @@ class Duration:
         return "".join(parts)
 
 
-_UNITS = re.compile(r"^(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$")
-_CLOCK = re.compile(r"^(?:([0-9]+)-)?([0-9]+):([0-5][0-9]):([0-5][0-9])$")
-_DAYS_HOURS = re.compile(r"^([0-9]+)-([0-9]+)(?::([0-5][0-9]))?$")
+_UNITS = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
+_CLOCK = re.compile(r"(?:([0-9]+)-)?([0-9]+):([0-5][0-9]):([0-5][0-9])")
+_DAYS_HOURS = re.compile(r"([0-9]+)-([0-9]+)(?::([0-5][0-9]))?")
 _DURATION_HINT = "such as '24h', '90m', '1d12h', '1-00:00:00', '24:00:00' or 'UNLIMITED'"
 
 
@@ -71,16 +71,16 @@ def parse_duration(value: object) -> Duration:
     text = value.strip()
     if text.upper() in ("UNLIMITED", "INFINITE"):
         return Duration(None)
-    if re.match(r"^[0-9]+:[0-9]{2}$", text):
+    if re.fullmatch(r"[0-9]+:[0-9]{2}", text):
         raise ValueError(
             f"{text!r} is ambiguous: Slurm reads MM:SS, so it would be {text.split(':')[0]} "
             f"minutes; write hours as '{text}:00' or '{text.split(':')[0]}h'"
         )
     seconds: int | None = None
-    if match := (_UNITS.match(text) if text else None) or _CLOCK.match(text):
+    if match := (_UNITS.fullmatch(text) if text else None) or _CLOCK.fullmatch(text):
         d, h, m, s = (int(part or 0) for part in match.groups())
         seconds = ((d * 24 + h) * 60 + m) * 60 + s
-    elif match := _DAYS_HOURS.match(text):
+    elif match := _DAYS_HOURS.fullmatch(text):
         d, h, m = (int(part or 0) for part in match.groups())
         seconds = ((d * 24 + h) * 60 + m) * 60
     if seconds is None:
@@ -107,7 +107,7 @@ def _bounded(value: object) -> Duration:
 WallTime = Annotated[Duration, PlainValidator(_wall_time)]
 BoundedDuration = Annotated[Duration, PlainValidator(_bounded)]
 
-_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]+)?) ?([A-Za-z]+)$")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?([A-Za-z]+)")
 
 
 def parse_size(value: object) -> int:
@@ -115,7 +115,7 @@ def parse_size(value: object) -> int:
     hint = "such as '100GB', '50TB' (SI, powers of 1000) or '10Ti', '16GiB' (IEC, powers of 1024)"
     if not isinstance(value, str):
         raise ValueError(f"write a size as text with its unit, {hint}, got {value!r}")
-    match = _SIZE.match(value.strip())
+    match = _SIZE.fullmatch(value.strip())
     if not match or match.group(2) not in UNITS:
         raise ValueError(f"{value!r} is not a size; write one {hint}")
     size = Decimal(match.group(1)) * UNITS[match.group(2)]
@@ -130,9 +130,9 @@ def parse_cpu(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError(f"{value!r} is not a CPU quantity; {hint}")
     text = str(value).strip()
-    if match := re.match(r"^([0-9]+)m$", text):
+    if match := re.fullmatch(r"([0-9]+)m", text):
         millicores = int(match.group(1))
-    elif re.match(r"^[0-9]+(\.[0-9]{1,3})?$", text):
+    elif re.fullmatch(r"[0-9]+(\.[0-9]{1,3})?", text):
         millicores = int(Decimal(text) * 1000)
     else:
         raise ValueError(f"{value!r} is not a CPU quantity; {hint}")
