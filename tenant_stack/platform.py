@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
+from providers.identities import MAX_ID
 from tenant_stack.errors import PlatformError, Problem
 from tenant_stack.strict_models import (
     ChartVersion,
@@ -115,6 +116,9 @@ class Slurm(StrictModel):
     cluster: DnsLabel
     controller_host: DnsName
     ports: SlurmPorts = SlurmPorts()
+    # The highest Priority a tenant's QoS may have: a QoS's priority weighs against every other
+    # tenant's jobs wherever they share nodes, so it is the platform's to bound, not a spec's.
+    max_qos_priority: Annotated[int, Field(ge=0, le=MAX_ID)] = 1000
 
 
 class Weka(StrictModel):

@@ -12,6 +12,7 @@ from providers.retention.objects import LEDGER_PREFIX
 from providers.weka.settings import UPLOADS_PREFIX
 from tenant_stack.errors import Problem
 from tenant_stack.lifecycle import SIGNED_OFF
+from tenant_stack.partition_types import NODELESS_PARTITION_TYPES
 from tenant_stack.platform import Platform
 from tenant_stack.spec.models import TenantSpec, hostlist
 from tenant_stack.spec.quantities import Duration, format_cpu, format_size
@@ -35,6 +36,7 @@ def check_spec(spec: TenantSpec, platform: Platform) -> list[Problem]:
         *_capacity(spec, platform),
         *_identity(spec, platform),
         *_slurm(spec),
+        *_qos_reach(spec, platform),
         *_storage_and_quota(spec),
         *_network_and_login(spec, platform),
         *_lifecycle(spec),
@@ -240,6 +242,47 @@ def _identity(spec: TenantSpec, platform: Platform) -> Iterator[Problem]:
                     "belongs to one user and is listed once",
                 )
             keys.setdefault(key.blob, where)
+
+
+# QoS flags that let a QoS's limits override its partition's (OverPartQOS) or its MaxWall the
+# partition's time limit (PartitionTimeLimit): on the shared pool's partitions that is every
+# other tenant's limit.
+_OVERRIDES_PARTITION = ("OverPartQOS", "PartitionTimeLimit")
+
+
+def _qos_reach(spec: TenantSpec, platform: Platform) -> Iterator[Problem]:
+    """A QoS setting that would reach other tenants' jobs: a priority above the platform's cap,
+    a flag overriding a shared partition's limits, and a spot tenant's jobs made unpreemptible."""
+    cap, kind = platform.slurm.max_qos_priority, spec.contract.partition_type
+    for name, qos in (
+        ("normal", spec.slurm.qos.normal),
+        ("interactive", spec.slurm.qos.interactive),
+    ):
+        if qos.priority > cap:
+            yield Problem(
+                f"slurm.qos.{name}.priority",
+                f"{qos.priority} is above the platform's cap {cap} (Pulumi.prod.yaml "
+                "slurm.max_qos_priority): a QoS priority weighs against every tenant's jobs",
+            )
+        for flag in sorted(set(qos.flags) & set(_OVERRIDES_PARTITION)):
+            if kind in NODELESS_PARTITION_TYPES:
+                yield Problem(
+                    f"slurm.qos.{name}.flags",
+                    f"{flag} lets this QoS override the limits of the shared pool's partition, "
+                    f"which every {kind} tenant shares; only a reserved tenant may set it",
+                )
+        if kind == "spot" and qos.preempt_mode == "off":
+            yield Problem(
+                f"slurm.qos.{name}.preempt_mode",
+                "off would make a spot tenant's jobs unpreemptible on the shared pool; "
+                "use cancel or requeue",
+            )
+    if kind == "spot" and spec.slurm.partition.preempt_mode == "off":
+        yield Problem(
+            "slurm.partition.preempt_mode",
+            "off would make a spot tenant's jobs unpreemptible on the shared pool; "
+            "use cancel or requeue",
+        )
 
 
 def _slurm(spec: TenantSpec) -> Iterator[Problem]:

@@ -390,6 +390,36 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
         "more than the contract's 64 GPUs",
     ),
     (
+        "qos-priority",
+        {"slurm.qos.normal.priority": 2**31 - 1},
+        "slurm.qos.normal.priority",
+        "above the platform's cap 1000",
+    ),
+    (
+        "qos-over-shared-partition",
+        {"contract.partition_type": "on-demand", "slurm.qos.normal.flags": ["OverPartQOS"]},
+        "slurm.qos.normal.flags",
+        "OverPartQOS lets this QoS override the limits of the shared pool's partition",
+    ),
+    (
+        "qos-time-over-shared-partition",
+        {"contract.partition_type": "spot", "slurm.qos.interactive.flags": ["PartitionTimeLimit"]},
+        "slurm.qos.interactive.flags",
+        "PartitionTimeLimit lets this QoS override",
+    ),
+    (
+        "spot-qos-unpreemptible",
+        {"contract.partition_type": "spot", "slurm.qos.interactive.preempt_mode": "off"},
+        "slurm.qos.interactive.preempt_mode",
+        "unpreemptible",
+    ),
+    (
+        "spot-partition-unpreemptible",
+        {"contract.partition_type": "spot", "slurm.partition.preempt_mode": "off"},
+        "slurm.partition.preempt_mode",
+        "unpreemptible",
+    ),
+    (
         "default-time",
         {"slurm.partition.default_time": "48h"},
         "slurm.partition.default_time",
