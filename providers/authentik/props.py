@@ -18,6 +18,7 @@ __all__ = [
     "GID_ATTRIBUTE",
     "GROUP",
     "MARK_ATTRIBUTE",
+    "REHEARSAL_ATTRIBUTE",
     "SSH_KEYS_ATTRIBUTE",
     "UID_ATTRIBUTE",
     "USER",
@@ -32,7 +33,13 @@ MARK_ATTRIBUTE = "gpu_tenants_tenant"
 GID_ATTRIBUTE = "gidNumber"
 UID_ATTRIBUTE = "uidNumber"
 SSH_KEYS_ATTRIBUTE = "ssh_keys"
-_MANAGED_ATTRIBUTES = frozenset({MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE})
+# On an offboarded tenant's tombstones, set by hand by an Authentik admin: the tenant was only
+# ever a test, so a spec may bring it back as a rehearsal (tenant_stack/preflight.py). Never an
+# input, or a spec could arm it before its users become tombstones.
+REHEARSAL_ATTRIBUTE = "gpu_tenants_rehearsal"
+_MANAGED_ATTRIBUTES = frozenset(
+    {MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE, REHEARSAL_ATTRIBUTE}
+)
 
 
 def _hyphenated(value: Any, what: str, example: str, limit: int) -> str:
