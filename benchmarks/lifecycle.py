@@ -165,8 +165,8 @@ def main(argv: list[str]) -> int:
         step("destroy --exclude-protected", "destroy", "--yes", "--skip-preview",
              "--exclude-protected")  # fmt: skip
         step("verify-offboarded", "verify-offboarded", SLUG, "--tenants", tenants, command=True)
-        step("retention run", "retention", "run", "--now", PURGE_AS_OF, "--tenant", SLUG,
-             "--project", str(project), command=True)  # fmt: skip
+        step("retention run", "retention", "run", "--now", PURGE_AS_OF, "--confirm-ahead",
+             "--tenant", SLUG, "--project", str(project), command=True)  # fmt: skip
         # The components hold nothing of their own: what counts is what is left under them.
         types = resource_types(project, env, SLUG)
         left = [kind for kind in types if not kind.startswith("gpu-tenants:")]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pulumi
@@ -12,6 +11,7 @@ from providers.authentik.settings import Settings as AuthentikSettings
 from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
 from providers.retention.objects import kept_under, tenant_prefix
+from providers.retention.objects import now as retention_clock
 from providers.weka.props import weka_client
 from providers.weka.settings import Settings as WekaSettings
 from providers.weka.settings import ca_certificate
@@ -251,12 +251,14 @@ def retention_record(tenant: str) -> Record:
 
 
 def record_spec_hold(spec: TenantSpec) -> None:
-    """At `up`, a hold the spec sets is written to the tenant's ledger, which every delete gate
-    reads (a preview writes nothing; the retention job records a release)."""
-    if not spec.lifecycle.legal_hold or pulumi.runtime.is_dry_run():
+    """At `up`, a change of the spec's hold is written to the tenant's ledger, which every delete
+    gate reads (a preview writes nothing): a spec's hold is lifted only by the `up` of the spec
+    that lifts it, not by a job run from any checkout."""
+    if pulumi.runtime.is_dry_run():
         return
     with Ledger.open() as ledger:
-        entry = spec_hold_change(spec.slug, True, ledger.entries(spec.slug), datetime.now(UTC))
+        entries = ledger.entries(spec.slug)
+        entry = spec_hold_change(spec.slug, spec.lifecycle.legal_hold, entries, retention_clock())
         if entry is not None:
             ledger.append(spec.slug, entry.action, entry.at, entry.details)
 

@@ -103,28 +103,32 @@ def retained_in(tenant: str, resources: Iterable[Mapping[str, Any]]) -> list[Ret
     return sorted(found, key=lambda r: (r.until, r.item))
 
 
-def hold_state(entries: Sequence[Entry], now: datetime) -> HoldState:
-    """The tenant's legal hold at `now`, from its ledger's hold and release entries."""
+def hold_state(entries: Sequence[Entry]) -> HoldState:
+    """The tenant's legal hold now, from its ledger's hold and release entries in the order they
+    were written: a hold is in force from when it was written, whatever day it says it took
+    effect. The days held are measured between the days the entries say, each taken as no
+    earlier than the one written before it, so a back-dated entry shortens no hold."""
     open_since: dict[str, Entry] = {}  # by source
     held_from: datetime | None = None  # when the current run of holds (any source) began
     held = timedelta()
-    for entry in sorted(
-        (e for e in entries if e.action in (HOLD, RELEASE) and e.at <= now), key=lambda e: e.at
-    ):
+    last: datetime | None = None
+    for entry in (e for e in entries if e.action in (HOLD, RELEASE)):
+        at = entry.at if last is None else max(entry.at, last)
+        last = at
         source = entry.details.get("source", "")
         if entry.action == HOLD and source not in open_since:
             if not open_since:
-                held_from = entry.at
+                held_from = at
             open_since[source] = entry
         elif entry.action == RELEASE and source in open_since:
             del open_since[source]
             if not open_since and held_from is not None:
-                held += entry.at - held_from
+                held += at - held_from
                 held_from = None
     days = math.ceil(held / timedelta(days=1))
     if not open_since:
         return HoldState(None, "", days)
-    first = min(open_since.values(), key=lambda e: e.at)
+    first = next(iter(open_since.values()))
     return HoldState(held_from, first.details.get("by", ""), days)
 
 

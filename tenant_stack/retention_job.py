@@ -31,6 +31,7 @@ from providers.retention.client import RetentionStore
 from providers.retention.erasure import users_files
 from providers.retention.ledger import CLOCK_AHEAD, Entry, Ledger
 from providers.retention.objects import TODAY_VARIABLE, tenant_prefix, uploaded_snapshot_prefix
+from providers.retention.objects import now as clock
 from tenant_stack.errors import TenantError
 from tenant_stack.mapping import ERASED_NAME
 from tenant_stack.platform import Platform
@@ -52,7 +53,7 @@ from tenant_stack.retention_calendar import (
 from tenant_stack.spec import load_spec
 from tenant_stack.stacks import Stacks
 
-__all__ = ["Erasure", "Report", "erase", "hold", "known_tenant", "release", "run"]
+__all__ = ["Erasure", "Report", "erase", "hold", "known_tenant", "refuse_ahead", "release", "run"]
 
 COMMAND_SOURCE = "command"
 ERASED, REDACTED = "erased", "gdpr-redacted"
@@ -135,12 +136,14 @@ def _tenant(
     # not purged, since whether legal holds it cannot be told.
     spec_hold = load_spec(tenants, tenant, platform).lifecycle.legal_hold
     entries = ledger.entries(tenant)
+    # A hold the spec sets is written here too (a hold is never wrong to record); a release
+    # only by the `up` of the spec that lifts it, never by a job run from a stale checkout.
     seen = spec_hold_change(tenant, spec_hold, entries, now)
-    if seen is not None and not dry_run:
-        seen = ledger.append(tenant, seen.action, now, seen.details)
-    if seen is not None:
+    if seen is not None and seen.action == HOLD:
+        if not dry_run:
+            seen = ledger.append(tenant, seen.action, now, seen.details)
         entries = [*entries, seen]
-    report.hold = _hold_now(entries, now)
+    report.hold = hold_state(entries)
     report.retained = retained_in(tenant, stacks.resources(tenant))
     report.due = due(report.retained, report.hold, now.date())
     if dry_run or not report.due:
@@ -151,7 +154,7 @@ def _tenant(
         ledger.append(tenant, CLOCK_AHEAD, now, {**details, "by": getpass.getuser()})
     for retained in report.due:
         # A hold written since this run began stops it before the next deletion.
-        held = _hold_now(ledger.entries(tenant), now)
+        held = hold_state(ledger.entries(tenant))
         if held.held:
             report.hold = held
             return
@@ -171,12 +174,6 @@ def _tenant(
         report.purged.append(retained)
 
 
-def _hold_now(entries: Sequence[Entry], now: datetime) -> HoldState:
-    """The hold at `now`, or at this moment if that is later: a hold written now counts from
-    now even for a run told an earlier day."""
-    return hold_state(entries, max(now, datetime.now(UTC)))
-
-
 def known_tenant(tenant: str, tenants: Path, stacks: Stacks) -> None:
     """Raises unless `tenant` has a spec in `tenants` or a stack: a hold or release written for
     a typo would hold nothing, and a ledger entry cannot be taken back."""
@@ -189,24 +186,37 @@ def known_tenant(tenant: str, tenants: Path, stacks: Stacks) -> None:
     )
 
 
-def hold(tenant: str, by: str, reason: str, now: datetime) -> Entry:
-    """Puts `tenant` under legal hold from `now`, until `release`."""
+def hold(tenant: str, by: str, reason: str) -> Entry:
+    """Puts `tenant` under legal hold from now (the moment it is written), until `release`."""
     with Ledger.open() as ledger:
         if COMMAND_SOURCE in open_hold_sources(ledger.entries(tenant)):
             raise TenantError(f"{tenant} is already under a legal hold set by this command")
         details = {"source": COMMAND_SOURCE, "by": by, "reason": reason}
-        return ledger.append(tenant, HOLD, now, details)
+        return ledger.append(tenant, HOLD, clock(), details)
 
 
-def release(tenant: str, by: str, now: datetime) -> Entry:
+def release(tenant: str, by: str) -> Entry:
     """Lifts the hold `hold` set on `tenant`; its timers resume, moved on by the time held."""
     with Ledger.open() as ledger:
         if COMMAND_SOURCE not in open_hold_sources(ledger.entries(tenant)):
             raise TenantError(
                 f"{tenant} has no legal hold set by this command to release (a hold in its spec "
-                "is lifted by setting lifecycle.legal_hold: false)"
+                "is lifted by the `up` of a spec setting lifecycle.legal_hold: false)"
             )
-        return ledger.append(tenant, RELEASE, now, {"source": COMMAND_SOURCE, "by": by})
+        return ledger.append(tenant, RELEASE, clock(), {"source": COMMAND_SOURCE, "by": by})
+
+
+def refuse_ahead(now: datetime, confirmed: bool) -> None:
+    """Raises unless a purge as of `now` is one of today, or `confirmed`: a run told a later day
+    deletes for real what is not due yet (a rehearsal of the purge, on a test cluster)."""
+    real = datetime.now(UTC).date()
+    if now.date() > real and not confirmed:
+        raise TenantError(
+            f"--now {now.date()} is after today ({real}): a run as of a later day deletes for "
+            "real what is not due yet; add --dry-run to see what it would purge, or "
+            "--confirm-ahead to delete (a rehearsal of the purge on a test cluster); nothing "
+            "was deleted"
+        )
 
 
 def parse_now(value: str | None) -> datetime:

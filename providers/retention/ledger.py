@@ -5,9 +5,10 @@ An entry is created with a conditional PUT (`RetentionStore.create`), so no entr
 replaced, and nothing here deletes one: a rerun after a crash appends, it never rewrites. In a
 bucket made with S3 Object Lock (RETENTION_S3_LEDGER_BUCKET) each entry is also locked in
 COMPLIANCE mode for LOCK_DAYS: not even the store's administrator can delete it before then. The
-key begins with the time it was written, so a listing reads the ledger in order. Each entry also
-says when its action took effect (`at`): the retention job may be told what day it is (`--now`),
-and legal holds are measured in that time.
+key begins with the time it was written, so a listing reads the ledger in order, and that order
+is the one that counts: a hold is in force from when it is written, whatever day it says. Each
+entry also says when its action took effect (`at`): the retention job may be told what day it is
+(`--now`), and the days a hold lasted are measured in that time.
 """
 
 from __future__ import annotations
@@ -130,9 +131,9 @@ class Ledger:
 
 
 def open_hold_sources(entries: Sequence[Entry]) -> set[str]:
-    """The sources whose last hold entry is a hold, not a release."""
+    """The sources whose last hold entry, in the order written, is a hold, not a release."""
     state: dict[str, str] = {}
-    for entry in sorted((e for e in entries if e.action in (HOLD, RELEASE)), key=lambda e: e.at):
+    for entry in (e for e in entries if e.action in (HOLD, RELEASE)):
         state[entry.details.get("source", "")] = entry.action
     return {source for source, action in state.items() if action == HOLD}
 

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from providers.errors import BackendError
@@ -35,6 +35,7 @@ __all__ = [
     "copy_key",
     "kept_under",
     "kept_until",
+    "now",
     "refuse_while_retained",
     "retained_until",
     "retention_metadata",
@@ -159,6 +160,15 @@ def today() -> date:
         return date.fromisoformat(named)
     except ValueError:
         raise ValueError(f"{TODAY_VARIABLE} is {named!r}, not a date (YYYY-MM-DD)") from None
+
+
+def now() -> datetime:
+    """This moment, or the start of the day RETENTION_TODAY names where it is set (as `--now
+    DATE` gives): the time a hold or a release is written at. The sandbox's tests move the clock
+    so; a hold counts from when it is written whatever its time says."""
+    if os.environ.get(TODAY_VARIABLE, "").strip():
+        return datetime.combine(today(), time(), UTC)
+    return datetime.now(UTC)
 
 
 def retained_until(days: int) -> date:

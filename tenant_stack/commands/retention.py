@@ -37,7 +37,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "users' Authentik tombstones last, once no accounting is left. Safe to rerun.",
     )
     purge.add_argument("--dry-run", action="store_true", help="say what would be deleted, only")
-    hold = actions.add_parser("hold", help="put a tenant under legal hold (no code change)")
+    purge.add_argument(
+        "--confirm-ahead",
+        action="store_true",
+        help="with --now after today: delete for real what would be due that day (a rehearsal "
+        "of the purge on a test cluster); without it such a run is refused",
+    )
+    hold = actions.add_parser(
+        "hold",
+        help="put a tenant under legal hold (no code change)",
+        description="In force from the moment it is written to the tenant's ledger, until "
+        "`retention release`.",
+    )
     hold.add_argument("--reason", required=True, help="the matter or ticket, for the ledger")
     release = actions.add_parser("release", help="lift the legal hold `hold` set")
     erase = actions.add_parser(
@@ -60,10 +71,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         command.add_argument(
             "--tenant", action="append", default=[], help="only this tenant (repeatable)"
         )
-    for command in (calendar, purge, hold, release, erase):
+    # Not on hold and release: a hold counts from when it is written, never from a day given.
+    for command in (calendar, purge, erase):
         command.add_argument(
             "--now", help="the date (YYYY-MM-DD) or time to act as of; default: now"
         )
+    for command in (calendar, purge, hold, release, erase):
         add_json(command)
         add_project(command)
 
@@ -73,15 +86,17 @@ def run(args: argparse.Namespace) -> int:
     from tenant_stack.platform import load_platform
     from tenant_stack.stacks import Stacks
 
-    now = retention_job.parse_now(args.now)
     if args.action in ("hold", "release"):
         retention_job.known_tenant(args.slug, args.project / "tenants", Stacks(args.project))
         if args.action == "hold":
-            entry = retention_job.hold(args.slug, args.by, args.reason, now)
+            entry = retention_job.hold(args.slug, args.by, args.reason)
         else:
-            entry = retention_job.release(args.slug, args.by, now)
+            entry = retention_job.release(args.slug, args.by)
         print(json.dumps(entry.as_json()) if args.json else f"{args.slug}: {args.action} recorded")
         return 0
+    now = retention_job.parse_now(args.now)
+    if args.action == "run" and not args.dry_run:
+        retention_job.refuse_ahead(now, args.confirm_ahead)
     platform = load_platform(args.project / "Pulumi.prod.yaml")
     stacks = Stacks(args.project)
     if args.action == "erase":

@@ -25,7 +25,7 @@ import yaml
 
 from providers.retention.client import RetentionStore
 from providers.retention.ledger import Entry, Ledger
-from providers.retention.objects import uploaded_snapshot_prefix
+from providers.retention.objects import TODAY_VARIABLE, uploaded_snapshot_prefix
 from providers.weka.uploaded_snapshot_provider import SNAPSHOT_NAME, org_admin_client
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
@@ -365,8 +365,9 @@ def retention(foo: Foo, *args: str, now: date) -> dict[str, Any]:
 
 
 def purge(foo: Foo, now: date) -> dict[str, Any]:
-    """One `retention run` as of `now`: foo's part of its report."""
-    (report,) = retention(foo, "run", now=now)["tenants"]
+    """One `retention run` as of `now` (a later day: a rehearsal, confirmed): foo's part of its
+    report."""
+    (report,) = retention(foo, "run", "--confirm-ahead", now=now)["tenants"]
     assert report["tenant"] == SLUG
     assert report["error"] is None, report
     return dict(report)
@@ -514,23 +515,41 @@ def test_the_purge_deletes_expired_snapshots_through_the_engine_and_reruns_do_no
     foo.pulumi("preview", "--expect-no-changes")
 
 
+def on_day(foo: Foo, day: date) -> dict[str, str]:
+    """foo's environment with the clock moved to `day`, as the sandbox moves it."""
+    return {**foo.env, TODAY_VARIABLE: day.isoformat()}
+
+
 def test_a_legal_hold_skips_the_tenant_and_extends_its_timers_by_the_time_held(foo: Foo) -> None:
-    # The spec's hold (a pull request), for 6 days.
+    # The spec's hold (a pull request), for 6 days: recorded by the first run that reads it,
+    # lifted only by the `up` of the spec that lifts it.
     foo.edit(stage="destroy", sign_off=SIGN_OFF, legal_hold=True)
     held = purge(foo, TODAY + timedelta(days=40))
     assert held["held"]
     assert held["purged"] == []
     assert held["held_by"] == f"tenants/{SLUG}.yaml lifecycle.legal_hold"
     foo.edit(stage="destroy", sign_off=SIGN_OFF, legal_hold=False)
+    assert purge(foo, TODAY + timedelta(days=45))["held"]  # a spec alone lifts nothing
+    up = ("up", "--yes", "--skip-preview", "--stack", SLUG)
+    run_pulumi(on_day(foo, TODAY + timedelta(days=46)), foo.project, *up, timeout=900)
     assert purge(foo, TODAY + timedelta(days=46))["held_days"] == 6
-    # A hold set on the stack without a code change, for 4 more days.
+    # A hold set on the stack without a code change, for 4 more days. It counts from when it
+    # is written: the command takes no day; the clock is moved instead.
     hold = ["hold", SLUG, "--by", "Lee Counsel", "--reason", "LIT-77"]
-    retention(foo, *hold, now=TODAY + timedelta(days=60))
+    refused = retention_command(foo.env, foo.project, *hold, "--now", str(TODAY))
+    assert refused.returncode == 2
+    assert "unrecognized arguments: --now" in refused.stderr
+
+    def on_day_run(day: int, *args: str) -> None:
+        done = retention_command(on_day(foo, TODAY + timedelta(days=day)), foo.project, *args)
+        assert done.returncode == 0, done.stderr
+
+    on_day_run(60, *hold)
     report = purge(foo, TODAY + timedelta(days=200))
     assert report["held"]
     assert report["held_by"] == "Lee Counsel"
     assert report["purged"] == []
-    retention(foo, "release", SLUG, "--by", "Lee Counsel", now=TODAY + timedelta(days=64))
+    on_day_run(64, "release", SLUG, "--by", "Lee Counsel")
     # The logs were kept 90 days: with 10 days held, until day 100.
     assert purge(foo, TODAY + timedelta(days=100))["purged"] == []
     report = purge(foo, TODAY + timedelta(days=101))
@@ -553,7 +572,7 @@ def test_a_purge_killed_midway_converges_on_rerun_tombstones_last(foo: Foo) -> N
         foo,
         "the second accounting purge to begin",
         lambda actions: actions.count("purging") >= 5,
-        *("run", "--now", str(day)),
+        *("run", "--confirm-ahead", "--now", str(day)),
     )
     report = purge(foo, day)
     # The killed run had begun the purge of jobs: the rerun finishes it if it had not ended.

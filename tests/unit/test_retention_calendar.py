@@ -4,9 +4,13 @@ what the purge deletes on a given day and in which order."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from providers.retention.ledger import Entry
+from tenant_stack.commands import main
 from tenant_stack.commands.retention import report_lines
 from tenant_stack.retention_calendar import (
     HoldState,
@@ -70,21 +74,40 @@ def test_a_hold_open_from_any_source_holds_the_tenant_and_closed_holds_add_their
         entry("hold", 20, source="command", by="Lee"),
         entry("release", 21, source="command"),
     ]
-    assert hold_state(entries, DAY0 + timedelta(days=13)).held
-    assert hold_state(entries, DAY0 + timedelta(days=13)).held_by == "spec"
-    assert hold_state(entries, DAY0 + timedelta(days=14, hours=1)).held
-    after = hold_state(entries, DAY0 + timedelta(days=30))
+    # The ledger as written so far, entry by entry.
+    assert hold_state(entries[:2]).held
+    assert hold_state(entries[:2]).held_by == "spec"
+    assert hold_state(entries[:3]).held
+    assert hold_state(entries[:3]).held_by == "Lee"
+    after = hold_state(entries)
     assert not after.held
     assert after.held_days == 6
-    # A release without a hold from its source, and entries after `now`, change nothing.
-    assert hold_state([entry("release", 1, source="spec")], DAY0).held_days == 0
-    assert not hold_state(entries, DAY0 + timedelta(days=5)).held
+    # A release without a hold from its source changes nothing.
+    assert hold_state([entry("release", 1, source="spec")]).held_days == 0
+
+
+def test_a_hold_is_in_force_from_when_it_is_written_whatever_day_it_says() -> None:
+    # Written after a release, dated before it (a writer's clock, a day given by hand): the
+    # hold still holds, and no day held is lost to the back-dating.
+    entries = [
+        entry("hold", 10, source="command", by="Lee"),
+        entry("release", 12, source="command"),
+        entry("hold", 5, source="command", by="Kim"),
+    ]
+    held = hold_state(entries)
+    assert held.held
+    assert held.held_by == "Kim"
+    assert held.held_since == DAY0 + timedelta(days=12)
+    # A release dated before its hold adds nothing, and takes nothing back.
+    back = [*entries, entry("release", 1, source="command")]
+    assert not hold_state(back).held
+    assert hold_state(back).held_days == 2
 
 
 def test_part_of_a_day_held_counts_as_a_whole_day() -> None:
     entries = [entry("hold", 1, source="command"), entry("release", 1, source="command")]
     entries[1] = Entry(T, "release", entries[0].at + timedelta(hours=3), {"source": "command"})
-    assert hold_state(entries, DAY0 + timedelta(days=9)).held_days == 1
+    assert hold_state(entries).held_days == 1
 
 
 def test_due_is_what_expired_before_today_soonest_first_tombstones_last() -> None:
@@ -144,3 +167,25 @@ def test_the_report_says_why_a_tenant_was_skipped_and_what_went() -> None:
         f"{T}: nothing expired"
     ]
     assert report_lines(Report(T, error="boom"), dry_run=False) == [f"{T}: error: boom"]
+
+
+def test_a_purge_as_of_a_later_day_is_refused_unless_confirmed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    later = (datetime.now(UTC).date() + timedelta(days=400)).isoformat()
+    assert main(["retention", "run", "--now", later, "--project", str(tmp_path)]) == 2
+    said = capsys.readouterr().err
+    assert f"--now {later} is after today" in said
+    assert "--dry-run" in said
+    assert "--confirm-ahead" in said
+    assert "nothing was deleted" in said
+
+
+@pytest.mark.parametrize("action", [["hold", "--reason", "LIT-77"], ["release"]])
+def test_a_hold_or_release_takes_no_day(
+    action: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["retention", *action, "tenant-foo", "--by", "Lee", "--now", "2020-01-01"])
+    assert exited.value.code == 2
+    assert "unrecognized arguments: --now" in capsys.readouterr().err
