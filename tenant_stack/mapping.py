@@ -85,6 +85,8 @@ def namespace_args(
         egress=network_egress(platform),
         admins_group=spec.admins_group if spec.identity.admins else None,
         storage_class=storage_class_name(spec.slug),
+        dns_subdomain=f"{spec.slug}.{platform.dns_domain}",
+        login_release=release_name(spec.slug),
         ldap_bind_secret_name=names.ldap_bind_secret,
         ldap_bind_data=ldap_bind_data,
         retained=retained,

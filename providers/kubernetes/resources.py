@@ -13,11 +13,14 @@ __all__ = ["WorkloadsStopped"]
 
 
 class WorkloadsStopped(Resource, module="kubernetes", name="WorkloadsStopped"):
-    """The tenant's own Deployments and StatefulSets in `namespace` at zero, their earlier
-    `replicas` recorded (given back when this is deleted before stage destroy), its bare pods
-    deleted. `keep_instance` names the stack's own login release, left running."""
+    """The tenant's own workloads in `namespace` stopped: Deployments, StatefulSets and its own
+    ReplicaSets at zero (their earlier `replicas` recorded), Jobs and CronJobs `suspended`,
+    DaemonSets `parked`, each given back when this is deleted before stage destroy; its bare
+    pods deleted. `keep_instance` names the stack's own login release, left running."""
 
     replicas: pulumi.Output[dict[str, int]]
+    suspended: pulumi.Output[list[str]]
+    parked: pulumi.Output[list[str]]
     deleted_pods: pulumi.Output[list[str]]
 
     def __init__(
@@ -34,6 +37,8 @@ class WorkloadsStopped(Resource, module="kubernetes", name="WorkloadsStopped"):
             "keep_instance": keep_instance,
             "lifecycle": dict(lifecycle),
             "replicas": None,
+            "suspended": None,
+            "parked": None,
             "deleted_pods": None,
         }
         super().__init__(WorkloadsStoppedProvider(), resource_name, inputs, opts)

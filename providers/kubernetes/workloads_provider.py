@@ -1,9 +1,11 @@
-"""Offboarding step 2's Kubernetes half: the tenant's Deployments and StatefulSets scaled to
-zero (their replicas recorded) and its bare pods deleted; PVCs kept. The stack's own login
-release is left alone (it stops at stage snapshotted).
+"""Offboarding step 2's Kubernetes half: every controller the tenant runs pods by stopped
+(`providers.kubernetes.workloads` says how each kind stops; what each had is recorded) and its
+bare pods deleted; PVCs kept. The stack's own login release is left alone (it stops at stage
+snapshotted).
 
-A record: deleting it on a rollback (the last `up` was before stage destroy) scales every
-workload back to its recorded replicas; at stage destroy it does nothing, as the namespace goes.
+A record: deleting it on a rollback (the last `up` was before stage destroy) gives every
+workload back what it had (replicas, unsuspended, unparked); at stage destroy it does nothing,
+as the namespace goes.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class WorkloadsStoppedProvider(SchemaProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         p = self.load(news, f"stopping the workloads of namespace {news.get('namespace')!r}")
-        return UpdateResult(self._stop(p, olds.get("replicas") or {}))
+        return UpdateResult(self._stop(p, olds))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_, props)
@@ -48,21 +50,34 @@ class WorkloadsStoppedProvider(SchemaProvider):
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         stage = (props.get(LIFECYCLE.key) or {}).get("stage")
         if stage != "destroy":
-            Workloads(id_).scale(props.get("replicas") or {})
+            workloads = Workloads(id_)
+            workloads.scale(props.get("replicas") or {})
+            # Absent from a record made before these kinds were stopped.
+            workloads.suspend(props.get("suspended") or [], suspended=False)
+            workloads.park(props.get("parked") or [], parked=False)
 
     @staticmethod
-    def _stop(p: Mapping[str, Any], recorded: Mapping[str, int]) -> dict[str, Any]:
-        workloads = Workloads(p["namespace"])
-        live = workloads.replicas(p["keep_instance"])
+    def _stop(p: Mapping[str, Any], recorded: Mapping[str, Any]) -> dict[str, Any]:
+        workloads, keep = Workloads(p["namespace"]), p["keep_instance"]
+        live = workloads.replicas(keep)
         # A workload already at zero keeps the count it had when it was first stopped.
-        replicas = {name: recorded.get(name, count) for name, count in live.items()}
+        replicas = {
+            name: (recorded.get("replicas") or {}).get(name, count) for name, count in live.items()
+        }
         workloads.scale({name: 0 for name, count in live.items() if count})
+        running, unparked = workloads.running(keep), workloads.unparked(keep)
+        workloads.suspend(running, suspended=True)
+        workloads.park(unparked, parked=True)
         bare = [
             pod.name
             for pod in workloads.pods()
-            if pod.bare
-            and pod.instance != p["keep_instance"]
-            and pod.phase not in ("Succeeded", "Failed")
+            if pod.bare and pod.instance != keep and pod.phase not in ("Succeeded", "Failed")
         ]
         workloads.delete_pods(bare)
-        return {**p, "replicas": replicas, "deleted_pods": bare}
+        return {
+            **p,
+            "replicas": replicas,
+            "suspended": sorted({*(recorded.get("suspended") or []), *running}),
+            "parked": sorted({*(recorded.get("parked") or []), *unparked}),
+            "deleted_pods": bare,
+        }

@@ -13,13 +13,32 @@ spec's claims). The admission policy refuses that: no update or delete of an obj
 the stack's mark (`OWNED`) by a member of the admins group. It also refuses, to everyone, a
 claim in the namespace whose StorageClass is not the tenant's: StorageClasses are cluster-wide,
 and the quota caps storage in total, not per class.
+
+Where pods run and what names they claim are the tenant's only:
+- to everyone, a pod or pod template (of a Deployment, StatefulSet, ReplicaSet, DaemonSet, Job,
+  CronJob or ReplicationController) that names its node (`nodeName` skips the scheduler and the
+  reservation's taint), tolerates the reservation taint for another value (or every taint:
+  `operator: Exists` without a key), or selects another tenant's nodes by their label;
+- to the admins, a Service that takes an address outside the cluster (LoadBalancer, NodePort,
+  `externalIPs`, ExternalName), and a DNS name, in external-dns' hostname annotation or an
+  Ingress's hosts, outside the tenant's own subdomain `<slug>.<dns_domain>`: the platform's names
+  and other tenants' (their `login.<slug>.`) are not theirs to claim. The login release's
+  Service is made by the platform's Helm controller, not by them.
+
+And offboarding holds: from stage frozen on (the namespace's stage annotation), the admins
+start no work: no pod or workload created or changed, nothing scaled; and they may never label
+an object as the login release's (`app.kubernetes.io/instance: <release>`), which offboarding's
+drain leaves running until stage snapshotted.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tenant_stack.annotations import STAGE_ANNOTATION
 from tenant_stack.components.kubernetes_objects import OWNED
+from tenant_stack.lifecycle import STAGES
+from tenant_stack.live import TENANT_LABEL
 
 __all__ = ["ADMIN_RULES", "admission_policy", "admission_policy_binding"]
 
@@ -76,9 +95,157 @@ def _quoted(text: str) -> str:
     return f"'{text}'"
 
 
-def admission_policy(tenant: str, storage_class: str, admins_group: str | None) -> dict[str, Any]:
+# The pod spec of a pod or of a workload's pod template; null for every other kind.
+_POD_SPEC = (
+    "object == null ? null : "
+    "object.kind == 'Pod' ? object.spec : "
+    "object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : "
+    "object.kind in ['Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job', "
+    "'ReplicationController'] ? object.spec.template.spec : null"
+)
+_EXTERNAL_DNS = "external-dns.alpha.kubernetes.io/hostname"
+
+
+def _placement(tenant: str) -> list[dict[str, Any]]:
+    """Where the namespace's pods may run: on the tenant's nodes or the shared pool's."""
+    label, own = _quoted(TENANT_LABEL), _quoted(tenant)
+    on_own_nodes = (
+        f"e.key != {label} || (e.operator == 'In' && has(e.values) && e.values.all(v, v == {own}))"
+    )
+    affinity = "variables.pod.affinity.nodeAffinity"
+    required = f"{affinity}.requiredDuringSchedulingIgnoredDuringExecution"
+    preferred = f"{affinity}.preferredDuringSchedulingIgnoredDuringExecution"
+    checks = [
+        (
+            # Set at creation only: a scheduled pod's later updates carry the scheduler's choice.
+            "request.operation != 'CREATE' || object.kind != 'Pod' || "
+            "!has(variables.pod.nodeName) || variables.pod.nodeName == ''",
+            "a pod may not name its node (spec.nodeName skips the scheduler and the "
+            "reservation's taint)",
+        ),
+        (
+            "object.kind == 'Pod' || !has(variables.pod.nodeName) || variables.pod.nodeName == ''",
+            "a pod template may not name its node (spec.nodeName skips the scheduler and the "
+            "reservation's taint)",
+        ),
+        (
+            "!has(variables.pod.tolerations) || variables.pod.tolerations.all(t, "
+            "has(t.key) && t.key != '' && (t.key != "
+            f"{label} || ((!has(t.operator) || t.operator == 'Equal') && "
+            f"has(t.value) && t.value == {own})))",
+            f"a pod may tolerate the taint {TENANT_LABEL} only for its own tenant "
+            f"({TENANT_LABEL}={tenant}), and never every taint (operator Exists without a key)",
+        ),
+        (
+            "!has(variables.pod.nodeSelector) || "
+            f"!({label} in variables.pod.nodeSelector) || "
+            f"variables.pod.nodeSelector[{label}] == {own}",
+            f"a pod may select nodes by {TENANT_LABEL} only for its own tenant's ({tenant})",
+        ),
+        (
+            "!has(variables.pod.affinity) || !has(variables.pod.affinity.nodeAffinity) || "
+            f"((!has({required}) || {required}.nodeSelectorTerms.all(term, "
+            f"!has(term.matchExpressions) || term.matchExpressions.all(e, {on_own_nodes}))) && "
+            f"(!has({preferred}) || {preferred}.all(p, !has(p.preference.matchExpressions) || "
+            f"p.preference.matchExpressions.all(e, {on_own_nodes}))))",
+            f"a pod's node affinity may name {TENANT_LABEL} only as 'In' its own tenant ({tenant})",
+        ),
+    ]
+    return [
+        {
+            "expression": f"variables.pod == null || ({expression})",
+            "message": f"{message}, in namespace {tenant}",
+            "reason": "Forbidden",
+        }
+        for expression, message in checks
+    ]
+
+
+def _admins(tenant: str, admins_group: str, checks: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The validations of `checks` ((expression, message) pairs), for the admins' requests."""
+    return [
+        {
+            "expression": (
+                "object == null || !has(request.userInfo.groups) || "
+                f"!({_quoted(admins_group)} in request.userInfo.groups) || ({expression})"
+            ),
+            "message": f"{message}; ask the platform operators (namespace {tenant})",
+            "reason": "Forbidden",
+        }
+        for expression, message in checks
+    ]
+
+
+def _addresses(subdomain: str) -> list[tuple[str, str]]:
+    """What names and addresses the admins' Services and Ingresses may take."""
+    own_name = f"(h == {_quoted(subdomain)} || h.endsWith({_quoted('.' + subdomain)}))"
+    checks = [
+        (
+            "object.kind != 'Service' || ((!has(object.spec.type) || "
+            "object.spec.type == 'ClusterIP') && "
+            "(!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0))",
+            "a Service of the tenant's admins stays inside the cluster (type ClusterIP, no "
+            "externalIPs): LoadBalancer, NodePort and ExternalName addresses are the platform's",
+        ),
+        (
+            f"!has(object.metadata.annotations) || !({_quoted(_EXTERNAL_DNS)} in "
+            f"object.metadata.annotations) || object.metadata.annotations[{_quoted(_EXTERNAL_DNS)}]"
+            f".split(',').all(name, name.trim() == '' || "
+            f"[name.trim()].all(h, {own_name}))",
+            f"a DNS name in {_EXTERNAL_DNS} must be under the tenant's own subdomain {subdomain}",
+        ),
+        (
+            "object.kind != 'Ingress' || ((!has(object.spec.rules) || object.spec.rules.all(r, "
+            f"!has(r.host) || [r.host].all(h, {own_name}))) && (!has(object.spec.tls) || "
+            f"object.spec.tls.all(t, !has(t.hosts) || t.hosts.all(h, {own_name}))))",
+            f"an Ingress's hosts must be under the tenant's own subdomain {subdomain}",
+        ),
+    ]
+    return checks
+
+
+_WORKLOADS = (
+    "['Pod', 'Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job', 'CronJob', "
+    "'ReplicationController', 'Scale']"
+)
+_INSTANCE_LABEL = "app.kubernetes.io/instance"
+
+
+def _offboarding(tenant: str, login_release: str) -> list[tuple[str, str]]:
+    """What offboarding needs the admins not to do: start work once the tenant is frozen, and
+    pass their workloads off as the login release, which the drain leaves running."""
+    stage = f"namespaceObject.metadata.annotations[{_quoted(STAGE_ANNOTATION)}]"
+    stopped = ", ".join(_quoted(s) for s in STAGES[STAGES.index("frozen") :])
+    instance = _quoted(_INSTANCE_LABEL)
+    return [
+        (
+            f"request.operation == 'DELETE' || !(object.kind in {_WORKLOADS}) || "
+            "!has(namespaceObject.metadata.annotations) || "
+            f"!({_quoted(STAGE_ANNOTATION)} in namespaceObject.metadata.annotations) || "
+            f"!({stage} in [{stopped}])",
+            f"tenant {tenant} is being offboarded (from stage frozen on): its admins start no "
+            "pod or workload and scale nothing",
+        ),
+        (
+            "!has(object.metadata.labels) || "
+            f"!({instance} in object.metadata.labels) || "
+            f"object.metadata.labels[{instance}] != {_quoted(login_release)}",
+            f"the label {_INSTANCE_LABEL}={login_release} marks the stack's own login release, "
+            "which the tenant's admins may not give their objects",
+        ),
+    ]
+
+
+def admission_policy(
+    tenant: str,
+    storage_class: str,
+    admins_group: str | None,
+    subdomain: str,
+    login_release: str,
+) -> dict[str, Any]:
     """The `spec` of the tenant's ValidatingAdmissionPolicy (named as its binding's
-    `policyName`), over the namespaced objects of namespace `tenant` only."""
+    `policyName`), over the namespaced objects of namespace `tenant` only; `subdomain` is the
+    tenant's own DNS subdomain, `login_release` the name of the stack's login release."""
     mark = next(iter(OWNED))
     validations = [
         {
@@ -95,7 +262,10 @@ def admission_policy(tenant: str, storage_class: str, admins_group: str | None) 
             "reason": "Forbidden",
         }
     ]
+    validations += _placement(tenant)
     if admins_group is not None:
+        checks = _addresses(subdomain) + _offboarding(tenant, login_release)
+        validations += _admins(tenant, admins_group, checks)
         validations.append(
             {
                 "expression": (
@@ -121,12 +291,14 @@ def admission_policy(tenant: str, storage_class: str, admins_group: str | None) 
                 {
                     "apiGroups": ["*"],
                     "apiVersions": ["*"],
-                    "resources": ["*"],
+                    # Scale: `kubectl scale` writes a workload's replicas through it.
+                    "resources": ["*", "*/scale"],
                     "operations": operations,
                     "scope": "Namespaced",
                 }
             ],
         },
+        "variables": [{"name": "pod", "expression": _POD_SPEC}],
         "validations": validations,
     }
 

@@ -73,6 +73,9 @@ class TenantNamespaceArgs:
     admins_group: str | None
     # The one StorageClass a claim in the namespace may use (the admission policy holds it).
     storage_class: str
+    # The DNS names the admins' Services and Ingresses may claim: this and names under it.
+    dns_subdomain: str
+    login_release: str  # the stack's login release, whose label the admins may not use
     ldap_bind_secret_name: str
     # The platform's LDAP bind Secret's data, read from the auth namespace by the program.
     ldap_bind_data: pulumi.Input[dict[str, str]]
@@ -192,7 +195,13 @@ class TenantNamespace(pulumi.ComponentResource):
             kind="ValidatingAdmissionPolicy",
             metadata=object_metadata(f"{tenant}-isolation"),
             manifest={
-                "spec": admission_policy(tenant, args.storage_class, args.admins_group),
+                "spec": admission_policy(
+                    tenant,
+                    args.storage_class,
+                    args.admins_group,
+                    args.dns_subdomain,
+                    args.login_release,
+                ),
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
         )

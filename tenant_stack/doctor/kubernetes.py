@@ -111,10 +111,25 @@ ACCESS: tuple[Access, ...] = (
         "WekaStorage: the claims; live.py reads them for the preflight",
     ),
     Access(READ, "nodes", None, "live.py: the preflight's nodes"),
-    Access(READ, "deployments.apps", EVERY_NAMESPACE, "offboarding: the workloads it stops"),
-    Access(READ, "statefulsets.apps", EVERY_NAMESPACE, "offboarding: the workloads it stops"),
-    Access(("patch",), "deployments.apps/scale", EVERY_NAMESPACE, "offboarding: kubectl scale"),
-    Access(("patch",), "statefulsets.apps/scale", EVERY_NAMESPACE, "offboarding: kubectl scale"),
+    *(
+        Access(READ, kind, EVERY_NAMESPACE, "offboarding: the workloads it stops")
+        for kind in (
+            "deployments.apps",
+            "statefulsets.apps",
+            "replicasets.apps",
+            "daemonsets.apps",
+            "jobs.batch",
+            "cronjobs.batch",
+        )
+    ),
+    *(
+        Access(("patch",), f"{kind}/scale", EVERY_NAMESPACE, "offboarding: kubectl scale")
+        for kind in ("deployments.apps", "statefulsets.apps", "replicasets.apps")
+    ),
+    *(
+        Access(("patch",), kind, EVERY_NAMESPACE, "offboarding: suspends or parks them")
+        for kind in ("daemonsets.apps", "jobs.batch", "cronjobs.batch")
+    ),
     Access(
         ("get", "patch"),
         "configmaps",

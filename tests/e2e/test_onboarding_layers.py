@@ -6,6 +6,7 @@ destroys it and checks that every layer is gone."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -205,6 +206,170 @@ def test_step_3_admins_cannot_undo_their_isolation_and_still_run_their_workloads
     ):
         done = kubectl(*own, ns, *ADMIN)
         assert done.returncode == 0, (own, done.stderr)
+
+
+# Pod Security's restricted profile, which the namespace enforces: what every pod here carries.
+_POD = {
+    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [
+        {
+            "name": "train",
+            "image": "trainer:1",
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
+        }
+    ],
+}
+_SELECTOR = {"matchLabels": {"app": "train"}}
+_TEMPLATE = {"metadata": {"labels": {"app": "train"}}}
+
+
+def workload(kind: str, **pod: Any) -> dict[str, Any]:
+    """A `kind` (Pod or a workload) named `train` whose pod spec is restricted's plus `pod`."""
+    spec = {**_POD, **pod}
+    api = {"Pod": "v1", "Job": "batch/v1", "CronJob": "batch/v1"}.get(kind, "apps/v1")
+    body: dict[str, Any] = {"spec": spec}
+    if kind == "Job":
+        body = {"spec": {"template": {**_TEMPLATE, "spec": {**spec, "restartPolicy": "Never"}}}}
+    elif kind == "CronJob":
+        job = {"template": {**_TEMPLATE, "spec": {**spec, "restartPolicy": "Never"}}}
+        body = {"spec": {"schedule": "@daily", "jobTemplate": {"spec": job}}}
+    elif kind != "Pod":
+        body = {"spec": {"selector": _SELECTOR, "template": {**_TEMPLATE, "spec": spec}}}
+        if kind == "StatefulSet":
+            body["spec"]["serviceName"] = "train"
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": "train"}, **body}
+
+
+def service(**spec: Any) -> dict[str, Any]:
+    ports = [{"port": 8080}] if spec.get("type") != "ExternalName" else []
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "train", "annotations": spec.pop("annotations", {})},
+        "spec": {"selector": {"app": "train"}, "ports": ports, **spec},
+    }
+
+
+def ingress(host: str, tls_host: str) -> dict[str, Any]:
+    backend = {"service": {"name": "train", "port": {"number": 8080}}}
+    path = {"path": "/", "pathType": "Prefix", "backend": backend}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "train"},
+        "spec": {
+            "rules": [{"host": host, "http": {"paths": [path]}}],
+            "tls": [{"hosts": [tls_host], "secretName": "train-tls"}],
+        },
+    }
+
+
+BAR = "tenant-bar"
+OWN_TOLERATION = {"key": "reserved.tenant", "value": "tenant-foo", "effect": "NoSchedule"}
+DNS = "external-dns.alpha.kubernetes.io/hostname"
+
+
+def node_affinity(operator: str, *values: str, preferred: bool = False) -> dict[str, Any]:
+    expression: dict[str, Any] = {"key": "reserved.tenant", "operator": operator}
+    if values:
+        expression["values"] = list(values)
+    term = {"matchExpressions": [expression]}
+    if preferred:
+        rule: dict[str, Any] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": term}]
+        }
+    else:
+        rule = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    return {"nodeAffinity": rule}
+
+
+# What an admin might try, and the start of the API server's refusal.
+OUT_OF_BOUNDS = [
+    (workload("Pod", nodeName="gpu-14"), "a pod may not name its node"),
+    (workload("Deployment", nodeName="gpu-14"), "a pod template may not name its node"),
+    (
+        workload("Job", tolerations=[{**OWN_TOLERATION, "value": BAR}]),
+        "a pod may tolerate the taint reserved.tenant only for its own tenant",
+    ),
+    (
+        workload("CronJob", tolerations=[{"operator": "Exists"}]),
+        "a pod may tolerate the taint reserved.tenant only for its own tenant",
+    ),
+    (
+        workload("DaemonSet", nodeSelector={"reserved.tenant": BAR}),
+        "a pod may select nodes by reserved.tenant only for its own tenant's (tenant-foo)",
+    ),
+    (
+        workload("StatefulSet", affinity=node_affinity("In", BAR)),
+        "a pod's node affinity may name reserved.tenant only as 'In' its own tenant",
+    ),
+    (
+        workload("ReplicaSet", affinity=node_affinity("Exists", preferred=True)),
+        "a pod's node affinity may name reserved.tenant only as 'In' its own tenant",
+    ),
+    (service(type="LoadBalancer"), "a Service of the tenant's admins stays inside the cluster"),
+    (service(type="NodePort"), "a Service of the tenant's admins stays inside the cluster"),
+    (
+        service(type="ExternalName", externalName="auth.example.internal"),
+        "a Service of the tenant's admins stays inside the cluster",
+    ),
+    (
+        service(externalIPs=["10.0.0.9"]),
+        "a Service of the tenant's admins stays inside the cluster",
+    ),
+    (
+        service(
+            annotations={DNS: "app.tenant-foo.example.internal,login.tenant-bar.example.internal"}
+        ),
+        "must be under the tenant's own subdomain tenant-foo.example.internal",
+    ),
+    (
+        ingress("login.example.internal", "app.tenant-foo.example.internal"),
+        "an Ingress's hosts must be under the tenant's own subdomain tenant-foo.example.internal",
+    ),
+    (
+        ingress("app.tenant-foo.example.internal", "evil-tenant-foo.example.internal"),
+        "an Ingress's hosts must be under the tenant's own subdomain tenant-foo.example.internal",
+    ),
+]
+WITHIN = [
+    workload(
+        "Deployment",
+        tolerations=[OWN_TOLERATION],
+        nodeSelector={"reserved.tenant": "tenant-foo"},
+        affinity=node_affinity("In", "tenant-foo"),
+    ),
+    service(annotations={DNS: "app.tenant-foo.example.internal"}),
+    ingress("app.tenant-foo.example.internal", "tenant-foo.example.internal"),
+]
+
+
+def create(manifest: dict[str, Any], *identity: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl create --dry-run=server` of `manifest` in tenant-foo's namespace: admission
+    runs, nothing is made."""
+    return kubectl(
+        "create", "--dry-run=server", "--namespace=tenant-foo", "-f", "-", *identity,
+        stdin=json.dumps(manifest),
+    )  # fmt: skip
+
+
+def test_step_3_admins_cannot_run_pods_on_another_tenants_nodes_or_claim_others_names(
+    foo: Onboarded,
+) -> None:
+    for manifest, refusal in OUT_OF_BOUNDS:
+        refused = create(manifest, *ADMIN)
+        what = f"{manifest['kind']} {manifest['spec']}"
+        assert refused.returncode != 0, what
+        assert refusal in refused.stderr, (what, refused.stderr)
+    for manifest in WITHIN:
+        allowed = create(manifest, *ADMIN)
+        assert allowed.returncode == 0, (manifest, allowed.stderr)
+    # Where pods run is refused whoever asks: the API server holds it, not the admins' rights.
+    refused = create(workload("Pod", nodeName="gpu-14"))
+    assert "a pod may not name its node" in refused.stderr, refused.stderr
 
 
 CLAIM = """{{"apiVersion": "v1", "kind": "PersistentVolumeClaim",

@@ -1,13 +1,16 @@
 """A stage that fails halfway can be rolled back: what it kept stays declared from the moment it
 exists, though the namespace, which records what offboarding keeps, was not updated.
 
-One tenant of this run's own (the retention store keeps what it archives), walked to stage
-drained; stage archived then fails on the logs archive (the engine runs without SLURM_LOG_FILES)
-after the other archives were made; the rollback to active goes through with them kept."""
+One tenant of this run's own (the retention store keeps what it archives), running a workload
+of every kind, walked to stage drained (every workload stopped, and its admins held from
+starting more); stage archived then fails on the logs archive (the engine runs without
+SLURM_LOG_FILES) after the other archives were made; the rollback to active goes through with
+them kept, and every workload is as it was. The tests share the tenant, in the file's order."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from providers.kubernetes.workloads import PARKED_LABEL
 from providers.retention.client import RetentionStore
 from providers.retention.objects import tenant_prefix
 from sandbox.layout import SandboxLayout
@@ -91,12 +95,116 @@ def tenant(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> 
            "--stack", SLUG, timeout=900)  # fmt: skip
 
 
+# Pod Security's restricted profile, which the namespace enforces.
+POD = {
+    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [
+        {
+            "name": "work",
+            "image": "trainer:1",
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
+        }
+    ],
+}
+
+
+def template(name: str, **pod: Any) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": name}}, "spec": {**POD, **pod}}
+
+
+def apps(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    body = {"selector": {"matchLabels": {"app": name}}, "template": template(name), **spec}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name}, "spec": body}
+
+
+JOB = {"template": template("batch", restartPolicy="Never"), "backoffLimit": 0}
+# One object of each kind a tenant runs pods by, and a bare pod.
+WORKLOADS = [
+    apps("Deployment", "web", replicas=2),
+    apps("StatefulSet", "db", replicas=1, serviceName="db"),
+    apps("ReplicaSet", "rs", replicas=3),
+    apps("DaemonSet", "agent"),
+    {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch"}, "spec": JOB},
+    {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "@daily", "jobTemplate": {"spec": JOB}},
+    },
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "scratchpad"}, "spec": POD},
+]
+RUNNING = {
+    "Deployment/web": 2,
+    "StatefulSet/db": 1,
+    "ReplicaSet/rs": 3,
+    "DaemonSet/agent": "running",
+    "Job/batch": "running",
+    "CronJob/nightly": "running",
+    "Pod/scratchpad": "there",
+}
+
+
+def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["kubectl", "--namespace", SLUG, *args],
+        input=stdin, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def as_run() -> dict[str, object]:
+    """What stopping changes of each workload, as the API server holds it now."""
+    found = json.loads(kubectl("get", "deploy,sts,rs,ds,job,cronjob,pod", "-o", "json").stdout)
+    state: dict[str, object] = {}
+    for item in found["items"]:
+        kind, name, spec = item["kind"], item["metadata"]["name"], item["spec"]
+        owned = item["metadata"].get("ownerReferences")
+        if kind in ("Deployment", "StatefulSet") or (kind == "ReplicaSet" and not owned):
+            state[f"{kind}/{name}"] = spec["replicas"]
+        elif kind in ("Job", "CronJob"):
+            state[f"{kind}/{name}"] = "suspended" if spec.get("suspend") else "running"
+        elif kind == "DaemonSet":
+            selector = spec["template"]["spec"].get("nodeSelector") or {}
+            state[f"{kind}/{name}"] = "parked" if PARKED_LABEL in selector else "running"
+        elif kind == "Pod" and not owned:
+            state[f"{kind}/{name}"] = "there"
+    return state
+
+
+def test_drained_stops_every_workload_and_frozen_holds_the_admins_from_starting_more(
+    tenant: Tenant,
+) -> None:
+    listed = {"apiVersion": "v1", "kind": "List", "items": WORKLOADS}
+    made = kubectl("create", "-f", "-", stdin=json.dumps(listed))
+    assert made.returncode == 0, made.stderr
+    assert as_run() == RUNNING
+    tenant.at_stage("frozen")
+    tenant.pulumi("up", "--yes", "--skip-preview")
+    admin = ("--as", "d" + SUFFIX, "--as-group", f"{SLUG}-admins")
+    for attempt in (
+        ("scale", "deployment", "web", "--replicas=5"),
+        ("create", "deployment", "more", "--image=trainer:1", "--dry-run=server"),
+    ):
+        refused = kubectl(*attempt, *admin)
+        assert refused.returncode != 0, attempt
+        assert f"tenant {SLUG} is being offboarded (from stage frozen on)" in refused.stderr
+    tenant.at_stage("drained")
+    tenant.pulumi("up", "--yes", "--skip-preview")
+    assert as_run() == {
+        "Deployment/web": 0,
+        "StatefulSet/db": 0,
+        "ReplicaSet/rs": 0,
+        "DaemonSet/agent": "parked",
+        "Job/batch": "suspended",
+        "CronJob/nightly": "suspended",
+    }
+
+
 def test_a_stage_that_failed_after_keeping_some_archives_rolls_back(
     tenant: Tenant,
 ) -> None:
-    for stage in ("frozen", "drained"):
-        tenant.at_stage(stage)
-        tenant.pulumi("up", "--yes", "--skip-preview")
     tenant.at_stage("archived")
     failed = pulumi(
         {**tenant.env, "SLURM_LOG_FILES": ""}, tenant.project, "up", "--yes", "--skip-preview",
@@ -116,3 +224,5 @@ def test_a_stage_that_failed_after_keeping_some_archives_rolls_back(
     tenant.pulumi("up", "--yes", "--skip-preview")
     assert tenant.archives() == kept
     tenant.pulumi("preview", "--expect-no-changes")
+    # Every workload as it was; the bare pod, deleted at drained, is not remade.
+    assert as_run() == {k: v for k, v in RUNNING.items() if not k.startswith("Pod/")}

@@ -344,8 +344,20 @@ def test_the_admission_policy_guards_the_stacks_objects_and_the_tenants_class(
         "matchLabels": {"kubernetes.io/metadata.name": "tenant-foo"}
     }
     assert [rule["scope"] for rule in spec["matchConstraints"]["resourceRules"]] == ["Namespaced"]
-    claims, stack_objects = spec["validations"]
+    validations = {v["message"].split(" ")[1]: v for v in spec["validations"]}
+    claims, stack_objects = validations["PersistentVolumeClaim"], spec["validations"][-1]
     assert "object.spec.storageClassName == 'weka-tenant-foo'" in claims["expression"]
+    # Placement and addresses: named, and the subdomain is the tenant's own.
+    messages = " ".join(v["message"] for v in spec["validations"])
+    for phrase in (
+        "a pod may not name its node",
+        "a pod may tolerate the taint reserved.tenant only for its own tenant",
+        "a pod may select nodes by reserved.tenant only for its own tenant's (tenant-foo)",
+        "a Service of the tenant's admins stays inside the cluster",
+        "must be under the tenant's own subdomain tenant-foo.example.internal",
+    ):
+        assert phrase in messages
+    assert spec["variables"][0]["name"] == "pod"
     assert "'tenant-foo-admins' in request.userInfo.groups" in stack_objects["expression"]
     assert (
         "'pulumi.com/patchForce' in oldObject.metadata.annotations" in (stack_objects["expression"])
