@@ -23,7 +23,6 @@ import httpx
 import yaml
 
 from providers.authentik.client import AuthentikClient
-from providers.authentik.props import MARK_ATTRIBUTE, REHEARSAL_ATTRIBUTE
 from providers.authentik.settings import Settings as AuthentikSettings
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
@@ -46,27 +45,15 @@ def kubectl_json(*args: str) -> Any:
 
 
 def allow_rehearsal(tenant: str) -> None:
-    """Records that the tenant may be taken down as a rehearsal: on its namespace, and on its
-    users' tombstones where it was offboarded. What an operator with cluster and Authentik rights
-    does by hand to clear up a test tenant, since no spec may turn `lifecycle.rehearsal` on for a
-    tenant that was not one (the program's preflight)."""
+    """Records on the tenant's namespace that it may be taken down as a rehearsal: what an
+    operator with cluster rights does by hand to clear up a test tenant, since no spec may turn
+    `lifecycle.rehearsal` on for a tenant that was not one (the program's preflight)."""
     subprocess.run(
         ["kubectl", "annotate", "--overwrite", "namespace", tenant, f"{REHEARSAL_ANNOTATION}=true"],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
-        kept = [
-            user
-            for user in directory.users()
-            if not user.is_active and user.attributes.get(MARK_ATTRIBUTE) == tenant
-        ]
-    with authentik() as api:
-        for user in kept:
-            attributes = {**user.attributes, REHEARSAL_ATTRIBUTE: "true"}
-            patched = api.patch(f"/core/users/{user.pk}/", json={"attributes": attributes})
-            patched.raise_for_status()
 
 
 def authentik() -> httpx.Client:

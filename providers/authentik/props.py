@@ -18,7 +18,6 @@ __all__ = [
     "GID_ATTRIBUTE",
     "GROUP",
     "MARK_ATTRIBUTE",
-    "REHEARSAL_ATTRIBUTE",
     "SSH_KEYS_ATTRIBUTE",
     "UID_ATTRIBUTE",
     "USER",
@@ -33,13 +32,7 @@ MARK_ATTRIBUTE = "gpu_tenants_tenant"
 GID_ATTRIBUTE = "gidNumber"
 UID_ATTRIBUTE = "uidNumber"
 SSH_KEYS_ATTRIBUTE = "ssh_keys"
-# On an offboarded tenant's tombstones, set by hand by an Authentik admin: the tenant was only
-# ever a test, so a spec may bring it back as a rehearsal (tenant_stack/preflight.py). Never an
-# input, or a spec could arm it before its users become tombstones.
-REHEARSAL_ATTRIBUTE = "gpu_tenants_rehearsal"
-_MANAGED_ATTRIBUTES = frozenset(
-    {MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE, REHEARSAL_ATTRIBUTE}
-)
+_MANAGED_ATTRIBUTES = frozenset({MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE})
 
 
 def _hyphenated(value: Any, what: str, example: str, limit: int) -> str:
