@@ -98,7 +98,8 @@ class Workloads:
         ]
 
     def scale(self, replicas: Mapping[str, int]) -> None:
-        for workload, count in sorted(replicas.items()):
+        # A recorded count comes back from the engine as a float (2.0), which kubectl refuses.
+        for workload, count in sorted((name, int(n)) for name, n in replicas.items()):
             doing = f"scaling {workload} to {count}"
             self._run("scale", workload, f"--replicas={count}", doing=doing)
 
