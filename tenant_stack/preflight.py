@@ -11,7 +11,8 @@
   label and the stage annotation the program writes is another's, or a hand-made tenant's,
   which `import` brings in (its spec's `imported.adopt`).
 - `lifecycle.rehearsal` opens every delete gate, so it is fixed once the tenant exists: a spec
-  may turn it off, never on for a tenant whose namespace records that it was not one.
+  may turn it off, never on for a tenant whose namespace records that it was not one, nor for
+  an offboarded tenant whose namespace is gone but whose users' tombstones Authentik keeps.
 - The directory hands no number the spec pins to anyone else (a staff user, a platform group:
   that tenant would own their files on the shared filesystems), and no user or group the spec
   names exists in Authentik as someone else's (without this tenant's mark), unless `import`
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from providers.authentik.props import MARK_ATTRIBUTE
+from providers.authentik.props import KEPT_UNTIL_ATTRIBUTE, MARK_ATTRIBUTE
 from tenant_stack.annotations import STAGE_ANNOTATION, TENANT_NAMESPACE_LABEL
 from tenant_stack.errors import Problem
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
@@ -193,18 +194,44 @@ def check_namespace(
     ]
 
 
-def check_rehearsal(wanted: bool, live: LiveCluster) -> list[Problem]:
-    """A refusal of `lifecycle.rehearsal: true` for a tenant whose namespace records it was
-    not a rehearsal: a rehearsal's delete gates are open, so a tenant that may hold data
-    cannot become one."""
-    if not wanted or not live.namespace_exists or live.rehearsal is not False:
+def check_rehearsal(
+    wanted: bool, live: LiveCluster, tenant: str, users: Sequence[User]
+) -> list[Problem]:
+    """A refusal of `lifecycle.rehearsal: true` for a tenant that may hold data: one whose
+    namespace records it was not a rehearsal, or, its namespace gone, one whose users' tombstones
+    Authentik keeps with the day they are kept until (only an offboarding writes it; a
+    rehearsal's destroy only disables). A rehearsal's gates are open: it would reactivate the
+    tombstones, and its destroy deletes with no archive, snapshot or sign-off."""
+    if not wanted:
         return []
+    if live.namespace_exists:
+        if live.rehearsal is not False:
+            return []
+        why = "this tenant exists and was not onboarded as a rehearsal"
+        instead = "offboard it through the stages instead"
+    else:
+        kept = sorted(
+            user.username
+            for user in users
+            if user.attributes.get(MARK_ATTRIBUTE) == tenant
+            and KEPT_UNTIL_ATTRIBUTE in user.attributes
+        )
+        if not kept:
+            return []
+        why = (
+            "this tenant was offboarded and Authentik keeps its users' tombstones "
+            f"({', '.join(kept)}), which a rehearsal would reactivate"
+        )
+        instead = (
+            "onboard it again without rehearsal (lifecycle.restore brings back what offboarding "
+            "kept); if it was only ever a test tenant, an Authentik admin removes the attribute "
+            f"{KEPT_UNTIL_ATTRIBUTE} from those users"
+        )
     return [
         Problem(
             "lifecycle.rehearsal",
-            "true refused: this tenant exists and was not onboarded as a rehearsal, and a "
-            "rehearsal's destroy deletes its data with no archive, snapshot or sign-off; "
-            "offboard it through the stages instead",
+            f"true refused: {why}, and a rehearsal's destroy deletes its data with no archive, "
+            f"snapshot or sign-off; {instead}",
         )
     ]
 

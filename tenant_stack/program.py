@@ -87,7 +87,6 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
                 f"tenant_stack import {spec.slug}` again and use the spec it writes",
             )
         )
-    refusals += check_rehearsal(spec.lifecycle.rehearsal, live)
     refusals += check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
     refusals += fleet_refusals(spec, platform, spec_path)
@@ -97,6 +96,7 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
 
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
         users, groups = directory.users(), directory.groups()
+    refusals += check_rehearsal(spec.lifecycle.rehearsal, live, spec.slug, users)
     refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopted)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.reservation.nodes:

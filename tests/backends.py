@@ -23,6 +23,7 @@ import httpx
 import yaml
 
 from providers.authentik.client import AuthentikClient
+from providers.authentik.props import KEPT_UNTIL_ATTRIBUTE, MARK_ATTRIBUTE
 from providers.authentik.settings import Settings as AuthentikSettings
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
@@ -45,15 +46,28 @@ def kubectl_json(*args: str) -> Any:
 
 
 def allow_rehearsal(tenant: str) -> None:
-    """Records on the tenant's namespace that it may be taken down as a rehearsal: what an
-    operator with cluster rights does by hand to clear up a test tenant, since no spec may turn
-    `lifecycle.rehearsal` on for a tenant that was not one (the program's preflight)."""
+    """Lets the tenant be taken down as a rehearsal: recorded on its namespace, and, where it was
+    offboarded, its users' tombstones no longer say until when they are kept. What an operator
+    with cluster and Authentik rights does by hand to clear up a test tenant, since no spec may
+    turn `lifecycle.rehearsal` on for a tenant that was not one (the program's preflight)."""
     subprocess.run(
         ["kubectl", "annotate", "--overwrite", "namespace", tenant, f"{REHEARSAL_ANNOTATION}=true"],
         capture_output=True,
         text=True,
         timeout=60,
     )
+    with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
+        kept = [
+            user
+            for user in directory.users()
+            if user.attributes.get(MARK_ATTRIBUTE) == tenant
+            and KEPT_UNTIL_ATTRIBUTE in user.attributes
+        ]
+    with authentik() as api:
+        for user in kept:
+            attributes = {k: v for k, v in user.attributes.items() if k != KEPT_UNTIL_ATTRIBUTE}
+            patched = api.patch(f"/core/users/{user.pk}/", json={"attributes": attributes})
+            patched.raise_for_status()
 
 
 def authentik() -> httpx.Client:

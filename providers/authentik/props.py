@@ -17,6 +17,7 @@ from providers.identities import EMAIL, HYPHENATED, MAX_ID
 __all__ = [
     "GID_ATTRIBUTE",
     "GROUP",
+    "KEPT_UNTIL_ATTRIBUTE",
     "MARK_ATTRIBUTE",
     "SSH_KEYS_ATTRIBUTE",
     "UID_ATTRIBUTE",
@@ -32,7 +33,15 @@ MARK_ATTRIBUTE = "gpu_tenants_tenant"
 GID_ATTRIBUTE = "gidNumber"
 UID_ATTRIBUTE = "uidNumber"
 SSH_KEYS_ATTRIBUTE = "ssh_keys"
-_MANAGED_ATTRIBUTES = frozenset({MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE})
+# On the tombstone of a user of a tenant offboarded for real: the day it is kept until (the
+# stack's `retention_until`), written when the user becomes one. A rehearsal's destroy only
+# disables its users, so the preflight reads this as "this tenant was offboarded and may hold
+# data". An Authentik admin removes it from a test tenant's tombstones to let the tenant go as a
+# rehearsal.
+KEPT_UNTIL_ATTRIBUTE = "gpu_tenants_kept_until"
+_MANAGED_ATTRIBUTES = frozenset(
+    {MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE, KEPT_UNTIL_ATTRIBUTE}
+)
 
 
 def _hyphenated(value: Any, what: str, example: str, limit: int) -> str:

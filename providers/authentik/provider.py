@@ -29,6 +29,7 @@ from pulumi.dynamic import (
 from providers.authentik.props import (
     GID_ATTRIBUTE,
     GROUP,
+    KEPT_UNTIL_ATTRIBUTE,
     MARK_ATTRIBUTE,
     SSH_KEYS_ATTRIBUTE,
     UID_ATTRIBUTE,
@@ -266,15 +267,20 @@ def _member_groups(client: AuthentikClient, names: list[str], doing: str) -> lis
     return groups
 
 
-def _user_attributes(live: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        **live,
+def _user_attributes(
+    live: Mapping[str, Any], inputs: Mapping[str, Any], until: str | None
+) -> dict[str, Any]:
+    attributes = {
+        **{k: v for k, v in live.items() if k != KEPT_UNTIL_ATTRIBUTE},
         # Strings: Authentik 2024.10 ignores integer uidNumber/gidNumber.
         UID_ATTRIBUTE: str(int(inputs["uid"])),
         GID_ATTRIBUTE: str(int(inputs["gid"])),
         SSH_KEYS_ATTRIBUTE: join_keys(list(inputs["ssh_keys"])),
         MARK_ATTRIBUTE: inputs["tenant"],
     }
+    if until is not None:
+        attributes[KEPT_UNTIL_ATTRIBUTE] = until
+    return attributes
 
 
 def _user_outputs(
@@ -305,10 +311,11 @@ def _apply_user(
     inputs: Mapping[str, Any],
     wanted: list[Group],
     previous: Mapping[str, Any],
+    until: str | None,
 ) -> User:
-    """PATCH the user to the inputs. A PATCH with `groups` sets the whole membership, so it lists
-    the groups this tenant does not manage as they are, and of the managed ones exactly those
-    wanted."""
+    """PATCH the user to the inputs, a tombstone's with the day it is kept until. A PATCH with
+    `groups` sets the whole membership, so it lists the groups this tenant does not manage as
+    they are, and of the managed ones exactly those wanted."""
     tenants = {inputs["tenant"], previous.get("tenant", inputs["tenant"])}
     names = {*inputs["groups"], *(previous.get("groups") or ())}
     kept = [g.pk for g in _user_groups(client, user) if not _manages(g, tenants, names)]
@@ -318,7 +325,7 @@ def _apply_user(
         email=inputs["email"],
         is_active=inputs.get("active", True),
         groups=[*kept, *(g.pk for g in wanted if g.pk not in kept)],
-        attributes=_user_attributes(user.attributes, inputs),
+        attributes=_user_attributes(user.attributes, inputs, until),
     )
 
 
@@ -357,23 +364,26 @@ class TenantUserProvider(SchemaProvider):
         with _client() as client:
             wanted = _member_groups(client, list(props["groups"]), doing)
             existing = client.find_user(username)
+            tombstone = _tombstone(props, {})
             if existing is None:
                 user = client.create_user(
                     username=username,
                     name=props["name"],
                     email=props["email"],
                     groups=[g.pk for g in wanted],
-                    attributes=_user_attributes({}, props),
+                    attributes=_user_attributes({}, props, tombstone["retention_until"]),
                 )
             else:
                 what = f"user {username!r}"
                 _require_mark(existing.attributes, props, str(existing.pk), what, doing)
                 if existing.attributes.get(MARK_ATTRIBUTE) is None:
                     _refuse_unadoptable(existing, wanted, doing)
-                user = _apply_user(client, existing, props, wanted, {})
+                user = _apply_user(
+                    client, existing, props, wanted, {}, tombstone["retention_until"]
+                )
             outputs = _user_outputs(client, user, tenant, props["groups"])
             erased = _forget_logins(client, user, props)
-            return CreateResult(str(user.pk), {**outputs, **_tombstone(props, {}), **erased})
+            return CreateResult(str(user.pk), {**outputs, **tombstone, **erased})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         with _client() as client:
@@ -391,10 +401,11 @@ class TenantUserProvider(SchemaProvider):
             if user is None:
                 raise _gone(doing, f"user {news['username']!r}", id_)
             wanted = _member_groups(client, list(news["groups"]), doing)
-            user = _apply_user(client, user, news, wanted, olds)
+            tombstone = _tombstone(news, olds)
+            user = _apply_user(client, user, news, wanted, olds, tombstone["retention_until"])
             outputs = _user_outputs(client, user, news["tenant"], news["groups"])
             erased = _forget_logins(client, user, news)
-            return UpdateResult({**outputs, **_tombstone(news, olds), **erased})
+            return UpdateResult({**outputs, **tombstone, **erased})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """Offboarding step 5: disable (never delete) and remove from the tenant's groups; for a

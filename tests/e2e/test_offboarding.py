@@ -586,10 +586,17 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
     assert labelled(SLUG) == []
     assert sacctmgr("show", "account", SLUG) == []
     assert "not found" in show_partition(SLUG)
+    kept_until = {
+        r["outputs"]["username"]: r["outputs"]["retention_until"]
+        for r in bar.state()
+        if r["type"] == "pulumi-python:dynamic/authentik:TenantUser"
+    }
     for user in USERS:
         found = authentik_user(user)
         assert found["is_active"] is False
         assert found["groups"] == []
+        # What tells the preflight, once the namespace is gone, that this was no rehearsal.
+        assert found["attributes"]["gpu_tenants_kept_until"] == kept_until[user]
     code, report = verify_offboarded(bar)
     assert (code, report["ok"]) == (0, True), report
 

@@ -342,6 +342,20 @@ def test_a_restore_after_the_destroy_makes_each_filesystem_from_its_snapshot(foo
     assert weka_org(SLUG) is None
 
 
+def test_an_offboarded_tenant_cannot_come_back_as_a_rehearsal(foo: Foo) -> None:
+    """Its namespace is gone, but Authentik keeps its users' tombstones, which a rehearsal would
+    reactivate and its destroy delete with nothing kept."""
+    foo.edit(stage="destroy", sign_off=SIGN_OFF, restore=False, rehearsal=True)
+    refused = pulumi(foo.env, foo.project, "preview", "--stack", SLUG)
+    printed = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert (
+        f"{foo.spec_file}: lifecycle.rehearsal: true refused: this tenant was offboarded and "
+        "Authentik keeps its users' tombstones (alice, bob, carol)"
+    ) in printed, printed
+    foo.edit(stage="destroy", sign_off=SIGN_OFF, restore=False, rehearsal=False)
+
+
 def retention(foo: Foo, *args: str, now: date) -> dict[str, Any]:
     """`python -m tenant_stack retention <args> --now <now> --json` on foo's project: its JSON."""
     result = retention_command(foo.env, foo.project, *args, "--now", str(now), "--json")

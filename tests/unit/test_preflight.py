@@ -514,12 +514,49 @@ def test_a_namespace_that_is_not_this_tenants_is_refused_unless_import_recorded_
 def test_rehearsal_may_be_turned_off_but_never_on_once_the_tenant_exists(tmp_path: Path) -> None:
     live = namespace_of(tmp_path, ours(**{REHEARSAL: "false"}))
     assert live.rehearsal is False
-    [refusal] = check_rehearsal(True, live)
+    [refusal] = check_rehearsal(True, live, "tenant-foo", [])
     assert refusal.location == "lifecycle.rehearsal"
     assert "was not onboarded as a rehearsal" in refusal.message
-    assert check_rehearsal(False, live) == []
-    assert check_rehearsal(True, namespace_of(tmp_path, ours(**{REHEARSAL: "true"}))) == []
-    assert check_rehearsal(True, namespace_of(tmp_path, None)) == []  # its first `up`
+    assert check_rehearsal(False, live, "tenant-foo", []) == []
+    rehearsed = namespace_of(tmp_path, ours(**{REHEARSAL: "true"}))
+    assert check_rehearsal(True, rehearsed, "tenant-foo", []) == []
+    assert check_rehearsal(True, namespace_of(tmp_path, None), "tenant-foo", []) == []  # first up
+
+
+def tombstone(pk: int, username: str, tenant: str, **attributes: Any) -> User:
+    return User.from_api(
+        {
+            "pk": pk,
+            "uuid": f"u-{pk}",
+            "username": username,
+            "is_active": False,
+            "attributes": {"gpu_tenants_tenant": tenant, **attributes},
+        }
+    )
+
+
+def test_an_offboarded_tenant_whose_tombstones_are_kept_is_never_brought_back_as_a_rehearsal(
+    tmp_path: Path,
+) -> None:
+    gone = namespace_of(tmp_path, None)
+    until = {"gpu_tenants_kept_until": "2033-12-05"}
+    kept = [
+        tombstone(7, "bob", "tenant-foo", **until),
+        tombstone(6, "alice", "tenant-foo", **until),
+    ]
+    [refusal] = check_rehearsal(True, gone, "tenant-foo", kept)
+    assert refusal.location == "lifecycle.rehearsal"
+    assert "tombstones (alice, bob)" in refusal.message
+    assert "removes the attribute gpu_tenants_kept_until" in refusal.message
+    assert check_rehearsal(False, gone, "tenant-foo", kept) == []
+    # Another tenant's tombstones, an active user, and users a rehearsal's destroy disabled (or
+    # whose day an admin removed) are no bar.
+    others = [
+        tombstone(8, "dave", "tenant-bar", **until),
+        directory_user(9, "carol", gpu_tenants_tenant="tenant-foo"),
+        tombstone(10, "erin", "tenant-foo"),
+    ]
+    assert check_rehearsal(True, gone, "tenant-foo", others) == []
 
 
 # --- what Authentik already holds -----------------------------------------------------------------
