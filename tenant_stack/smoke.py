@@ -93,7 +93,8 @@ def run_smoke(
 
     def outcome(name: str) -> tuple[JobRecord, list[str], str]:
         record = records[submitted[name]]
-        return record, list(record.hosts), jobs.read(_output(output_dir, name, record.id))
+        printed = jobs.read(_output(output_dir, name, record.id), user.uid, spec.identity.gid)
+        return record, list(record.hosts), printed
 
     min_busbw = platform.skus[spec.contract.gpu_sku].min_all_reduce_busbw_gbps
     two_nodes, ran_on, printed = outcome(_TWO_NODES)

@@ -2,6 +2,10 @@
 (`nvidia-smi -L`, `nvidia-smi --query-gpu`, nccl-tests' `all_reduce_perf`, `dd`, `df -h`) and
 the jobs' accounting records. Each check passes or fails with its evidence, and a failure
 carries the runbook's fix for its cause.
+
+The evidence holds what was read out of the output and checked (counts, figures, a GPU model, a
+mount), never the output itself: the job's user writes it, and the evidence goes into the
+handover sheet and the tenant's ledger. The output stays in the run's directory.
 """
 
 from __future__ import annotations
@@ -45,7 +49,10 @@ FIX_SCRATCH = (
 )
 
 _LISTED = re.compile(r"GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)\s*")
-_QUERIED = re.compile(r"([^,]+), (\d+) MiB\s*")
+# A GPU model as nvidia-smi names one (`NVIDIA H100 80GB HBM3`).
+_QUERIED = re.compile(r"([A-Za-z0-9][A-Za-z0-9 ._()/-]{0,63}), (\d+) MiB\s*")
+# A size or a mount point as df prints one.
+_DF_FIELD = re.compile(r"[A-Za-z0-9_.,:/@+-]{1,128}")
 # A result row of nccl-tests: size, count, type, redop, root, then time, algbw, busbw and #wrong
 # out of place and in place.
 _ROW = re.compile(
@@ -54,7 +61,6 @@ _ROW = re.compile(
     r"\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)\s*"
 )
 _COPIED = re.compile(r"^(\d+) bytes .* copied")
-_TAIL = 3
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,7 @@ def df_mount(output: str) -> tuple[str, str] | None:
     for header, line in itertools.pairwise(lines):
         if header.split()[:1] == ["Filesystem"] and header.rstrip().endswith("Mounted on"):
             fields = line.split()
-            if len(fields) >= 6:
+            if len(fields) >= 6 and all(_DF_FIELD.fullmatch(f) for f in (fields[1], fields[-1])):
                 return fields[1], fields[-1]
     return None
 
@@ -125,13 +131,8 @@ def _copied(output: str) -> list[int]:
     ]
 
 
-def _tail(output: str) -> str:
-    lines = [line for line in output.replace("\r", "\n").splitlines() if line.strip()]
-    return " / ".join(lines[-_TAIL:]) or "no output"
-
-
-def _ran(record: JobRecord, output: str) -> str:
-    return f"job {record.state.lower()} ({record.exit_code}): {_tail(output)}"
+def _ran(record: JobRecord) -> str:
+    return f"job {record.state.lower()} ({record.exit_code}); its output is in the run's directory"
 
 
 def judge_partition(
@@ -165,7 +166,7 @@ def judge_gpus(record: JobRecord, nodes: Sequence[str], output: str, asked: int)
         evidence = f"nvidia-smi -L lists {len(listed)} GPUs to a job that asked for {asked}"
         return Verdict("7a GPUs", record.id, node, False, evidence, FIX_CONSTRAIN_DEVICES)
     if record.state != "COMPLETED" or len(listed) != asked:
-        evidence = f"{len(listed)} of {asked} GPUs listed; {_ran(record, output)}"
+        evidence = f"{len(listed)} of {asked} GPUs listed; {_ran(record)}"
         return Verdict("7a GPUs", record.id, node, False, evidence)
     models = ", ".join(gpus_queried(output)) or "no --query-gpu line"
     return Verdict("7a GPUs", record.id, node, True, f"{asked} GPU seen: {models}")
@@ -189,7 +190,7 @@ def judge_all_reduce(
         )
     result = all_reduce(output)
     if record.state != "COMPLETED" or result is None or len(set(nodes)) != 2:
-        evidence = f"on {len(set(nodes))} node(s); {_ran(record, output)}"
+        evidence = f"on {len(set(nodes))} node(s); {_ran(record)}"
         return Verdict("7b all-reduce", record.id, node, False, evidence)
     at = f"busbw {result.busbw:g} GB/s at {result.size} B (the SKU's bar: {min_busbw:g} GB/s)"
     if result.wrong:
@@ -213,7 +214,7 @@ def judge_scratch(record: JobRecord, nodes: Sequence[str], output: str, scratch:
         return Verdict("7c scratch", record.id, node, False, evidence, FIX_SCRATCH)
     copies = _copied(output)
     if record.state != "COMPLETED" or mount is None or len(copies) < 2:
-        return Verdict("7c scratch", record.id, node, False, _ran(record, output))
+        return Verdict("7c scratch", record.id, node, False, _ran(record))
     written = copies[0] // 2**20
     evidence = f"wrote and read back {written} MiB; df -h: {mount[0]} on {mount[1]}"
     return Verdict("7c scratch", record.id, node, True, evidence)

@@ -1,7 +1,8 @@
 """Batch jobs submitted for a user and followed to their end: what runbook step 7's smoke tests do
 from the login pod. Run as root (or SlurmUser) where the transport runs, the job is submitted
 with `sbatch --uid --gid`, so it runs as the tenant's user exactly as their own would; its output
-goes to a directory made for that user, read back through the same transport.
+goes to a directory the user makes, read back as the user through the same transport: no file
+work as root in a place the tenant can write.
 
 A job is known by its id and by when slurmctld took it (its submit time). slurmdbd keeps every
 run of a job id, and Slurm gives an id again once slurmctld's state is lost or its ids wrap past
@@ -89,10 +90,11 @@ class BatchJobs:
     def make_output_dir(self, path: str, uid: int, gid: int) -> None:
         """A new directory only the user (and root) may enter, for the jobs' output; a
         SlurmCommandError, and nothing changed, when `path` exists already."""
-        doing = f"making the job output directory {path}"
-        fresh = "name a directory that does not exist yet (its parent may)"
-        for argv in commands.private_directory(path, uid, gid):
-            self.runner.must(argv, doing, fresh)
+        doing = f"making the job output directory {path} as uid {uid}"
+        fresh = (
+            "name a directory that does not exist yet, in one that does and that the user may write"
+        )
+        self.runner.must(commands.private_directory(path, uid, gid), doing, fresh)
 
     def submit(
         self,
@@ -153,9 +155,10 @@ class BatchJobs:
     def cancel(self, jobs: Sequence[str]) -> None:
         self.runner.must(commands.cancel(jobs), f"cancelling jobs {', '.join(jobs)}")
 
-    def read(self, path: str) -> str:
-        """A job's output file; "" if it has not written one."""
-        result = self.runner.result(commands.cat(path))
+    def read(self, path: str, uid: int, gid: int) -> str:
+        """A job's output file, read as the job's user (the directory is theirs: root would
+        follow a link they planted to any file); "" if it has not written one."""
+        result = self.runner.result(commands.as_user(uid, gid, commands.cat(path)))
         return result.stdout if result.ok else ""
 
     def partition_nodes(self, partition: str) -> list[str]:

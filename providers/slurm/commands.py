@@ -114,17 +114,18 @@ def sacct(
     ]
 
 
-def private_directory(path: str, uid: int, gid: int) -> list[list[str]]:
-    """The commands that make a new directory on the host the transport reaches, that only
-    `uid` (and root) may enter: its parents as needed, then the directory itself, which must
-    not exist (an existing one may be someone else's, and would be handed over), then its
-    owner."""
-    parent = path.rstrip("/").rpartition("/")[0] or "/"
-    return [
-        ["mkdir", "-p", "--", parent],
-        ["mkdir", "-m", "0700", "--", path],
-        ["chown", f"{uid}:{gid}", "--", path],
-    ]
+def as_user(uid: int, gid: int, argv: Sequence[str]) -> list[str]:
+    """`argv` run with the user's uid and gid and no other group (util-linux's setpriv). File
+    work in a directory the tenant's users can write is done as the user: a link a user planted
+    there, or swapped in between two calls, reaches only what that user could reach anyway."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *argv]
+
+
+def private_directory(path: str, uid: int, gid: int) -> list[str]:
+    """The command that makes a new directory on the host the transport reaches that only `uid`
+    (and root) may enter: made by the user, so it is theirs without a chown. It must not exist
+    (an existing one may be someone else's), and its parent must."""
+    return as_user(uid, gid, ["mkdir", "-m", "0700", "--", path])
 
 
 def sdiag() -> list[str]:
@@ -132,8 +133,9 @@ def sdiag() -> list[str]:
 
 
 def cat(path: str) -> list[str]:
-    """A file on the host the transport reaches (a log, the controller's copy of a ConfigMap)."""
-    return ["cat", path]
+    """A platform file on the host the transport reaches (a log, the controller's copy of a
+    ConfigMap); a file in a tenant's directory is read `as_user`."""
+    return ["cat", "--", path]
 
 
 def job_records(jobs: Sequence[str], fields: str) -> list[str]:

@@ -24,7 +24,7 @@ from tenant_stack.commands.terminal import table
 
 # Where the jobs' output goes when run through the login pod: a filesystem the login pod and
 # the nodes both mount. On this host (`--via local`), the nodes share its /tmp.
-_SHARED_OUTPUT = "/scratch/{slug}/.gpu-tenants-smoke/{stamp}"
+_SHARED_OUTPUT = "/scratch/{slug}/.gpu-tenants-smoke-{stamp}"
 _LOCAL_OUTPUT = "/tmp/gpu-tenants-smoke-{slug}-{stamp}"
 
 
@@ -61,9 +61,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     command.add_argument(
         "--output-dir",
-        help="a new directory for the jobs' output, as the nodes see it; it must not exist "
-        "(default: /tmp/gpu-tenants-smoke-<slug>-<time> locally, "
-        "/scratch/<slug>/.gpu-tenants-smoke/<time> through the login pod)",
+        help="a new directory for the jobs' output, as the nodes see it, made by the user: it "
+        "must not exist, and its parent must, writable by the user (default: "
+        "/tmp/gpu-tenants-smoke-<slug>-<time> locally, /scratch/<slug>/.gpu-tenants-smoke-<time> "
+        "through the login pod)",
     )
     command.add_argument(
         "--write-mib",

@@ -26,9 +26,13 @@ Where pods run and what names they claim are the tenant's only:
   Service is made by the platform's Helm controller, not by them.
 
 And offboarding holds: from stage frozen on (the namespace's stage annotation), the admins
-start no work: no pod or workload created or changed, nothing scaled; and they may never label
-an object as the login release's (`app.kubernetes.io/instance: <release>`), which offboarding's
-drain leaves running until stage snapshotted.
+start no work: no pod or workload created or changed, nothing scaled.
+
+The login release runs in the namespace but is the platform's: its pods hold the LDAP bind, and
+offboarding's drain leaves it running until stage snapshotted. The admins may not exec into,
+attach to or port-forward to its pods (a CONNECT names only the pod, so the release's names are
+reserved: no object of theirs is named `<release>` or `<release>-...`), change or delete what it
+made, or label anything as its (`app.kubernetes.io/instance: <release>`).
 """
 
 from __future__ import annotations
@@ -95,9 +99,10 @@ def _quoted(text: str) -> str:
     return f"'{text}'"
 
 
-# The pod spec of a pod or of a workload's pod template; null for every other kind.
+# The pod spec of a pod or of a workload's pod template; null for every other kind, and for a
+# CONNECT (exec, attach, port-forward), whose object is the options of the connection.
 _POD_SPEC = (
-    "object == null ? null : "
+    "object == null || request.operation == 'CONNECT' ? null : "
     "object.kind == 'Pod' ? object.spec : "
     "object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : "
     "object.kind in ['Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job', "
@@ -162,11 +167,12 @@ def _placement(tenant: str) -> list[dict[str, Any]]:
 
 
 def _admins(tenant: str, admins_group: str, checks: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """The validations of `checks` ((expression, message) pairs), for the admins' requests."""
+    """The validations of `checks` ((expression, message) pairs), for the admins' requests;
+    each check reads `object` (null at DELETE) and `oldObject` (null at CREATE and CONNECT)."""
     return [
         {
             "expression": (
-                "object == null || !has(request.userInfo.groups) || "
+                "!has(request.userInfo.groups) || "
                 f"!({_quoted(admins_group)} in request.userInfo.groups) || ({expression})"
             ),
             "message": f"{message}; ask the platform operators (namespace {tenant})",
@@ -179,6 +185,7 @@ def _admins(tenant: str, admins_group: str, checks: list[tuple[str, str]]) -> li
 def _addresses(subdomain: str) -> list[tuple[str, str]]:
     """What names and addresses the admins' Services and Ingresses may take."""
     own_name = f"(h == {_quoted(subdomain)} || h.endsWith({_quoted('.' + subdomain)}))"
+    written = "object == null || request.operation == 'CONNECT' || "
     checks = [
         (
             "object.kind != 'Service' || ((!has(object.spec.type) || "
@@ -201,7 +208,7 @@ def _addresses(subdomain: str) -> list[tuple[str, str]]:
             f"an Ingress's hosts must be under the tenant's own subdomain {subdomain}",
         ),
     ]
-    return checks
+    return [(written + expression, message) for expression, message in checks]
 
 
 _WORKLOADS = (
@@ -211,27 +218,61 @@ _WORKLOADS = (
 _INSTANCE_LABEL = "app.kubernetes.io/instance"
 
 
-def _offboarding(tenant: str, login_release: str) -> list[tuple[str, str]]:
-    """What offboarding needs the admins not to do: start work once the tenant is frozen, and
-    pass their workloads off as the login release, which the drain leaves running."""
+def _offboarding(tenant: str) -> list[tuple[str, str]]:
+    """What offboarding needs the admins not to do: start work once the tenant is frozen."""
     stage = f"namespaceObject.metadata.annotations[{_quoted(STAGE_ANNOTATION)}]"
     stopped = ", ".join(_quoted(s) for s in STAGES[STAGES.index("frozen") :])
-    instance = _quoted(_INSTANCE_LABEL)
     return [
         (
-            f"request.operation == 'DELETE' || !(object.kind in {_WORKLOADS}) || "
+            f"request.operation in ['DELETE', 'CONNECT'] || !(object.kind in {_WORKLOADS}) || "
             "!has(namespaceObject.metadata.annotations) || "
             f"!({_quoted(STAGE_ANNOTATION)} in namespaceObject.metadata.annotations) || "
             f"!({stage} in [{stopped}])",
             f"tenant {tenant} is being offboarded (from stage frozen on): its admins start no "
             "pod or workload and scale nothing",
         ),
+    ]
+
+
+def _login_release(release: str) -> list[tuple[str, str]]:
+    """The login release is the platform's, though it runs in the tenant's namespace: its pods
+    hold the LDAP bind and, for smoke, a Slurm client. The admins do not connect to its pods (a
+    CONNECT carries only the pod's name, so the release's names are the platform's: no object of
+    the admins is named `<release>` or `<release>-...`), change or delete what it made (labelled
+    as its instance), or label anything as its."""
+    instance, name = _quoted(_INSTANCE_LABEL), _quoted(release)
+    ours = f"(n == {name} || n.startsWith({_quoted(release + '-')}))"
+
+    def labelled(which: str) -> str:
+        return (
+            f"{which} != null && has({which}.metadata.labels) && "
+            f"{instance} in {which}.metadata.labels && "
+            f"{which}.metadata.labels[{instance}] == {name}"
+        )
+
+    return [
         (
-            "!has(object.metadata.labels) || "
-            f"!({instance} in object.metadata.labels) || "
-            f"object.metadata.labels[{instance}] != {_quoted(login_release)}",
-            f"the label {_INSTANCE_LABEL}={login_release} marks the stack's own login release, "
-            "which the tenant's admins may not give their objects",
+            f"request.operation != 'CONNECT' || ![request.name].all(n, {ours})",
+            f"the pods of the login release {release} are the platform's: the tenant's admins "
+            "may not exec into, attach to or port-forward to them",
+        ),
+        (
+            "request.operation != 'CREATE' || object == null || "
+            "[has(object.metadata.name) ? object.metadata.name : '', "
+            "has(object.metadata.generateName) ? object.metadata.generateName : '']"
+            f".all(n, !{ours})",
+            f"names {release} and {release}-... are the login release's, which the tenant's "
+            "admins may not give their objects",
+        ),
+        (
+            f"request.operation == 'CONNECT' || !({labelled('oldObject')})",
+            f"this object is the login release {release}'s, which the tenant's admins may not "
+            "change or delete",
+        ),
+        (
+            f"request.operation == 'CONNECT' || !({labelled('object')})",
+            f"the label {_INSTANCE_LABEL}={release} marks the stack's own login release, which "
+            "the tenant's admins may not give their objects",
         ),
     ]
 
@@ -264,7 +305,7 @@ def admission_policy(
     ]
     validations += _placement(tenant)
     if admins_group is not None:
-        checks = _addresses(subdomain) + _offboarding(tenant, login_release)
+        checks = _addresses(subdomain) + _offboarding(tenant) + _login_release(login_release)
         validations += _admins(tenant, admins_group, checks)
         validations.append(
             {
@@ -282,7 +323,6 @@ def admission_policy(
                 "reason": "Forbidden",
             }
         )
-    operations = ["CREATE", "UPDATE", "DELETE"]
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -293,9 +333,16 @@ def admission_policy(
                     "apiVersions": ["*"],
                     # Scale: `kubectl scale` writes a workload's replicas through it.
                     "resources": ["*", "*/scale"],
-                    "operations": operations,
+                    "operations": ["CREATE", "UPDATE", "DELETE"],
                     "scope": "Namespaced",
-                }
+                },
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "resources": ["pods/exec", "pods/attach", "pods/portforward"],
+                    "operations": ["CONNECT"],
+                    "scope": "Namespaced",
+                },
             ],
         },
         "variables": [{"name": "pod", "expression": _POD_SPEC}],

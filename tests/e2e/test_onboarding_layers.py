@@ -20,6 +20,7 @@ from pulumi import automation as auto
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from tests.backends import (
+    ROOT,
     authentik,
     authentik_user,
     file_backend,
@@ -170,6 +171,14 @@ def test_step_3_admins_rights_in_their_namespace(
 ) -> None:
     said = kubectl("auth", "can-i", verb, resource, "--namespace=tenant-foo", *ADMIN)
     assert said.stdout.strip() == allowed, said.stdout + said.stderr
+
+
+def test_step_3_the_admins_rights_are_the_ones_the_docs_list(foo: Onboarded) -> None:
+    said = kubectl("auth", "can-i", "--list", "--namespace=tenant-foo", *ADMIN)
+    assert said.returncode == 0, said.stderr
+    page = (ROOT / "docs" / "isolation.md").read_text()
+    listed = page.split("```text\n", 1)[1].split("```", 1)[0]
+    assert said.stdout == listed, said.stdout
 
 
 def test_step_3_admins_cannot_undo_their_isolation_and_still_run_their_workloads(
@@ -370,6 +379,68 @@ def test_step_3_admins_cannot_run_pods_on_another_tenants_nodes_or_claim_others_
     # Where pods run is refused whoever asks: the API server holds it, not the admins' rights.
     refused = create(workload("Pod", nodeName="gpu-14"))
     assert "a pod may not name its node" in refused.stderr, refused.stderr
+
+
+LOGIN_POD = "login-tenant-foo-0"
+
+
+def running_pod(name: str, *identity: str, **labels: str) -> None:
+    """A pod `name` made by `identity` (the operator when none), whose status says Running: the
+    sandbox has no kubelet, and kubectl connects only to a running pod."""
+    pod = workload("Pod")
+    pod["metadata"] = {"name": name, "labels": labels}
+    made = kubectl("create", "--namespace=tenant-foo", "-f", "-", *identity, stdin=json.dumps(pod))
+    assert made.returncode == 0, made.stderr
+    status = kubectl(
+        "patch", "pod", name, "--namespace=tenant-foo", "--subresource=status", "--type=merge",
+        "--patch", '{"status": {"phase": "Running"}}',
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+
+
+def test_step_3_admins_cannot_reach_into_rewrite_or_imitate_the_login_releases_pods(
+    foo: Onboarded,
+) -> None:
+    ns = "--namespace=tenant-foo"
+    # What the platform's Helm controller makes of the login release (the sandbox has none).
+    running_pod(LOGIN_POD, **{"app.kubernetes.io/instance": "login-tenant-foo"})
+    running_pod("train", *ADMIN)
+    try:
+        for connect in (
+            ("exec", LOGIN_POD, "--", "id"),
+            ("attach", LOGIN_POD),
+            ("port-forward", f"pod/{LOGIN_POD}", "2222:22"),
+        ):
+            refused = kubectl(ns, *ADMIN, *connect)  # flags first: `--` ends them
+            assert refused.returncode != 0, connect
+            assert (
+                "the pods of the login release login-tenant-foo are the platform's"
+            ) in refused.stderr, (connect, refused.stderr)
+        # Their own pod is theirs to exec into: admission lets it through, and only the want of
+        # a node (the sandbox's pods are objects) stops it.
+        own = kubectl(ns, *ADMIN, "exec", "train", "--", "id")
+        assert "does not have a host assigned" in own.stderr, own.stderr
+        for attempt in (
+            ("label", "pod", LOGIN_POD, "app.kubernetes.io/instance-"),
+            ("annotate", "pod", LOGIN_POD, "debug=yes"),
+            ("delete", "pod", LOGIN_POD),
+        ):
+            refused = kubectl(*attempt, ns, *ADMIN)
+            assert refused.returncode != 0, attempt
+            assert (
+                "this object is the login release login-tenant-foo's, which the tenant's admins "
+                "may not change or delete"
+            ) in refused.stderr, (attempt, refused.stderr)
+        # Nor a pod or workload of theirs under the release's names, which exec would reach.
+        for kind, name in (("Pod", "login-tenant-foo-1"), ("StatefulSet", "login-tenant-foo")):
+            manifest = workload(kind)
+            manifest["metadata"]["name"] = name
+            refused = create(manifest, *ADMIN)
+            assert (
+                "names login-tenant-foo and login-tenant-foo-... are the login release's"
+            ) in refused.stderr, (kind, refused.stderr)
+    finally:
+        kubectl("delete", "pod", LOGIN_POD, "train", ns, "--force", "--grace-period=0")
 
 
 CLAIM = """{{"apiVersion": "v1", "kind": "PersistentVolumeClaim",

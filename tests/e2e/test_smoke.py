@@ -14,6 +14,7 @@ judging itself is tested on real tools' output in tests/unit/test_smoke_judging.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -71,8 +72,10 @@ def bar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bar]:
     for user, uid in (("dave", 2201), ("erin", 2202)):
         ensure_user(user, uid, GID, GROUP)
     work = tmp_path_factory.mktemp("smoke")
+    # Like /scratch/<slug>: the tenant's group writes it, and each run's directory is its user's.
     outputs = Path(tempfile.mkdtemp(prefix="gpu-tenants-smoke-", dir="/tmp"))
-    outputs.chmod(0o755)
+    os.chown(outputs, 0, GID)
+    outputs.chmod(0o2770)
     project = project_copy(work / "project", rehearsals=(SLUG,))
     tenant = Bar(project, file_backend(work / "backend"), outputs)
     path = tenant.project / "tenants" / f"{SLUG}.yaml"

@@ -343,7 +343,9 @@ def test_the_admission_policy_guards_the_stacks_objects_and_the_tenants_class(
     assert spec["matchConstraints"]["namespaceSelector"] == {
         "matchLabels": {"kubernetes.io/metadata.name": "tenant-foo"}
     }
-    assert [rule["scope"] for rule in spec["matchConstraints"]["resourceRules"]] == ["Namespaced"]
+    rules = spec["matchConstraints"]["resourceRules"]
+    assert [rule["scope"] for rule in rules] == ["Namespaced", "Namespaced"]
+    assert rules[1]["operations"] == ["CONNECT"]  # exec, attach, port-forward
     validations = {v["message"].split(" ")[1]: v for v in spec["validations"]}
     claims, stack_objects = validations["PersistentVolumeClaim"], spec["validations"][-1]
     assert "object.spec.storageClassName == 'weka-tenant-foo'" in claims["expression"]
@@ -355,6 +357,8 @@ def test_the_admission_policy_guards_the_stacks_objects_and_the_tenants_class(
         "a pod may select nodes by reserved.tenant only for its own tenant's (tenant-foo)",
         "a Service of the tenant's admins stays inside the cluster",
         "must be under the tenant's own subdomain tenant-foo.example.internal",
+        "the pods of the login release login-tenant-foo are the platform's",
+        "names login-tenant-foo and login-tenant-foo-... are the login release's",
     ):
         assert phrase in messages
     assert spec["variables"][0]["name"] == "pod"

@@ -1,5 +1,7 @@
-"""The smoke tests' output directory, made by real mkdir and chown on this host: a new one is
-the user's alone; an existing one, which may be someone else's, is refused and left as it was.
+"""The smoke tests' output directory, made by the user with real setpriv and mkdir on this host,
+in a directory the tenant's group may write (as /scratch/<slug>): a new one is the user's alone;
+an existing one, which may be someone else's, or a link a user planted, is refused and left as it
+was; and a job's output is read as its user, so a link in its place reaches nothing root could.
 And a job's accounting record, on a scripted transport: the run of its id submitted when
 slurmctld says it took the job, not an earlier run of the same id that sacct shows until
 slurmdbd hears of the job."""
@@ -7,7 +9,9 @@ slurmdbd hears of the job."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,27 +32,72 @@ def jobs() -> BatchJobs:
     return BatchJobs(LocalTransport(backend="slurm", timeout=10))
 
 
-def test_a_new_output_directory_is_made_for_the_user_alone(tmp_path: Path) -> None:
-    path = tmp_path / "smoke" / "run-1"
+@pytest.fixture
+def host() -> Iterator[Path]:
+    """A directory of this host that every user may pass through (pytest's own may not)."""
+    made = Path(tempfile.mkdtemp(prefix="gpu-tenants-batch-", dir="/tmp"))
+    made.chmod(0o755)
+    yield made
+    shutil.rmtree(made)
+
+
+def scratch(host: Path) -> Path:
+    """A directory like /scratch/<slug>: root's, the tenant's group may write it (2770)."""
+    shared = host / "scratch"
+    shared.mkdir()
+    os.chown(shared, 0, GID)
+    shared.chmod(0o2770)
+    return shared
+
+
+def test_a_new_output_directory_is_made_for_the_user_alone(host: Path) -> None:
+    path = scratch(host) / "run-1"
     jobs().make_output_dir(str(path), UID, GID)
     info = path.stat()
     assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (UID, GID, 0o700)
 
 
-def test_an_existing_directory_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
-    theirs = tmp_path / "theirs"
+def test_an_existing_directory_or_a_planted_link_is_refused_and_left_as_it_was(
+    host: Path,
+) -> None:
+    shared = scratch(host)
+    theirs = shared / "theirs"
     theirs.mkdir(mode=0o750)
     (theirs / "data").write_text("kept")
     os.chown(theirs, OTHER_UID, OTHER_UID)
     with pytest.raises(SlurmCommandError) as refused:
         jobs().make_output_dir(str(theirs), UID, GID)
     message = str(refused.value)
-    assert f"making the job output directory {theirs}" in message
+    assert f"making the job output directory {theirs} as uid {UID}" in message
     assert "File exists" in message
     assert "name a directory that does not exist yet" in message
     info = theirs.stat()
     assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (OTHER_UID, OTHER_UID, 0o750)
     assert (theirs / "data").read_text() == "kept"
+    # A link to a root file where the directory is to be: never followed, never handed over.
+    secret = host / "shadow"
+    secret.write_text("root's")
+    secret.chmod(0o600)
+    (shared / "run-2").symlink_to(secret)
+    with pytest.raises(SlurmCommandError):
+        jobs().make_output_dir(str(shared / "run-2"), UID, GID)
+    assert (secret.stat().st_uid, secret.stat().st_mode & 0o777) == (0, 0o600)
+
+
+def test_a_jobs_output_is_read_as_its_user(host: Path) -> None:
+    path = scratch(host) / "run-1"
+    jobs().make_output_dir(str(path), UID, GID)
+    output = path / "gpus-7.out"
+    output.write_text("GPU 0: NVIDIA H100\n")
+    os.chown(output, UID, GID)
+    assert jobs().read(str(output), UID, GID) == "GPU 0: NVIDIA H100\n"
+    # The user swaps the output for a link to a file only root may read: nothing comes back.
+    secret = host / "shadow"
+    secret.write_text("root:$6$hash")
+    secret.chmod(0o600)
+    output.unlink()
+    output.symlink_to(secret)
+    assert jobs().read(str(output), UID, GID) == ""
 
 
 # When slurmctld took jobs 16 and 17, as squeue prints it.

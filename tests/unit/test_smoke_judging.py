@@ -81,9 +81,35 @@ def test_a_gpu_job_that_failed_otherwise_says_how_without_a_fix() -> None:
     verdict = judge_gpus(JobRecord("43", "FAILED", "127:0", "gpu-14"), ["gpu-14"], output, 1)
     assert not verdict.passed
     assert verdict.evidence == (
-        "0 of 1 GPUs listed; job failed (127:0): gpu-14 / nvidia-smi: command not found"
+        "0 of 1 GPUs listed; job failed (127:0); its output is in the run's directory"
     )
     assert verdict.fix == ""
+
+
+# What a user's job might print for the sheet and the ledger: a file root could read (had the
+# output been read as root through a link), a Markdown link, and lines shaped like the tools'.
+PLANTED = (
+    "root:$6$Zq0t$hash:19000:0:99999:7:::\n"
+    "[click](https://evil.example/)\n"
+    "NVIDIA H100 ](https://evil.example/) <b>, 81559 MiB\n"
+    "Filesystem Size Used Avail Use% Mounted on\n"
+    "weka [x](https://evil.example/) 1 1 0% /scratch\n"
+)
+
+
+def test_nothing_a_job_prints_reaches_the_evidence_unless_read_as_a_fact() -> None:
+    verdicts = [
+        judge_gpus(JobRecord("43", "FAILED", "1:0", "gpu-14"), ["gpu-14"], PLANTED, 1),
+        judge_gpus(DONE, ["gpu-14"], ONE_GPU + PLANTED, 1),
+        judge_all_reduce(FAILED, NODES, NODES, PLANTED, 190.0, "tenant-foo"),
+        judge_scratch(DONE, ["gpu-14"], PLANTED, "/scratch/tenant-foo"),
+    ]
+    assert verdicts[1].passed
+    assert verdicts[1].evidence == "1 GPU seen: no --query-gpu line"
+    for verdict in verdicts:
+        for planted in ("$6$", "evil.example", "<b>", "click"):
+            assert planted not in verdict.evidence, verdict
+    assert gpus_queried(QUERY + PLANTED) == ["NVIDIA H100 80GB HBM3, 81559 MiB"]
 
 
 def test_all_reduce_is_read_at_its_largest_message() -> None:
@@ -177,7 +203,7 @@ def test_scratch_missing_on_the_node_is_the_nodesets_missing_mount() -> None:
 def test_a_write_or_read_that_did_not_finish_fails(output: str) -> None:
     verdict = judge_scratch(FAILED, ["gpu-14"], output, "/scratch/tenant-foo")
     assert not verdict.passed
-    assert verdict.evidence.startswith("job failed (1:0):")
+    assert verdict.evidence == "job failed (1:0); its output is in the run's directory"
 
 
 def test_sacct_lines_are_read_as_job_records() -> None:
