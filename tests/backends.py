@@ -358,8 +358,11 @@ def earlier_run(layout: SandboxLayout, job_id: int, seconds: int) -> None:
         f"{column} = {column} - {seconds}"
         for column in ("time_submit", "time_eligible", "time_start", "time_end")
     )
+    # The newest run of the id only: slurmctld may have given it before (a sandbox test kills
+    # slurmctld, which then starts again from the job id it last saved).
+    newest = f"SELECT MAX(job_db_inx) FROM {table} WHERE id_job = {job_id}"
     statements = (
-        f"CREATE TEMPORARY TABLE run SELECT * FROM {table} WHERE id_job = {job_id};",
+        f"CREATE TEMPORARY TABLE run SELECT * FROM {table} WHERE job_db_inx = ({newest});",
         f"UPDATE run SET job_db_inx = (SELECT MAX(job_db_inx) + 1 FROM {table}), {times};",
         f"INSERT INTO {table} SELECT * FROM run;",
     )

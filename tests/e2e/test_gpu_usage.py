@@ -116,10 +116,13 @@ def condition(report: dict[str, Any]) -> tuple[str, str]:
 
 
 def finished(jobs: list[int]) -> bool:
-    """Whether slurmdbd has every job's end: sacct reads slurmdbd, which hears of it late."""
+    """Whether slurmdbd has every job's start and end: sacct reads slurmdbd, which hears of them
+    late, and may hear of a job's end before its start (providers/slurm/batch.py)."""
     ids = ",".join(map(str, jobs))
-    ends = run("sacct", "-X", "-n", "-P", f"--jobs={ids}", "--format=End").split()
-    return len(ends) == len(jobs) and "Unknown" not in ends
+    times = run("sacct", "-X", "-n", "-P", f"--jobs={ids}", "--format=Start,End").split()
+    return len(times) == len(jobs) and not any(
+        {"Unknown", "None"} & set(line.split("|")) for line in times
+    )
 
 
 def sacct_gpu_hours(day: date) -> dict[str, float]:
