@@ -8,6 +8,8 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tenant_stack.errors import TenantError
+
 if TYPE_CHECKING:
     from tenant_stack.platform import Platform
     from tenant_stack.spec import TenantSpec
@@ -19,10 +21,20 @@ PROJECT = Path(os.environ.get("GPU_TENANTS_PROJECT") or ROOT)
 PLATFORM = ROOT / "Pulumi.prod.yaml"
 
 
+def directory(text: str) -> Path:
+    """A directory an option names, which must exist: a typo would otherwise read as a project
+    with no tenants, and a CI job would pass."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no such directory")
+    return path
+
+
 def add_project(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--project",
-        type=Path,
+        type=directory,
+        # Checked where it is used (`tenants`): --tenants may make it irrelevant.
         default=PROJECT,
         help="the Pulumi project whose stacks are the tenants, its tenants/ holding their specs "
         "(default: $GPU_TENANTS_PROJECT when set, else the checkout)",
@@ -32,14 +44,16 @@ def add_project(command: argparse.ArgumentParser) -> None:
 def add_tenants(command: argparse.ArgumentParser) -> None:
     """--tenants, beside --project (`tenants` reads both)."""
     command.add_argument(
-        "--tenants", type=Path, help="where the specs are (default: the project's tenants/)"
+        "--tenants", type=directory, help="where the specs are (default: the project's tenants/)"
     )
 
 
 def tenants(args: argparse.Namespace) -> Path:
-    """The specs' directory --tenants and --project name."""
-    directory: Path = args.tenants or args.project / "tenants"
-    return directory
+    """The specs' directory --tenants and --project name; a TenantError if there is none."""
+    found: Path = args.tenants or args.project / "tenants"
+    if not found.is_dir():
+        raise TenantError(f"{found}: no such directory (the specs are in --project's tenants/)")
+    return found
 
 
 def tenant_spec(args: argparse.Namespace) -> tuple[TenantSpec, Platform]:

@@ -154,3 +154,17 @@ def test_the_specs_are_the_projects_unless_tenants_says_otherwise(tmp_path: Path
     moved = gpu_tenants("handover", "tenant-bar", "--tenants", str(elsewhere), cwd=tmp_path)
     assert moved.returncode == 2
     assert f"looked for {elsewhere / 'tenant-bar.yaml'}" in moved.stderr
+
+
+@pytest.mark.parametrize("argv", [["status"], ["check"], ["expiring"], ["usage", "--json"]])
+def test_a_directory_that_is_not_there_exits_2_naming_it(argv: list[str], tmp_path: Path) -> None:
+    """A typo in a CI job's path must fail the job, not read as a project with no tenants."""
+    missing = tmp_path / "no-such-dir"
+    for option in ("--tenants", "--project"):
+        result = gpu_tenants(*argv, option, str(missing), cwd=tmp_path)
+        assert result.returncode == 2, (option, result.stdout, result.stderr)
+        assert f"argument {option}: {missing}: no such directory" in result.stderr
+    # A project without tenants/ is no project of tenants either.
+    result = gpu_tenants(*argv, "--project", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert f"{tmp_path / 'tenants'}: no such directory" in result.stderr

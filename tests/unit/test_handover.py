@@ -56,7 +56,7 @@ def test_the_sheet_carries_the_last_smoke_run_only_when_given() -> None:
 
 
 def test_the_command_names_a_missing_spec(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["handover", "tenant-nope"]) == 2
+    assert main(["handover", "tenant-nope", "--tenants", str(ROOT / "tenants")]) == 2
     assert "tenant-nope.yaml" in capsys.readouterr().err
 
 
