@@ -36,7 +36,9 @@
                                tenant the change touches, one Markdown comment and a JSON report
 
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
-says which); 2 the command could not run (bad arguments, or the tenant's spec does not load).
+says which); 2 the command could not run (bad arguments, a path that is not there or cannot be
+written, or the tenant's spec does not load); 130 interrupted (Ctrl-C); 141 the output's reader
+went away (`| head`), with nothing printed.
 `drift` and `fleet drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others
 still were). `fleet rollout`: 0 every wave applied, 1 a wave failed (the rollout stopped there),
 2 it could not run. `fleet stage`: 0 the stage is applied, 1 it is not (yet), 2 it could not
@@ -124,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
         # Kept as written: the completion line is a command to copy, not to wrap.
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Exit status: 0 all checks passed, 1 a check failed, 2 the command could not "
-        "run.\n\n"
+        "run, 130 interrupted, 141 the output's reader went away.\n\n"
         "Completion in bash or zsh (in ~/.bashrc or ~/.zshrc to keep it):\n"
         '  eval "$(register-python-argcomplete gpu-tenants)"',
     )
@@ -141,22 +143,47 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser()
     # Under a shell's completion (_ARGCOMPLETE set) this prints the candidates and exits.
     argcomplete.autocomplete(arguments)
-    args = arguments.parse_args(argv)
+    exits_without_teardown = False
     try:
+        try:
+            args = arguments.parse_args(argv)
+        finally:
+            # --help and a usage error print, then exit: a reader that went away is found here.
+            sys.stdout.flush()
+        exits_without_teardown = args.exits_without_teardown
         status: int = args.run(args)
+        sys.stdout.flush()
     except (TenantError, BackendError) as error:
         print(error, file=sys.stderr)
         status = 2
-    if args.exits_without_teardown:
+    except BrokenPipeError:
+        # The output's reader went away (`| head`): nothing more to say, nowhere to say it.
+        _exit_without_teardown(PIPE_CLOSED, quiet=True)
+    except OSError as error:
+        # A path the command was given that it cannot write or read.
+        print(f"gpu-tenants: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
+        status = 2
+    except KeyboardInterrupt:
+        # Threads of a check or a pool may still wait on a backend: no teardown waits for them.
+        print("gpu-tenants: interrupted", file=sys.stderr)
+        _exit_without_teardown(INTERRUPTED)
+    if exits_without_teardown:
         _exit_without_teardown(status)
     return status
 
 
-def _exit_without_teardown(status: int) -> NoReturn:
+# As a shell reports a command that a signal ended: 128 + SIGINT, 128 + SIGPIPE.
+INTERRUPTED = 130
+PIPE_CLOSED = 141
+
+
+def _exit_without_teardown(status: int, *, quiet: bool = False) -> NoReturn:
     """Ends a process whose threads may still be in native code: the Temporal SDK's client's
     (temporalio/sdk-python#300) or gRPC's can outlive the interpreter's teardown and abort it
     (SIGABRT, "PyGILState_Release ... finalizing") after the work is done, so everything is
-    flushed and the teardown skipped."""
-    sys.stdout.flush()
+    flushed and the teardown skipped. `quiet` drops what stdout still holds (its reader is
+    gone)."""
+    if not quiet:
+        sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -30,6 +30,17 @@ def directory(text: str) -> Path:
     return path
 
 
+def output(text: str) -> Path:
+    """A file or directory an option names to write, checked before the command reads anything,
+    so that a typo costs a message rather than the work done: the directory it goes in must
+    exist and be writable (a directory named may be made there)."""
+    path = Path(text)
+    parent = path.resolve().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory this user can write")
+    return path
+
+
 def add_project(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--project",

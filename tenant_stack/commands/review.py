@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import add_json, add_project, add_workers
+from tenant_stack.commands.options import add_json, add_project, add_workers, output
 from tenant_stack.commands.terminal import paint, wants_colour
 
 if TYPE_CHECKING:
@@ -31,9 +30,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     command.add_argument("--base", required=True, help="the git ref the change is compared with")
     command.add_argument(
-        "--markdown", type=Path, help="write the comment here (default: print it to stdout)"
+        "--markdown", type=output, help="write the comment here (default: print it to stdout)"
     )
-    command.add_argument("--json-file", type=Path, help="write the JSON report here")
+    command.add_argument("--json-file", type=output, help="write the JSON report here")
     add_json(command, "the report to stdout")
     add_workers(command, "previews run")
     add_project(command)

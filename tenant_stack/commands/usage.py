@@ -12,7 +12,14 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+from tenant_stack.commands.options import (
+    PLATFORM,
+    add_json,
+    add_project,
+    add_tenants,
+    output,
+    tenants,
+)
 
 if TYPE_CHECKING:
     from tenant_stack.spec import TenantSpec
@@ -59,13 +66,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     command.add_argument(
         "--csv",
-        type=Path,
+        type=output,
         metavar="FILE",
         help="also write the rows for billing to this file (RFC 4180)",
     )
     command.add_argument(
         "--charts",
-        type=Path,
+        type=output,
         metavar="DIR",
         help="also write each tenant's charts into this directory: <slug>-gpu-hours and "
         "<slug>-budget",

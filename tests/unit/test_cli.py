@@ -1,9 +1,12 @@
 """The `gpu-tenants` command as `make setup` installs it (venv/bin's console script), run from
-outside the checkout: its help, version, completion and exit statuses."""
+outside the checkout: its help, version, completion and exit statuses, a path that is not there,
+a reader that went away and Ctrl-C included."""
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import tomllib
 from pathlib import Path
@@ -168,3 +171,63 @@ def test_a_directory_that_is_not_there_exits_2_naming_it(argv: list[str], tmp_pa
     result = gpu_tenants(*argv, "--project", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert f"{tmp_path / 'tenants'}: no such directory" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["usage", "--csv", "{missing}/rows.csv"], "--csv"),
+        (["usage", "--charts", "{missing}/charts"], "--charts"),
+        (["review", "--base", "main", "--markdown", "{missing}/review.md"], "--markdown"),
+        (["review", "--base", "main", "--json-file", "{missing}/review.json"], "--json-file"),
+    ],
+)
+def test_a_path_that_cannot_be_written_exits_2_before_anything_runs(
+    argv: list[str], option: str, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-dir"
+    given = [arg.format(missing=missing) for arg in argv]
+    result = gpu_tenants(*given, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"argument {option}: {missing}/" in result.stderr
+    assert f"{missing} is not a directory this user can write" in result.stderr
+
+
+def closed_pipe_run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command with its output going to a pipe nobody reads any more (`| head` done)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [str(COMMAND), *argv], cwd=cwd, stdout=write, stderr=subprocess.PIPE, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+
+
+def test_a_closed_pipe_ends_every_command_quietly(tmp_path: Path) -> None:
+    for argv in [[], *EVERY_COMMAND]:
+        result = closed_pipe_run(*argv, "--help", cwd=tmp_path)
+        assert (result.returncode, result.stderr) in ((0, ""), (141, "")), (argv, result.stderr)
+    result = closed_pipe_run("check", "--tenants", str(ROOT / "tenants"), cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (141, "")
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    """doctor interrupted while it waits on a backend that never answers."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AUTHENTIK_")}
+        env["AUTHENTIK_URL"] = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        env["AUTHENTIK_TOKEN"] = "never-checked"
+        doctor = subprocess.Popen(
+            [str(COMMAND), "doctor", "--project", str(ROOT)], cwd=tmp_path, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        silent.settimeout(60)
+        connection, _ = silent.accept()  # doctor waits on its answer now
+        with connection:
+            doctor.send_signal(signal.SIGINT)
+            out, err = doctor.communicate(timeout=60)
+    assert doctor.returncode == 130, (out, err)
+    assert err == "gpu-tenants: interrupted\n"
