@@ -23,6 +23,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "once (no cluster needed): usernames, uids and gids unique across tenants (offboarded "
         "ones included), no uid equal to a gid, no node in two live tenants, the live tenants' "
         "GPUs per pool within its inventory. Each finding names both specs and field paths.",
+        epilog="Exit status: 0 no collision, 1 a spec does not load or two collide (each "
+        "finding named), 2 the command could not run.",
     )
     add_json(command, "the findings")
     command.add_argument(

@@ -125,7 +125,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     schedule.add_argument(
         "--every-seconds",
         type=positive,
-        help="the interval (default: the platform's, in minutes)",
+        help="the interval in seconds (default: Pulumi.prod.yaml's fleet drift_every_minutes)",
     )
     add_task_queue(schedule)
     add_workers(schedule, "stacks checked")

@@ -15,6 +15,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Prints the connection sheet the tenant receives, from its spec, with the "
         "last `gpu-tenants smoke` run's result from the tenant's retention ledger "
         "(RETENTION_S3_*).",
+        epilog="Exit status: 0 the sheet is printed, 2 it could not be (the spec does not load).",
     )
     command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
     add_json(command, "the sheet")

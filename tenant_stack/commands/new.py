@@ -57,7 +57,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     contract = command.add_argument_group("the contract's terms")
     contract.add_argument("--gpu-sku", required=True, help="the SKU, as the platform names it")
     contract.add_argument("--gpus", type=positive, required=True, help="the GPUs contracted")
-    contract.add_argument("--partition-type", choices=PARTITION_TYPES, required=True)
+    contract.add_argument(
+        "--partition-type",
+        choices=PARTITION_TYPES,
+        required=True,
+        help="reserved: nodes of the tenant's own, chosen from those free in its pool; "
+        "on-demand or spot: the shared pool's, no nodes named",
+    )
     contract.add_argument(
         "--term",
         type=term,

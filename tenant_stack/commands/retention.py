@@ -27,7 +27,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     retention.set_defaults(run=run)
     actions = retention.add_subparsers(dest="action", required=True)
     calendar = actions.add_parser(
-        "calendar", help="list every retained resource of every tenant stack, soonest first"
+        "calendar",
+        help="list every retained resource of every tenant stack, soonest first",
+        description="Every resource offboarding keeps (archives, copies, snapshots, "
+        "accounting, the users' tombstones), per tenant stack, with the date it is kept until "
+        "(held days added) and whether a purge would delete it today. Read-only.",
+        epilog="Exit status: 0 every stack was read, 1 one could not be (the output says "
+        "which), 2 the command could not run.",
     )
     purge = actions.add_parser(
         "run",
@@ -35,6 +41,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="For every tenant stack: skips it while under legal hold; else deletes "
         "each expired resource with `pulumi destroy --target <urn> --ignore-protect`, the "
         "users' Authentik tombstones last, once no accounting is left. Safe to rerun.",
+        epilog="Exit status: 0 every tenant's purge done (or nothing due), 1 a tenant's purge "
+        "failed (the others still ran), 2 the command could not run.",
     )
     purge.add_argument("--dry-run", action="store_true", help="say what would be deleted, only")
     purge.add_argument(
@@ -47,10 +55,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "hold",
         help="put a tenant under legal hold (no code change)",
         description="In force from the moment it is written to the tenant's ledger, until "
-        "`retention release`.",
+        "`retention release`: no purge deletes anything of the tenant, and every retention date "
+        "moves later by the days held. A hold a spec sets (`lifecycle.legal_hold`) is lifted "
+        "only by the spec's own `up`.",
+        epilog="Exit status: 0 the hold is recorded, 2 it could not be (no such tenant, one "
+        "this command set already open, the ledger unreachable): nothing written.",
     )
     hold.add_argument("--reason", required=True, help="the matter or ticket, for the ledger")
-    release = actions.add_parser("release", help="lift the legal hold `hold` set")
+    release = actions.add_parser(
+        "release",
+        help="lift the legal hold `hold` set",
+        description="Lifts the hold `retention hold` set, from the moment the release is "
+        "written to the tenant's ledger; the days held count toward the tenant's retention "
+        "dates. A spec's own hold stays until its `up` lifts it.",
+        epilog="Exit status: 0 the release is recorded, 2 it could not be (no such tenant, no "
+        "hold this command set, the ledger unreachable): nothing written.",
+    )
     erase = actions.add_parser(
         "erase",
         help="a user's right to erasure: their files out of every retained copy",
@@ -59,6 +79,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "user's files (an uploaded snapshot through a filesystem made from it) and their "
         "Authentik record keeps username and uid, name and email redacted; checks the result "
         "and marks the tenant's objects in the retention store gdpr-redacted. Safe to rerun.",
+        epilog="Exit status: 0 the user is erased from every retained copy, 2 the erasure "
+        "could not run or finish (the output says where it stopped; rerun it).",
     )
     for command in (hold, release, erase):
         command.add_argument("slug", help="the tenant")

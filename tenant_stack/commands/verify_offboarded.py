@@ -22,6 +22,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Searches Kubernetes, Slurm, Authentik, Weka and the retention store for "
         "anything of the tenant left live, lists its archives with their retention dates, and "
         "prints the change ticket's 'offboarded' checklist in Markdown.",
+        epilog="Exit status: 0 nothing of the tenant is left live and everything retained is "
+        "there, 1 a check failed (each says what is left or missing), 2 the command could not "
+        "run.",
     )
     command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
     add_json(command, "the checks")

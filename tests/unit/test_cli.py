@@ -70,6 +70,7 @@ def test_every_command_has_help(argv: list[str], tmp_path: Path) -> None:
     result = gpu_tenants(*argv, "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: gpu-tenants {' '.join(argv)}")
+    assert "Exit status: 0 " in result.stdout, "every command states its exit statuses"
 
 
 def test_version_names_the_project_the_pinned_engine_and_the_sdk(tmp_path: Path) -> None:
