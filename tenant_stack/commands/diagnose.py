@@ -16,7 +16,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "auth can-i, scontrol/sacctmgr show, Authentik and Weka GETs) and prints each failure "
         "found with the evidence it read, the cause and the fix, what to fix first first. A "
         "backend that does not answer is one finding.",
-        epilog="Exit status: 0 no problem found, 1 problems found, 2 the command could not run.",
+        epilog="Exit status: 0 no problem found, 1 problems found (or the tenant is not onboarded "
+        "yet: it has no stack), 2 the command could not run.",
     )
     command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
     add_json(command, "the findings")
@@ -26,9 +27,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from tenant_stack.diagnosis.run import diagnose
+    from tenant_stack.diagnosis.run import diagnose, not_onboarded
+    from tenant_stack.stacks import Stacks
 
-    found = diagnose(*tenant_spec(args))
+    spec, platform = tenant_spec(args)
+    if args.slug not in Stacks(args.project).tenants():
+        # Nothing of it is expected live: every check would report a repair of what was never made.
+        said = not_onboarded(spec).conditions[0].message
+        print(json.dumps({"tenant": args.slug, "findings": [], "onboarded": False}) if args.json
+              else f"{args.slug}: {said}")  # fmt: skip
+        return 1
+    found = diagnose(spec, platform)
     if args.json:
         print(json.dumps({"tenant": args.slug, "findings": [f.as_json() for f in found]}))
     else:

@@ -32,7 +32,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(True, False or Unknown, with a reason and a message) computed from the live "
         "backends by the same checks as `diagnose`, an overall Ready, the offboarding stage "
         "and what the next stage waits for. Read-only.",
-        epilog="Exit status: 0 every tenant Ready, 1 one is not, 2 the command could not run.",
+        epilog="Exit status: 0 every tenant Ready, 1 one is not (a tenant not onboarded yet, "
+        "with no stack, is not: nothing of it is read), 2 the command could not run.",
     )
     command.add_argument("slugs", nargs="*", help="only these tenants")
     add_json(command)
@@ -42,7 +43,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from tenant_stack.diagnosis.run import read_status
+    from tenant_stack.diagnosis.run import not_onboarded, read_status
     from tenant_stack.platform import load_platform
     from tenant_stack.spec import load_spec
     from tenant_stack.stacks import Stacks
@@ -51,10 +52,14 @@ def run(args: argparse.Namespace) -> int:
     specs = tenants(args)
     slugs = args.slugs or sorted(path.stem for path in specs.glob("*.yaml"))
     stacks = Stacks(args.project)
+    onboarded = set(stacks.tenants())
     reports = []
     for slug in slugs:
         spec = load_spec(specs, slug, platform)
-        reports.append(read_status(spec, platform, _applied_stage(stacks, slug)))
+        if slug in onboarded:
+            reports.append(read_status(spec, platform, _applied_stage(stacks, slug)))
+        else:
+            reports.append(not_onboarded(spec))
     if args.json:
         print(json.dumps({"tenants": [report.as_json() for report in reports]}))
     else:
@@ -85,6 +90,9 @@ def status_text(reports: Sequence[Status], colour: bool) -> str:
     header = ("TENANT", "READY", *layers, "STAGE", "DAYS LEFT")
     lines = [table(header, rows, lambda cell: paint(cell, colour and cell in COLOURS))]
     for report in reports:
+        if report.conditions[0].reason == "NotOnboarded":
+            lines.append(f"{report.tenant}: {report.conditions[0].message}")
+            continue
         for condition in report.conditions[1:]:
             if condition.status != "True":
                 lines.append(f"{report.tenant}: {condition.type} {condition.status} "

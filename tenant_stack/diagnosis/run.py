@@ -27,7 +27,7 @@ from tenant_stack.fleet.parallel import fan_out
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
 
-__all__ = ["Status", "diagnose", "read_status", "status"]
+__all__ = ["Status", "diagnose", "not_onboarded", "read_status", "status"]
 
 # Which backend each layer is read from.
 _BACKENDS = {
@@ -168,6 +168,32 @@ def status(
         waits,
         list(findings),
         usage,
+        spec.contract.term.end,
+        days_left(spec, today or datetime.now(UTC).date()),
+    )
+
+
+def not_onboarded(spec: TenantSpec, today: date | None = None) -> Status:
+    """The status of a tenant whose spec has no stack yet: nothing of it is expected live, so
+    nothing is read, and what to do is the first `up`, not a repair."""
+    slug = spec.slug
+    how = (
+        f"not onboarded yet: there is no stack {slug}; `pulumi stack init {slug}`, then "
+        f"`pulumi up --stack {slug}` (docs/onboarding.md)"
+    )
+    unknown = [
+        Condition(kind, "Unknown", "NotOnboarded", "no stack yet")
+        for kind in (*(f"{layer}Ready" for layer in LAYERS), "NotOversubscribed")
+    ]
+    lifecycle = spec.lifecycle
+    return Status(
+        slug,
+        [Condition("Ready", "False", "NotOnboarded", how), *unknown],
+        lifecycle.stage,
+        lifecycle.next_stage,
+        [how],
+        [],
+        None,
         spec.contract.term.end,
         days_left(spec, today or datetime.now(UTC).date()),
     )

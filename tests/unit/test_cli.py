@@ -4,6 +4,7 @@ a reader that went away and Ctrl-C included."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -232,3 +233,35 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
             out, err = doctor.communicate(timeout=60)
     assert doctor.returncode == 130, (out, err)
     assert err == "gpu-tenants: interrupted\n"
+
+
+def test_a_tenant_without_a_stack_is_not_onboarded_yet_and_nothing_of_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """tenant-bar has a spec and no stack: status and diagnose say so, and name the first up,
+    without reading a backend (none answers here)."""
+    project = tmp_path / "project"
+    (project / "tenants").mkdir(parents=True)
+    (project / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (project / "tenants" / "tenant-bar.yaml").write_text(
+        (ROOT / "tenants" / "tenant-bar.yaml").read_text()
+    )
+    (tmp_path / "backend").mkdir()
+    nowhere = "http://127.0.0.1:9"  # the discard port: nothing answers there
+    env = {
+        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'backend'}",
+        "KUBECONFIG": str(tmp_path / "no-kubeconfig"),
+        "AUTHENTIK_URL": nowhere,
+        "WEKA_URL": nowhere,
+    }
+    first_up = "not onboarded yet: there is no stack tenant-bar; `pulumi stack init tenant-bar`"
+    said = gpu_tenants("status", "--json", "--project", str(project), cwd=tmp_path, env=env)
+    assert said.returncode == 1, said.stderr
+    [report] = json.loads(said.stdout)["tenants"]
+    assert {c["reason"] for c in report["conditions"]} == {"NotOnboarded"}
+    assert report["ready"] is False
+    said = gpu_tenants("status", "--project", str(project), cwd=tmp_path, env=env)
+    assert f"tenant-bar: {first_up}" in said.stdout
+    said = gpu_tenants("diagnose", "tenant-bar", "--project", str(project), cwd=tmp_path, env=env)
+    assert said.returncode == 1, said.stderr
+    assert said.stdout.startswith(f"tenant-bar: {first_up}")
