@@ -174,6 +174,7 @@ def mariadb_cnf(s: SlurmSettings) -> str:
         "[mariadbd]",
         *user,
         f"datadir={s.mariadb_datadir}",
+        f"tmpdir={s.mariadb_tmpdir}",
         f"socket={s.mariadb_socket}",
         f"pid-file={s.run_dir / 'mariadbd.pid'}",
         f"port={s.mariadb_port}",

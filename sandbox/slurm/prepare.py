@@ -91,6 +91,7 @@ def prepare_mariadb(s: SlurmSettings) -> None:
     _base_dirs(s)
     _check_socket(s.mariadb_socket)
     _mkdir(s.mariadb_dir, 0o700)
+    _mkdir(s.mariadb_tmpdir, 0o700)
     _write(s.mariadb_cnf, config.mariadb_cnf(s))
     if s.mariadb_datadir.exists():
         return

@@ -154,6 +154,13 @@ class SlurmSettings:
         return self.mariadb_dir / "my.cnf"
 
     @property
+    def mariadb_tmpdir(self) -> Path:
+        """The server's temporary tables, this sandbox's own: in the shared /tmp, a bootstrap's
+        temporary table vanished under it while the other worker's sandbox came up (ci,
+        2026-12-05: `Unknown table 'mysql.tmp_proxies_priv'`)."""
+        return self.mariadb_dir / "tmp"
+
+    @property
     def mariadb_socket(self) -> Path:
         return self.mariadb_dir / "mariadbd.sock"
 

@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         _exit_without_teardown(PIPE_CLOSED, quiet=True)
     except OSError as error:
         # A path the command was given that it cannot write or read.
-        print(f"gpu-tenants: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
+        where = f": {error.filename}" if error.filename else ""
+        print(f"gpu-tenants: {error.strerror or error}{where}", file=sys.stderr)
         status = 2
     except KeyboardInterrupt:
         # Threads of a check or a pool may still wait on a backend: no teardown waits for them.
