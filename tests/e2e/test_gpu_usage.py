@@ -116,12 +116,15 @@ def condition(report: dict[str, Any]) -> tuple[str, str]:
 
 
 def finished(jobs: list[int]) -> bool:
-    """Whether slurmdbd has every job's start and end: sacct reads slurmdbd, which hears of them
-    late, and may hear of a job's end before its start (providers/slurm/batch.py)."""
+    """Whether slurmdbd has every job's whole record (each asked for GPUs): its start, its end
+    and the GPUs it was given. sacct reads slurmdbd, which hears of them late, and may hear of a
+    job's end before its start (providers/slurm/batch.py)."""
     ids = ",".join(map(str, jobs))
-    times = run("sacct", "-X", "-n", "-P", f"--jobs={ids}", "--format=Start,End").split()
-    return len(times) == len(jobs) and not any(
-        {"Unknown", "None"} & set(line.split("|")) for line in times
+    lines = run("sacct", "-X", "-n", "-P", f"--jobs={ids}", "--format=Start,End,AllocTRES").split()
+    records = [line.split("|") for line in lines]
+    return len(records) == len(jobs) and all(
+        not {"Unknown", "None"} & {start, end} and "gres/gpu=" in tres
+        for start, end, tres in records
     )
 
 
@@ -291,7 +294,7 @@ def test_a_cap_lowered_under_running_jobs_oversubscribes_the_team(foo: Foo) -> N
     assert scopes(report)[f"team {TEAM}"] == (4, 2, True)
     assert condition(report) == ("False", "TeamOverCap")
     assert report["ready"] is False
-    said = operator_command("diagnose", SLUG, "--json", "--project", foo.project)
+    said = operator_command("diagnose", SLUG, "--json", "--project", foo.project, env=foo.env)
     [finding] = json.loads(said.stdout)["findings"]
     assert finding["check"] == "gpus-oversubscribed"
     assert finding["evidence"] == (
