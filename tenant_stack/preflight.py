@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from providers.authentik.props import KEPT_UNTIL_ATTRIBUTE, MARK_ATTRIBUTE
+from providers.authentik.props import KEPT_UNTIL_ATTRIBUTE, MARK_ATTRIBUTE, kept_tombstone
 from tenant_stack.annotations import STAGE_ANNOTATION, TENANT_NAMESPACE_LABEL
 from tenant_stack.errors import Problem
 from tenant_stack.fleet.live_numbers import handed_out, live_collisions
@@ -210,12 +210,7 @@ def check_rehearsal(
         why = "this tenant exists and was not onboarded as a rehearsal"
         instead = "offboard it through the stages instead"
     else:
-        kept = sorted(
-            user.username
-            for user in users
-            if user.attributes.get(MARK_ATTRIBUTE) == tenant
-            and KEPT_UNTIL_ATTRIBUTE in user.attributes
-        )
+        kept = sorted(u.username for u in users if kept_tombstone(u.attributes, tenant))
         if not kept:
             return []
         why = (

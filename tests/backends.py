@@ -23,7 +23,7 @@ import httpx
 import yaml
 
 from providers.authentik.client import AuthentikClient
-from providers.authentik.props import KEPT_UNTIL_ATTRIBUTE, MARK_ATTRIBUTE
+from providers.authentik.props import KEPT_UNTIL_ATTRIBUTE, kept_tombstone
 from providers.authentik.settings import Settings as AuthentikSettings
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
@@ -57,12 +57,7 @@ def allow_rehearsal(tenant: str) -> None:
         timeout=60,
     )
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
-        kept = [
-            user
-            for user in directory.users()
-            if user.attributes.get(MARK_ATTRIBUTE) == tenant
-            and KEPT_UNTIL_ATTRIBUTE in user.attributes
-        ]
+        kept = [user for user in directory.users() if kept_tombstone(user.attributes, tenant)]
     with authentik() as api:
         for user in kept:
             attributes = {k: v for k, v in user.attributes.items() if k != KEPT_UNTIL_ATTRIBUTE}

@@ -9,6 +9,7 @@ is a change that `update` puts back.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from providers.base import LIFECYCLE, Field, Schema
@@ -23,6 +24,7 @@ __all__ = [
     "UID_ATTRIBUTE",
     "USER",
     "join_keys",
+    "kept_tombstone",
     "posix_id",
     "split_keys",
 ]
@@ -39,6 +41,13 @@ SSH_KEYS_ATTRIBUTE = "ssh_keys"
 # data". An Authentik admin removes it from a test tenant's tombstones to let the tenant go as a
 # rehearsal.
 KEPT_UNTIL_ATTRIBUTE = "gpu_tenants_kept_until"
+
+
+def kept_tombstone(attributes: Mapping[str, Any], tenant: str) -> bool:
+    """Whether a user with these attributes is a tombstone `tenant`'s offboarding keeps."""
+    return attributes.get(MARK_ATTRIBUTE) == tenant and KEPT_UNTIL_ATTRIBUTE in attributes
+
+
 _MANAGED_ATTRIBUTES = frozenset(
     {MARK_ATTRIBUTE, GID_ATTRIBUTE, UID_ATTRIBUTE, SSH_KEYS_ATTRIBUTE, KEPT_UNTIL_ATTRIBUTE}
 )

@@ -21,7 +21,6 @@ from tenant_stack.errors import StackNotFoundError
 
 if TYPE_CHECKING:
     from tenant_stack.diagnosis.run import Status
-    from tenant_stack.stacks import Stacks
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,6 +43,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     from tenant_stack.diagnosis.run import not_onboarded, read_status
+    from tenant_stack.diagnosis.stages import applied_stage
     from tenant_stack.platform import load_platform
     from tenant_stack.spec import load_spec
     from tenant_stack.stacks import Stacks
@@ -52,29 +52,20 @@ def run(args: argparse.Namespace) -> int:
     specs = tenants(args)
     slugs = args.slugs or sorted(path.stem for path in specs.glob("*.yaml"))
     stacks = Stacks(args.project)
-    onboarded = set(stacks.tenants())
     reports = []
     for slug in slugs:
         spec = load_spec(specs, slug, platform)
-        if slug in onboarded:
-            reports.append(read_status(spec, platform, _applied_stage(stacks, slug)))
-        else:
+        try:
+            applied = applied_stage(stacks.resources(slug))
+        except StackNotFoundError:
             reports.append(not_onboarded(spec))
+        else:
+            reports.append(read_status(spec, platform, applied))
     if args.json:
         print(json.dumps({"tenants": [report.as_json() for report in reports]}))
     else:
         print(status_text(reports, wants_colour(sys.stdout)))
     return 0 if all(report.ready for report in reports) else 1
-
-
-def _applied_stage(stacks: Stacks, slug: str) -> str | None:
-    """The stage the last complete `up` of the tenant's stack applied; None without a stack."""
-    from tenant_stack.diagnosis.stages import applied_stage
-
-    try:
-        return applied_stage(stacks.resources(slug))
-    except StackNotFoundError:
-        return None
 
 
 def status_text(reports: Sequence[Status], colour: bool) -> str:

@@ -195,13 +195,18 @@ def run_a_job() -> None:
         wait_for(f"job {job} to end", lambda: sacct_job(job, "State") == ["COMPLETED"], timeout=60)
 
 
+def refused_preview(foo: Foo) -> str:
+    """What a `pulumi preview` of foo that fails printed."""
+    refused = pulumi(foo.env, foo.project, "preview", "--stack", SLUG)
+    assert refused.returncode != 0
+    return refused.stdout + refused.stderr
+
+
 def test_a_tenant_that_holds_data_cannot_be_made_a_rehearsal(foo: Foo) -> None:
     """A rehearsal's destroy opens every gate; a later pull request may not turn it on."""
     before = foo.state()
     foo.edit(rehearsal=True)
-    refused = pulumi(foo.env, foo.project, "preview", "--stack", SLUG)
-    printed = refused.stdout + refused.stderr
-    assert refused.returncode != 0
+    printed = refused_preview(foo)
     assert (
         f"{foo.spec_file}: lifecycle.rehearsal: true refused: this tenant exists and was not "
         "onboarded as a rehearsal"
@@ -346,9 +351,7 @@ def test_an_offboarded_tenant_cannot_come_back_as_a_rehearsal(foo: Foo) -> None:
     """Its namespace is gone, but Authentik keeps its users' tombstones, which a rehearsal would
     reactivate and its destroy delete with nothing kept."""
     foo.edit(stage="destroy", sign_off=SIGN_OFF, restore=False, rehearsal=True)
-    refused = pulumi(foo.env, foo.project, "preview", "--stack", SLUG)
-    printed = refused.stdout + refused.stderr
-    assert refused.returncode != 0
+    printed = refused_preview(foo)
     assert (
         f"{foo.spec_file}: lifecycle.rehearsal: true refused: this tenant was offboarded and "
         "Authentik keeps its users' tombstones (alice, bob, carol)"
