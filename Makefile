@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := eval "$$(toolchain/env.sh)"
 
-.PHONY: setup env check test lint docs demo bench sandbox-up sandbox-down sandbox-reset sandbox-status drift review
+.PHONY: setup env check test lint docs cli-reference demo bench sandbox-up sandbox-down sandbox-reset sandbox-status drift review
 
 setup:
 	@toolchain/setup.sh
@@ -30,6 +30,11 @@ test: setup
 # The documentation site (MkDocs) into site/; make test builds it with --strict too.
 docs: setup
 	@$(ENV) && mkdocs build --strict
+
+# The command reference (docs/cli/ and its navigation in mkdocs.yml), made from the parser;
+# make test fails while it is stale.
+cli-reference: setup
+	@$(ENV) && python -m tenant_stack.commands.reference
 
 sandbox-up: setup
 	@$(ENV) && python -m sandbox up

@@ -166,7 +166,7 @@ def main(argv: list[str]) -> int:
              "--exclude-protected")  # fmt: skip
         step("verify-offboarded", "verify-offboarded", SLUG, "--tenants", tenants, command=True)
         step("retention run", "retention", "run", "--now", PURGE_AS_OF, "--confirm-ahead",
-             "--tenant", SLUG, "--project", str(project), command=True)  # fmt: skip
+             SLUG, "--project", str(project), command=True)  # fmt: skip
         # The components hold nothing of their own: what counts is what is left under them.
         types = resource_types(project, env, SLUG)
         left = [kind for kind in types if not kind.startswith("gpu-tenants:")]

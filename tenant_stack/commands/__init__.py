@@ -34,6 +34,7 @@
                                as tenants/<slug>.yaml for review (read-only on the backends)
     review --base REF          the pull-request check: rules across tenants, a preview of each
                                tenant the change touches, one Markdown comment and a JSON report
+    completion bash|zsh        the shell code that completes commands, options and slugs
 
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, a path that is not there or cannot be
@@ -76,6 +77,7 @@ import argcomplete
 from providers.errors import BackendError
 from tenant_stack.commands import (
     check,
+    completion,
     diagnose,
     doctor,
     drift,
@@ -93,6 +95,7 @@ from tenant_stack.commands import (
     verify_offboarded,
     worker,
 )
+from tenant_stack.commands.parser import Parser, add_examples
 from tenant_stack.commands.version import Versions
 from tenant_stack.errors import TenantError
 
@@ -116,23 +119,26 @@ _COMMANDS = (
     expiring,
     usage,
     import_,
+    completion,
 )
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="gpu-tenants",
         description="Operator commands for tenant stacks.",
-        # Kept as written: the completion line is a command to copy, not to wrap.
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Exit status: 0 all checks passed, 1 a check failed, 2 the command could not "
-        "run, 130 interrupted, 141 the output's reader went away.\n\n"
-        "Completion in bash or zsh (in ~/.bashrc or ~/.zshrc to keep it):\n"
-        '  eval "$(register-python-argcomplete gpu-tenants)"',
+        "run, 130 interrupted, 141 the output's reader went away.",
+    )
+    add_examples(
+        top,
+        ("gpu-tenants status", "every tenant: Ready, its stage and its next step"),
+        ("gpu-tenants diagnose tenant-foo --help", "one command's options and examples"),
+        ('eval "$(gpu-tenants completion bash)"', "complete commands, options and slugs in bash"),
     )
     top.add_argument("--version", action=Versions)
     top.set_defaults(exits_without_teardown=False)
-    commands = top.add_subparsers(dest="command", required=True)
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in _COMMANDS:
         command.register(commands)
     return top
@@ -144,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     # Under a shell's completion (_ARGCOMPLETE set) this prints the candidates and exits.
     argcomplete.autocomplete(arguments)
     exits_without_teardown = False
+    if not (sys.argv[1:] if argv is None else argv):
+        # As kubectl and gh do: no command is a request for the commands, not an error.
+        arguments.print_help()
+        return 0
     try:
         try:
             args = arguments.parse_args(argv)

@@ -7,12 +7,13 @@ import json
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_json,
     add_outpost_numbers,
+    add_output_format,
     add_project,
     add_tenants,
     tenants,
 )
+from tenant_stack.commands.parser import add_examples
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,7 +27,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="Exit status: 0 no collision, 1 a spec does not load or two collide (each "
         "finding named), 2 the command could not run.",
     )
-    add_json(command, "the findings")
+    add_output_format(command, "the findings")
     command.add_argument(
         "--live",
         action="store_true",
@@ -36,6 +37,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_outpost_numbers(command)
     add_tenants(command)
     add_project(command)
+    add_examples(
+        command,
+        ("gpu-tenants check", "every spec of the project against the others"),
+        ("gpu-tenants check --live", "and against the numbers Authentik hands out now"),
+    )
     command.set_defaults(run=run)
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from tenant_stack.commands.options import add_json, add_project, add_tenants, tenant_spec
+from tenant_stack.commands.options import (
+    add_output_format,
+    add_project,
+    add_slug,
+    add_tenants,
+    tenant_spec,
+)
+from tenant_stack.commands.parser import add_examples
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,10 +26,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="Exit status: 0 no problem found, 1 problems found (or the tenant is not onboarded "
         "yet: it has no stack), 2 the command could not run.",
     )
-    command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
-    add_json(command, "the findings")
+    add_slug(command)
+    add_output_format(command, "the findings")
     add_project(command)
     add_tenants(command)
+    add_examples(
+        command,
+        ("gpu-tenants diagnose tenant-foo", "each known failure, with its evidence, cause and fix"),
+        ("gpu-tenants diagnose tenant-foo -o json", "the findings, for a script"),
+    )
     command.set_defaults(run=run)
 
 

@@ -9,7 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import add_json, add_project
+from tenant_stack.commands.options import add_output_format, add_project
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import COLOURS, paint, table, wants_colour
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "ledger's Object Lock). Read-only; the backends are checked at once.",
         epilog="Exit status: 0 every check passed, 1 a check failed, 2 the command could not run.",
     )
-    add_json(command, "the checks")
+    add_output_format(command, "the checks")
     add_project(command)
     command.add_argument(
         "--timeout",
@@ -42,6 +43,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     # A check group that did not answer in time is still running on its daemon thread, perhaps in
     # gRPC or the Temporal SDK, whose threads abort the interpreter's teardown (main says why).
+    add_examples(
+        command,
+        ("gpu-tenants doctor", "every backend of this environment, before a first up"),
+        ("gpu-tenants doctor -o json --timeout 60", "in CI, on a slow network"),
+    )
     command.set_defaults(run=run, exits_without_teardown=True)
 
 

@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tenant_stack.commands.options import add_json, add_project, add_workers
+from tenant_stack.commands.options import add_output_format, add_project, add_slugs, add_workers
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import paint, wants_colour
 
 if TYPE_CHECKING:
@@ -29,12 +30,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="Exit status: 0 every stack clean, 1 drift found, 2 a stack could not be checked "
         "or the command could not run.",
     )
-    command.add_argument(
-        "stacks", nargs="*", help="only these stacks (default: every tenant stack)"
-    )
-    add_json(command)
+    add_slugs(command, "every tenant stack")
+    add_output_format(command)
     add_workers(command, "stacks checked")
     add_project(command)
+    add_examples(
+        command,
+        ("gpu-tenants drift", "every tenant stack, as many at once as there are cores"),
+        ("gpu-tenants drift tenant-foo tenant-bar -o json", "two stacks, for a script"),
+    )
     command.set_defaults(run=run)
 
 
@@ -43,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from tenant_stack.stacks import Stacks
 
     stacks = Stacks(args.project)
-    names = args.stacks or stacks.tenants()
+    names = args.slugs or stacks.tenants()
     colour = wants_colour(sys.stderr)
     finished = 0
 

@@ -10,7 +10,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+from tenant_stack.commands.options import (
+    PLATFORM,
+    add_output_format,
+    add_project,
+    add_tenants,
+    tenants,
+)
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import table
 
 if TYPE_CHECKING:
@@ -48,9 +55,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="post the reminders due today to GPU_TENANTS_WEBHOOK_URL (each once)",
     )
-    add_json(command)
+    add_output_format(command)
     add_tenants(command)
     add_project(command)
+    add_examples(
+        command,
+        ("gpu-tenants expiring", "the terms that end within 30 days"),
+        ("gpu-tenants expiring --within 90d -o json", "a quarter ahead, for a script"),
+        ("gpu-tenants expiring --remind", "daily: the reminders due today, each sent once"),
+    )
     command.set_defaults(run=run)
 
 

@@ -12,7 +12,16 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from tenant_stack.commands.drift import drift_text
-from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_workers, positive
+from tenant_stack.commands.options import (
+    PLATFORM,
+    add_output_format,
+    add_project,
+    add_slug,
+    add_slugs,
+    add_workers,
+    positive,
+)
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import paint, wants_colour
 from tenant_stack.errors import StackError
 from tenant_stack.lifecycle import STAGES
@@ -28,7 +37,7 @@ TASK_QUEUE = "gpu-tenants-fleet"
 def add_workflow_options(command: argparse.ArgumentParser, workers: str | None = None) -> None:
     """What every command that starts a workflow takes: --json, --no-wait, the task queue,
     --workers (what they bound, when the workflow runs stacks at once) and --project."""
-    add_json(command)
+    add_output_format(command)
     command.add_argument("--no-wait", action="store_true", help="print the workflow id and return")
     add_task_queue(command)
     if workers is not None:
@@ -54,7 +63,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     # The Temporal SDK's threads can outlive the interpreter's teardown (main says why).
     fleet.set_defaults(run=run, exits_without_teardown=True)
-    work = fleet.add_subparsers(dest="workflow", required=True)
+    work = fleet.add_subparsers(dest="workflow", required=True, metavar="WORKFLOW")
     drift = work.add_parser(
         "drift",
         help="every tenant stack's drift, one child workflow per stack (its id: the stack)",
@@ -63,8 +72,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="Exit status: 0 every stack clean, 1 drift found, 2 a stack could not be checked "
         "(the others still were) or the workflow could not run.",
     )
-    drift.add_argument("stacks", nargs="*", help="only these stacks (default: every tenant stack)")
+    add_slugs(drift, "every tenant stack")
     add_workflow_options(drift, workers="stacks checked")
+    add_examples(
+        drift,
+        ("gpu-tenants fleet drift", "every tenant stack, on the workers"),
+        ("gpu-tenants fleet drift --no-wait", "start it, print its workflow id and return"),
+    )
     waves = work.add_parser(
         "rollout",
         help="`pulumi up` of stacks in waves, one child workflow per stack (its id: the stack)",
@@ -82,10 +96,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="append",
         required=True,
         type=stack_list,
-        metavar="STACK,STACK...",
+        metavar="SLUG,SLUG...",
         help="the stacks of one wave, comma-separated; repeat it for each wave, in order",
     )
     add_workflow_options(waves, workers="stacks updated")
+    add_examples(
+        waves,
+        (
+            "gpu-tenants fleet rollout --wave tenant-foo --wave tenant-bar,tenant-baz",
+            "one canary, then two stacks at once",
+        ),
+    )
     stage = work.add_parser(
         "stage",
         help="a tenant's merged offboarding stage applied: its `up`, rerun while it drains",
@@ -99,7 +120,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "2 it could not run (--stage not the spec's, another operation holds the stack, "
         "Temporal unreachable).",
     )
-    stage.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml (its stack's name)")
+    add_slug(stage)
     stage.add_argument(
         "--stage", required=True, choices=STAGES, help="the stage the merged pull request set"
     )
@@ -111,6 +132,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     stage.add_argument("--rounds", type=positive, default=200, help="`up`s at most (default: 200)")
     add_workflow_options(stage)
+    add_examples(
+        stage,
+        ("gpu-tenants fleet stage tenant-foo --stage drained", "the drain, rerun until it is done"),
+        (
+            "gpu-tenants fleet stage tenant-foo --stage frozen --no-wait",
+            "a merged freeze, its workflow left to run",
+        ),
+    )
     schedule = work.add_parser(
         "schedule",
         help="the drift check of every tenant stack on a Temporal Schedule (made or updated)",
@@ -130,6 +159,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_task_queue(schedule)
     add_workers(schedule, "stacks checked")
     add_project(schedule)
+    add_examples(
+        schedule,
+        ("gpu-tenants fleet schedule", "the interval Pulumi.prod.yaml sets"),
+        ("gpu-tenants fleet schedule --every-seconds 3600", "hourly"),
+    )
 
 
 def stack_list(text: str) -> list[str]:
@@ -179,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         waves = rolled.updates()
         print(json.dumps(asdict(rolled)) if args.json else rollout_text(waves, colour))
         return rollout.exit_status(waves)
-    stacks = args.stacks or Stacks(args.project).tenants()
+    stacks = args.slugs or Stacks(args.project).tenants()
     checked = commands.fleet_drift(
         args.project, stacks, args.workers, args.task_queue, args.no_wait
     )

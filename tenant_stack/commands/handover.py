@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from tenant_stack.commands.options import add_json, add_project, add_tenants, tenant_spec
+from tenant_stack.commands.options import (
+    add_output_format,
+    add_project,
+    add_slug,
+    add_tenants,
+    tenant_spec,
+)
+from tenant_stack.commands.parser import add_examples
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,10 +24,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(RETENTION_S3_*).",
         epilog="Exit status: 0 the sheet is printed, 2 it could not be (the spec does not load).",
     )
-    command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
-    add_json(command, "the sheet")
+    add_slug(command)
+    add_output_format(command, "the sheet")
     add_tenants(command)
     add_project(command)
+    add_examples(
+        command,
+        ("gpu-tenants handover tenant-foo > tenant-foo-handover.md", "the sheet, to send"),
+        ("gpu-tenants handover tenant-foo -o json", "its fields, for a ticket system"),
+    )
     command.set_defaults(run=run)
 
 

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_json,
     add_outpost_numbers,
+    add_output_format,
     add_project,
     add_tenants,
     tenants,
     term,
 )
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.errors import TenantError
 from tenant_stack.partition_types import NODELESS_PARTITION_TYPES
 
@@ -37,7 +38,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="Exit status: 0 the spec is written, 1 the tenant is refused (nothing written), "
         "2 the command could not run (a backend unreachable, bad arguments).",
     )
-    command.add_argument("slug", help="the tenant's slug: its namespace and Slurm account")
+    command.add_argument(
+        "slug", metavar="SLUG", help="the tenant's slug: its namespace and Slurm account"
+    )
     command.add_argument(
         "--term",
         type=term,
@@ -61,7 +64,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_outpost_numbers(command)
     add_tenants(command)
     add_project(command)
-    add_json(command)
+    add_output_format(command)
+    add_examples(
+        command,
+        (
+            ("gpu-tenants import tenant-old --term 2026-01-05:2027-01-04"),
+            "a hand-built tenant, written as tenants/tenant-old.yaml",
+        ),
+        (
+            (
+                "gpu-tenants import tenant-old --term 2026-01-05:2027-01-04 \\\n"
+                "    --weka-org-admin tenant-old-admin --weka-org-password-file admin.pw"
+            ),
+            "with its Weka organization's admin, to read the organization",
+        ),
+    )
     command.set_defaults(run=run)
 
 

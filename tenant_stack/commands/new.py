@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_json,
     add_outpost_numbers,
+    add_output_format,
     add_project,
     add_tenants,
     positive,
     tenants,
     term,
 )
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.partition_types import PARTITION_TYPES
 
 if TYPE_CHECKING:
@@ -111,7 +112,28 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_outpost_numbers(command)
     add_tenants(command)
     add_project(command)
-    add_json(command)
+    add_output_format(command)
+    add_examples(
+        command,
+        (
+            (
+                "gpu-tenants new tenant-baz --users examples/tenant-baz-users.csv \\\n"
+                "    --gpu-sku h100-8x --gpus 16 --partition-type reserved \\\n"
+                "    --term 2027-01-04:2028-01-03 --wall-limit 24h --home 5TB \\\n"
+                "    --scratch 50TB --storage-isolation org"
+            ),
+            "a reserved tenant of 16 GPUs with an organization of its own, on free nodes",
+        ),
+        (
+            (
+                "gpu-tenants new tenant-qux --users qux.yaml --gpu-sku h100-8x --gpus 8 \\\n"
+                "    --partition-type on-demand --term 2027-02-01:2027-07-31 \\\n"
+                "    --wall-limit 2d --home 1TB --scratch 10TB \\\n"
+                "    --storage-isolation directory --admin erin"
+            ),
+            "an on-demand tenant in the shared filesystems' directories, erin its admin",
+        ),
+    )
     command.set_defaults(run=run)
 
 

@@ -45,6 +45,7 @@ def add_project(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--project",
         type=directory,
+        metavar="DIR",
         # Checked where it is used (`tenants`): --tenants may make it irrelevant.
         default=PROJECT,
         help="the Pulumi project whose stacks are the tenants, its tenants/ holding their specs "
@@ -55,7 +56,10 @@ def add_project(command: argparse.ArgumentParser) -> None:
 def add_tenants(command: argparse.ArgumentParser) -> None:
     """--tenants, beside --project (`tenants` reads both)."""
     command.add_argument(
-        "--tenants", type=directory, help="where the specs are (default: the project's tenants/)"
+        "--tenants",
+        type=directory,
+        metavar="DIR",
+        help="where the specs are (default: the project's tenants/)",
     )
 
 
@@ -77,8 +81,59 @@ def tenant_spec(args: argparse.Namespace) -> tuple[TenantSpec, Platform]:
     return load_spec(tenants(args), args.slug, platform), platform
 
 
-def add_json(command: argparse.ArgumentParser, what: str = "the report") -> None:
-    command.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+class _Format(argparse.Action):
+    """`-o table|json`, kept as the one flag `args.json` that every command reads."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values == "json")
+
+
+def add_output_format(command: argparse.ArgumentParser, what: str = "the report") -> None:
+    """`-o json|table`, as kubectl and gh spell it, and `--json`, which workflows already use."""
+    formats = command.add_mutually_exclusive_group()
+    formats.add_argument(
+        "-o",
+        "--output",
+        dest="json",
+        action=_Format,
+        choices=("table", "json"),
+        default=False,
+        metavar="FORMAT",
+        help=f"print {what} as a table (the default) or as JSON",
+    )
+    formats.add_argument("--json", action="store_true", help="the same as -o json")
+
+
+def add_slug(command: argparse.ArgumentParser, help: str = "the tenant") -> None:
+    """The one tenant a command works on, by its slug: its spec's name and its stack's."""
+    slug = command.add_argument("slug", metavar="SLUG", help=f"{help}, as in tenants/<slug>.yaml")
+    slug.completer = _known_slugs  # type: ignore[attr-defined]
+
+
+def add_slugs(command: argparse.ArgumentParser, default: str = "every spec in tenants/") -> None:
+    """The tenants a command works on, by their slugs (none given: every tenant)."""
+    slugs = command.add_argument(
+        "slugs", metavar="SLUG", nargs="*", help=f"only these tenants (default: {default})"
+    )
+    slugs.completer = _known_slugs  # type: ignore[attr-defined]
+
+
+def chosen_slugs(args: argparse.Namespace) -> list[str]:
+    """The slugs given, or every spec's in the specs' directory."""
+    return list(args.slugs) or sorted(path.stem for path in tenants(args).glob("*.yaml"))
+
+
+def _known_slugs(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
+    """The shell's completion of a slug: the specs' names (argcomplete's completer)."""
+    project = Path(getattr(parsed_args, "project", PROJECT))
+    specs = getattr(parsed_args, "tenants", None) or project / "tenants"
+    return sorted(path.stem for path in Path(specs).glob(f"{prefix}*.yaml"))
 
 
 def add_workers(command: argparse.ArgumentParser, at_once: str) -> None:

@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import add_json, add_project
+from tenant_stack.commands.options import add_output_format, add_project, add_slug, add_slugs
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import table
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "Every action is recorded in the tenant's ledger in the retention store.",
     )
     retention.set_defaults(run=run)
-    actions = retention.add_subparsers(dest="action", required=True)
+    actions = retention.add_subparsers(dest="action", required=True, metavar="ACTION")
     calendar = actions.add_parser(
         "calendar",
         help="list every retained resource of every tenant stack, soonest first",
@@ -83,24 +84,50 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "could not run or finish (the output says where it stopped; rerun it).",
     )
     for command in (hold, release, erase):
-        command.add_argument("slug", help="the tenant")
-    erase.add_argument("user", help="the username, as in the tenant's spec")
+        add_slug(command)
+    erase.add_argument("user", metavar="USER", help="the username, as in the tenant's spec")
     erase.add_argument("--approved-by", required=True, help="who approved the request")
     erase.add_argument("--request", required=True, help="the request's ticket or reference")
     for command in (hold, release):
         command.add_argument("--by", required=True, help="who sets or lifts it, for the ledger")
     for command in (calendar, purge):
-        command.add_argument(
-            "--tenant", action="append", default=[], help="only this tenant (repeatable)"
-        )
+        add_slugs(command, "every tenant stack")
     # Not on hold and release: a hold counts from when it is written, never from a day given.
     for command in (calendar, purge, erase):
         command.add_argument(
             "--now", help="the date (YYYY-MM-DD) or time to act as of; default: now"
         )
     for command in (calendar, purge, hold, release, erase):
-        add_json(command)
+        add_output_format(command)
         add_project(command)
+    add_examples(
+        calendar,
+        ("gpu-tenants retention calendar", "what every tenant stack keeps, soonest first"),
+        ("gpu-tenants retention calendar tenant-foo --now 2033-01-01", "what is due by 2033"),
+    )
+    add_examples(
+        purge,
+        ("gpu-tenants retention run --dry-run", "what today's purge would delete"),
+        ("gpu-tenants retention run", "daily, from a scheduler"),
+    )
+    add_examples(
+        hold,
+        (
+            'gpu-tenants retention hold tenant-foo --by "Dana Ops" --reason LEGAL-42',
+            "a litigation hold, from now",
+        ),
+    )
+    add_examples(
+        release,
+        ('gpu-tenants retention release tenant-foo --by "Dana Ops"', "the hold lifted"),
+    )
+    add_examples(
+        erase,
+        (
+            'gpu-tenants retention erase tenant-foo bob --approved-by "Lee DPO" --request DSR-7',
+            "bob's files out of every retained copy",
+        ),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     dry_run = args.action == "calendar" or args.dry_run
     reports = retention_job.run(
-        stacks, args.project / "tenants", platform, now, dry_run=dry_run, only=args.tenant
+        stacks, args.project / "tenants", platform, now, dry_run=dry_run, only=args.slugs
     )
     if args.json:
         print(json.dumps({"now": now.isoformat(), "tenants": [r.as_json() for r in reports]}))

@@ -8,7 +8,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import add_json, add_project, add_workers, output
+from tenant_stack.commands.options import add_output_format, add_project, add_workers, output
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import paint, wants_colour
 
 if TYPE_CHECKING:
@@ -33,9 +34,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--markdown", type=output, help="write the comment here (default: print it to stdout)"
     )
     command.add_argument("--json-file", type=output, help="write the JSON report here")
-    add_json(command, "the report to stdout")
+    add_output_format(command, "the report to stdout")
     add_workers(command, "previews run")
     add_project(command)
+    add_examples(
+        command,
+        (
+            ("gpu-tenants review --base origin/main"),
+            "the pull request's check, its comment on stdout",
+        ),
+        (
+            (
+                "gpu-tenants review --base origin/main --markdown review.md \\\n"
+                "    --json-file review.json"
+            ),
+            "as CI runs it",
+        ),
+    )
     command.set_defaults(run=run)
 
 

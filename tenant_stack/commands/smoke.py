@@ -14,12 +14,14 @@ import sys
 from datetime import UTC, datetime
 
 from tenant_stack.commands.options import (
-    add_json,
+    add_output_format,
     add_project,
+    add_slug,
     add_tenants,
     positive,
     tenant_spec,
 )
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import table
 
 # Where the jobs' output goes when run through the login pod: a filesystem the login pod and
@@ -43,7 +45,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "runbook's fix), 2 the tests could not run (the spec does not load, Slurm refused a "
         "job, or the jobs did not finish within --timeout: they are cancelled).",
     )
-    command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
+    add_slug(command)
     command.add_argument(
         "--user", help="the tenant's user to run as (default: the first in the spec)"
     )
@@ -79,9 +81,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=1800,
         help="seconds to wait for the jobs, queued and running (default 1800)",
     )
-    add_json(command)
+    add_output_format(command)
     add_tenants(command)
     add_project(command)
+    add_examples(
+        command,
+        ("gpu-tenants smoke tenant-foo", "step 7 as the spec's first user"),
+        (
+            ("gpu-tenants smoke tenant-foo --user bob --write-mib 1024 -o json"),
+            "as bob, a 1 GiB storage test, for a script",
+        ),
+    )
     command.set_defaults(run=run)
 
 

@@ -9,7 +9,15 @@ import sys
 from datetime import date
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import PLATFORM, add_json, add_project, add_tenants, tenants
+from tenant_stack.commands.options import (
+    PLATFORM,
+    add_output_format,
+    add_project,
+    add_slug,
+    add_tenants,
+    tenants,
+)
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.lifecycle import SIGNED_OFF, STAGES
 
 if TYPE_CHECKING:
@@ -37,7 +45,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "the command could not run (no such spec, the spec does not load or would not once "
         "edited, bad arguments).",
     )
-    command.add_argument("slug", metavar="SLUG", help="the tenant, as in tenants/<slug>.yaml")
+    add_slug(command)
     command.add_argument("stage", metavar="STAGE", choices=STAGES, help=", ".join(STAGES))
     command.add_argument(
         "--sign-off-by",
@@ -48,9 +56,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command.add_argument(
         "--ticket", metavar="T", help="the change ticket holding the sign-off (OPS-1234)"
     )
-    add_json(command, "the change")
+    add_output_format(command, "the change")
     add_tenants(command)
     add_project(command)
+    add_examples(
+        command,
+        ("gpu-tenants stage tenant-foo frozen", "offboarding's first pull request: no new jobs"),
+        (
+            (
+                'gpu-tenants stage tenant-foo destroy --sign-off-by "Dana Ops" \\\n'
+                "    --ticket OPS-1234"
+            ),
+            "the last one, signed off",
+        ),
+        ("gpu-tenants stage tenant-foo active", "a rollback, before destroy"),
+    )
     command.set_defaults(run=run)
 
 

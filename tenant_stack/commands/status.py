@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_json,
+    add_output_format,
     add_project,
+    add_slugs,
     add_tenants,
+    chosen_slugs,
     tenants,
 )
+from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import COLOURS, paint, table, wants_colour
 from tenant_stack.errors import StackNotFoundError
 
@@ -34,10 +37,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="Exit status: 0 every tenant Ready, 1 one is not (a tenant not onboarded yet, "
         "with no stack, is not: nothing of it is read), 2 the command could not run.",
     )
-    command.add_argument("slugs", nargs="*", help="only these tenants")
-    add_json(command)
+    add_slugs(command)
+    add_output_format(command)
     add_project(command)
     add_tenants(command)
+    add_examples(
+        command,
+        ("gpu-tenants status", "every tenant of the project"),
+        ("gpu-tenants status tenant-foo -o json", "one tenant, for a script"),
+    )
     command.set_defaults(run=run)
 
 
@@ -50,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     platform = load_platform(PLATFORM)
     specs = tenants(args)
-    slugs = args.slugs or sorted(path.stem for path in specs.glob("*.yaml"))
+    slugs = chosen_slugs(args)
     stacks = Stacks(args.project)
     reports = []
     for slug in slugs:

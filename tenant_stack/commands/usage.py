@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_json,
+    add_output_format,
     add_project,
+    add_slugs,
     add_tenants,
+    chosen_slugs,
     output,
     tenants,
 )
+from tenant_stack.commands.parser import add_examples
 
 if TYPE_CHECKING:
     from tenant_stack.spec import TenantSpec
@@ -46,7 +49,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="Exit status: 0 the report is made, 2 it could not be (a spec does not load, "
         "Slurm or the retention store cannot be read, no archived jobs.csv).",
     )
-    command.add_argument("slugs", nargs="*", help="only these tenants")
+    add_slugs(command)
     command.add_argument(
         "--from",
         dest="since",
@@ -80,9 +83,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command.add_argument(
         "--chart-format", choices=("svg", "png"), default="svg", help="the charts' format (svg)"
     )
-    add_json(command)
+    add_output_format(command)
     add_tenants(command)
     add_project(command)
+    add_examples(
+        command,
+        (
+            (
+                "gpu-tenants usage tenant-foo --from 2026-11-01 --to 2026-11-30 \\\n"
+                "    --csv november.csv"
+            ),
+            "November's GPU-hours, and the rows for billing",
+        ),
+        ("gpu-tenants usage --charts charts/", "every tenant this month, with its charts"),
+        (
+            ("gpu-tenants usage tenant-foo --archived --from 2026-01-05 \\\n    --to 2027-01-04"),
+            "an offboarded tenant's term, from its archive",
+        ),
+    )
     command.set_defaults(run=run)
 
 
@@ -95,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         raise TenantError(f"--to {args.to} is before --from {args.since}")
     platform = load_platform(PLATFORM)
     specs_dir = tenants(args)
-    slugs = args.slugs or sorted(path.stem for path in specs_dir.glob("*.yaml"))
+    slugs = chosen_slugs(args)
     specs = [load_spec(specs_dir, slug, platform) for slug in slugs]
     until = args.to + timedelta(days=1)
     reports = [_report(spec, args.since, until, args.archived) for spec in specs]

@@ -8,7 +8,14 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import add_json, add_project, add_tenants, tenant_spec
+from tenant_stack.commands.options import (
+    add_output_format,
+    add_project,
+    add_slug,
+    add_tenants,
+    tenant_spec,
+)
+from tenant_stack.commands.parser import add_examples
 
 if TYPE_CHECKING:
     from tenant_stack.offboarded import Check
@@ -26,10 +33,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "there, 1 a check failed (each says what is left or missing), 2 the command could not "
         "run.",
     )
-    command.add_argument("slug", help="the tenant, as in tenants/<slug>.yaml")
-    add_json(command, "the checks")
+    add_slug(command)
+    add_output_format(command, "the checks")
     add_tenants(command)
     add_project(command)
+    add_examples(
+        command,
+        ("gpu-tenants verify-offboarded tenant-foo", "step 8: the checklist for the change ticket"),
+        ("gpu-tenants verify-offboarded tenant-foo -o json", "the same checks, for a script"),
+    )
     command.set_defaults(run=run)
 
 

@@ -7,6 +7,7 @@ import os
 
 from tenant_stack.commands.fleet import add_task_queue
 from tenant_stack.commands.options import positive
+from tenant_stack.commands.parser import add_examples
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,6 +27,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="stack operations at once",
     )
     # The Temporal SDK's threads can outlive the interpreter's teardown (main says why).
+    add_examples(
+        command,
+        ("TEMPORAL_ADDRESS=temporal.example:7233 gpu-tenants worker", "a stack operation per core"),
+        ("gpu-tenants worker --concurrency 2", "two stack operations at once"),
+    )
     command.set_defaults(run=run, exits_without_teardown=True)
 
 

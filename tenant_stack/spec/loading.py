@@ -9,6 +9,7 @@ valid fields to mean anything.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -32,6 +33,8 @@ def load_spec(tenants_dir: Path, stack: str, platform: Platform) -> TenantSpec:
             known = f"the directory {tenants_dir} does not exist"
         elif existing:
             known = f"specs that exist: {', '.join(existing)}"
+            near = difflib.get_close_matches(stack, [Path(name).stem for name in existing], n=1)
+            known = f"did you mean {near[0]!r}? {known}" if near else known
         else:
             known = f"no spec exists in {tenants_dir}"
         raise SpecError(

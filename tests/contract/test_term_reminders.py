@@ -22,7 +22,7 @@ from tenant_stack.commands import main
 from tenant_stack.expiry import REMINDER_ACTION
 from tests.isolated import ROOT, Gateway, ledger_gateway
 
-END = date(2027, 1, 4)  # tenant-foo's term end
+END = date(2028, 1, 4)  # tenant-foo's term end
 TOKEN = "T0KEN-" + uuid.uuid4().hex
 
 
@@ -110,7 +110,7 @@ def test_each_reminder_goes_out_once_over_the_terms_last_month(
     assert sent_on == {30: [30], 10: [14], 7: [7], 0: [0]}
     texts = [str(body["text"]) for body in receiver.bodies]
     assert len(texts) == 4
-    assert all(slug in text and "2027-01-04" in text for text in texts)
+    assert all(slug in text and "2028-01-04" in text for text in texts)
     assert "ends in 30 days" in texts[0]
     assert f"gpu-tenants stage {slug} frozen" in texts[-1]
     assert "ends today" in texts[-1]

@@ -34,7 +34,7 @@ def test_preview_names_an_impossible_date_at_its_field(
 ) -> None:
     project = project_copy(tmp_path / "project")
     spec = project / "tenants" / "tenant-foo.yaml"
-    spec.write_text(spec.read_text().replace("end: 2027-01-04", written))
+    spec.write_text(spec.read_text().replace("end: 2028-01-04", written))
     run_pulumi(pulumi_backend, project, "stack", "init", "tenant-foo")
     preview = pulumi(pulumi_backend, project, "preview", "--stack", "tenant-foo")
     printed = preview.stdout + preview.stderr

@@ -35,6 +35,7 @@ COMMANDS = {
     "expiring": (),
     "usage": (),
     "import": (),
+    "completion": (),
 }
 EVERY_COMMAND = [
     [name, *sub]
@@ -63,15 +64,22 @@ def test_help_names_every_command_and_how_to_enable_completion(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: gpu-tenants")
     assert all(name in result.stdout for name in COMMANDS)
-    assert 'eval "$(register-python-argcomplete gpu-tenants)"' in " ".join(result.stdout.split())
+    assert '\n  eval "$(gpu-tenants completion bash)"\n' in result.stdout
 
 
 @pytest.mark.parametrize("argv", EVERY_COMMAND, ids=" ".join)
-def test_every_command_has_help(argv: list[str], tmp_path: Path) -> None:
+def test_every_command_has_help_with_its_exit_statuses_and_examples(
+    argv: list[str], tmp_path: Path
+) -> None:
     result = gpu_tenants(*argv, "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: gpu-tenants {' '.join(argv)}")
     assert "Exit status: 0 " in result.stdout, "every command states its exit statuses"
+    examples = result.stdout.split("\nExamples:\n", 1)[1].splitlines()
+    # Each example a comment, then the command as written, unwrapped.
+    assert examples[0].startswith("  # ")
+    assert examples[1].startswith("  ")
+    assert f"gpu-tenants {' '.join(argv)}" in examples[1]
 
 
 def test_version_names_the_project_the_pinned_engine_and_the_sdk(tmp_path: Path) -> None:
@@ -127,10 +135,84 @@ def test_an_unknown_command_exits_2_naming_it(tmp_path: Path) -> None:
     assert "invalid choice: 'no-such-command'" in result.stderr
 
 
-def test_no_command_exits_2(tmp_path: Path) -> None:
+def test_no_command_prints_the_help(tmp_path: Path) -> None:
     result = gpu_tenants(cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == gpu_tenants("--help", cwd=tmp_path).stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["stauts"], "status"),
+        (["retention", "calender"], "calendar"),
+        (["fleet", "rolout"], "rollout"),
+        (["stage", "tenant-foo", "frozn"], "frozen"),
+        (["status", "-o", "jsn"], "json"),
+    ],
+    ids=" ".join,
+)
+def test_a_mistyped_command_or_choice_says_what_was_meant(
+    argv: list[str], meant: str, tmp_path: Path
+) -> None:
+    result = gpu_tenants(*argv, cwd=tmp_path)
     assert result.returncode == 2
-    assert "usage: gpu-tenants" in result.stderr
+    assert f"invalid choice: {argv[-1]!r} (choose from " in result.stderr
+    assert result.stderr.rstrip().endswith(f"); did you mean {meant!r}?")
+
+
+def test_a_mistyped_slug_says_which_tenant_was_meant(tmp_path: Path) -> None:
+    tenants = str(ROOT / "tenants")
+    result = gpu_tenants("handover", "tenant-fo", "--tenants", tenants, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no spec for stack 'tenant-fo'" in result.stderr
+    assert "did you mean 'tenant-foo'? specs that exist: tenant-bar.yaml, tenant-foo.yaml" in (
+        result.stderr
+    )
+
+
+def test_o_json_is_the_json_flag_and_o_table_the_text(tmp_path: Path) -> None:
+    tenants = ("--tenants", str(ROOT / "tenants"))
+    as_json = gpu_tenants("check", *tenants, "--json", cwd=tmp_path)
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["specs"] == ["tenant-bar.yaml", "tenant-foo.yaml"]
+    assert gpu_tenants("check", *tenants, "-o", "json", cwd=tmp_path).stdout == as_json.stdout
+    as_table = gpu_tenants("check", *tenants, "-o", "table", cwd=tmp_path)
+    assert as_table.stdout == gpu_tenants("check", *tenants, cwd=tmp_path).stdout
+    assert not as_table.stdout.startswith("{")
+    both = gpu_tenants("check", *tenants, "-o", "table", "--json", cwd=tmp_path)
+    assert both.returncode == 2
+    assert "not allowed with argument -o/--output" in both.stderr
+
+
+def test_the_bash_completion_code_registers_the_command(tmp_path: Path) -> None:
+    code = gpu_tenants("completion", "bash", cwd=tmp_path)
+    assert code.returncode == 0, code.stderr
+    (tmp_path / "completion.bash").write_text(code.stdout)
+    registered = subprocess.run(
+        ["bash", "-c", "source completion.bash && complete -p gpu-tenants"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert registered.returncode == 0, registered.stderr
+    assert registered.stdout.rstrip().endswith(" gpu-tenants")
+    zsh = gpu_tenants("completion", "zsh", cwd=tmp_path)
+    assert zsh.returncode == 0, zsh.stderr
+    assert zsh.stdout.startswith("#compdef gpu-tenants")
+
+
+def test_completion_offers_the_tenants_slugs(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "tenants").mkdir(parents=True)
+    for slug in ("tenant-foo", "tenant-fox", "tenant-bar"):
+        (project / "tenants" / f"{slug}.yaml").write_text("")
+    offered = complete(f"gpu-tenants diagnose --project {project} tenant-fo", tmp_path)
+    assert sorted(word.strip() for word in offered) == ["tenant-foo", "tenant-fox"]
+    offered = complete(f"gpu-tenants status --tenants {project / 'tenants'} tenant-b", tmp_path)
+    assert [word.strip() for word in offered] == ["tenant-bar"]
 
 
 def test_python_m_tenant_stack_is_the_same_command(tmp_path: Path) -> None:
@@ -265,3 +347,13 @@ def test_a_tenant_without_a_stack_is_not_onboarded_yet_and_nothing_of_it_is_read
     said = gpu_tenants("diagnose", "tenant-bar", "--project", str(project), cwd=tmp_path, env=env)
     assert said.returncode == 1, said.stderr
     assert said.stdout.startswith(f"tenant-bar: {first_up}")
+
+
+def test_the_sample_tenants_are_valid_today(tmp_path: Path) -> None:
+    """A newcomer's first `check` and `expiring` on the repository's samples pass: when this
+    fails with time, move the samples' contract.term.end on, as a renewal would."""
+    tenants = ("--tenants", str(ROOT / "tenants"))
+    checked = gpu_tenants("check", *tenants, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    expiring = gpu_tenants("expiring", *tenants, cwd=tmp_path)
+    assert expiring.returncode == 0, expiring.stdout + expiring.stderr

@@ -12,7 +12,7 @@ from tenant_stack.platform import load_platform
 from tenant_stack.spec import TenantSpec, load_spec
 from tests.conftest import ROOT
 
-END = date(2027, 1, 4)  # tenant-foo's term end
+END = date(2028, 1, 4)  # tenant-foo's term end
 
 
 @pytest.fixture(scope="module")
@@ -31,23 +31,23 @@ def staged(spec: TenantSpec, stage: str, end: date = END) -> TenantSpec:
 
 
 def test_days_left_counts_to_the_terms_last_day(foo: TenantSpec) -> None:
-    assert days_left(foo, date(2026, 12, 5)) == 30
+    assert days_left(foo, date(2027, 12, 5)) == 30
     assert days_left(foo, END) == 0
-    assert days_left(foo, date(2027, 1, 7)) == -3
+    assert days_left(foo, date(2028, 1, 7)) == -3
 
 
 def test_expiring_lists_the_soonest_first_and_not_the_destroyed(foo: TenantSpec) -> None:
-    later = staged(foo, "active", date(2027, 1, 20)).model_copy(update={"slug": "tenant-later"})
-    ended = staged(foo, "frozen", date(2026, 11, 30)).model_copy(update={"slug": "tenant-ended"})
-    gone = staged(foo, "destroy", date(2026, 11, 1)).model_copy(update={"slug": "tenant-gone"})
-    listed = expiring([later, foo, ended, gone], date(2026, 12, 10), within_days=30)
+    later = staged(foo, "active", date(2028, 1, 20)).model_copy(update={"slug": "tenant-later"})
+    ended = staged(foo, "frozen", date(2027, 11, 30)).model_copy(update={"slug": "tenant-ended"})
+    gone = staged(foo, "destroy", date(2027, 11, 1)).model_copy(update={"slug": "tenant-gone"})
+    listed = expiring([later, foo, ended, gone], date(2027, 12, 10), within_days=30)
     assert [(e.tenant, e.days_left, e.when) for e in listed] == [
         ("tenant-ended", -10, "ended 10 days ago"),
         ("tenant-foo", 25, "ends in 25 days"),
     ]
     assert "gpu-tenants stage tenant-foo frozen" in listed[1].next_step
     assert "gpu-tenants stage tenant-ended drained" in listed[0].next_step
-    assert [e.tenant for e in expiring([later, foo], date(2026, 12, 10), 45)] == [
+    assert [e.tenant for e in expiring([later, foo], date(2027, 12, 10), 45)] == [
         "tenant-foo",
         "tenant-later",
     ]

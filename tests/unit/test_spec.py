@@ -600,12 +600,12 @@ def test_unreadable_files(tmp_path: Path, platform: Platform, text: str, phrase:
     ("replace", "by", "expected"),
     [
         (
-            "end: 2027-01-04",
+            "end: 2028-01-04",
             "end: 2027-02-29",
             "contract.term.end: '2027-02-29' (line 11) is not a valid date: "
             "day is out of range for month",
         ),
-        ("end: 2027-01-04", "end: 2027-13-01", "contract.term.end: '2027-13-01' (line 11) is not"),
+        ("end: 2028-01-04", "end: 2027-13-01", "contract.term.end: '2027-13-01' (line 11) is not"),
         ("uid: 2147", "uid: !!int twenty", "users.0.uid: 'twenty' (line "),
     ],
 )

@@ -95,14 +95,14 @@ def test_a_scope_over_its_cap_is_oversubscribed_and_not_a_layer_problem(tmp_path
 
 def test_days_left_in_the_term_and_what_to_do_once_it_has_ended(tmp_path: Path) -> None:
     spec = spec_at(tmp_path)
-    report = status(spec, PLATFORM, [], today=date(2026, 12, 5))
-    assert (report.days_left, report.as_json()["term_end"]) == (30, "2027-01-04")
+    report = status(spec, PLATFORM, [], today=date(2027, 12, 5))
+    assert (report.days_left, report.as_json()["term_end"]) == (30, "2028-01-04")
     text = status_text([report], colour=False)
     assert text.splitlines()[0].split()[-2:] == ["DAYS", "LEFT"]
     assert text.splitlines()[1].split()[-1] == "30"
     assert "term ended" not in text
-    ended = status(spec, PLATFORM, [], today=date(2027, 1, 6))
+    ended = status(spec, PLATFORM, [], today=date(2028, 1, 6))
     assert ended.as_json()["days_left"] == -2
-    assert "the contract term ended 2027-01-04: `gpu-tenants stage tenant-foo frozen`" in (
+    assert "the contract term ended 2028-01-04: `gpu-tenants stage tenant-foo frozen`" in (
         status_text([ended], colour=False)
     )
