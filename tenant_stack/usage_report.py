@@ -61,6 +61,7 @@ class UsageReport:
     capacity_gpu_hours: float  # the contract's GPUs, every hour of the window inside the term
     budget_gpu_hours: float  # contract.gpu_minutes
     used_before_gpu_hours: float  # by the term before the window
+    today: date  # the day the report was made on: no day after it has data yet
     slurm_budget: list[GpuMinutes] = field(default_factory=list)  # sshare's, when read live
 
     @property
@@ -85,11 +86,11 @@ class UsageReport:
         return list(self.by("team"))
 
     def burn_down(self) -> list[tuple[date, float]]:
-        """The budget left at the end of each day of the window, in GPU-hours."""
+        """The budget left at the end of each day of the window up to today, in GPU-hours."""
         per_day = self.by("day")
         left = self.budget_gpu_hours - self.used_before_gpu_hours
         points = []
-        for day in _days(self.since, self.until):
+        for day in _days(self.since, min(self.until, self.today + timedelta(days=1))):
             left -= per_day.get(day.isoformat(), 0.0)
             points.append((day, left))
         return points
@@ -170,6 +171,7 @@ def usage_report(
         capacity_gpu_hours=max(inside.total_seconds(), 0.0) / 3600 * spec.contract.gpus,
         budget_gpu_hours=spec.contract.gpu_minutes / 60,
         used_before_gpu_hours=before / 3600,
+        today=now.date(),
         slurm_budget=list(slurm_budget),
     )
 

@@ -17,7 +17,7 @@ from PIL import Image
 from providers.slurm.job_history import parse_jobs
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import TenantSpec, load_spec
-from tenant_stack.usage_charts import write_charts
+from tenant_stack.usage_charts import MAX_DATE_LABELS, NO_JOBS, TODAY, write_charts
 from tenant_stack.usage_report import CSV_HEADER, UsageReport, csv_text, usage_report
 from tests.conftest import ROOT
 
@@ -92,7 +92,7 @@ def test_against_the_contract_and_the_budget(report: UsageReport) -> None:
 
 
 def test_a_window_past_the_terms_end_has_no_capacity_there(foo: TenantSpec) -> None:
-    late = usage_report(foo, [], date(2027, 1, 3), date(2027, 1, 10), NOW)
+    late = usage_report(foo, [], date(2028, 1, 3), date(2028, 1, 10), NOW)
     assert late.capacity_gpu_hours == 64 * 48  # the term's last two days only
     assert late.rows == []
 
@@ -124,3 +124,41 @@ def test_the_charts_open_as_images(report: UsageReport, tmp_path: Path) -> None:
             image.verify()
             assert image.format == "PNG"
             assert image.size[0] > 500
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def chart_facts(path: Path) -> tuple[list[str], bool, bool]:
+    """An SVG chart's date labels along x, whether it marks today, and whether it says the
+    window had no jobs: read from the file, as a reader of the chart sees it."""
+    groups = list(ElementTree.parse(path).getroot().iter(f"{SVG}g"))
+    ticks = [g for g in groups if (g.get("id") or "").startswith("xtick_")]
+    labels = ["".join(text.itertext()).strip() for g in ticks for text in g.iter(f"{SVG}text")]
+    texts = ["".join(t.itertext()) for g in groups for t in g.iter(f"{SVG}text")]
+    return labels, any(g.get("id") == TODAY for g in groups), NO_JOBS in texts
+
+
+def test_a_two_month_chart_has_a_few_dates_todays_mark_and_no_days_to_come(
+    foo: TenantSpec, tmp_path: Path
+) -> None:
+    two_months = usage_report(foo, parse_jobs(SACCT), date(2026, 11, 1), date(2027, 1, 1), NOW)
+    assert two_months.burn_down()[-1][0] == NOW.date(), "no day after today is data"
+    assert len(two_months.as_json()["burn_down"]) == 33  # type: ignore[arg-type]
+    bars, budget = write_charts(two_months, tmp_path, "svg")
+    for chart in (bars, budget):
+        labels, today, empty = chart_facts(chart)
+        assert 2 <= len(labels) <= MAX_DATE_LABELS, labels
+        assert (labels[0][-4:], labels[-1][-4:]) == (" Nov", " Dec")
+        assert (today, empty) == (True, False)
+
+
+def test_a_window_without_jobs_says_so_and_one_in_the_past_has_no_today(
+    foo: TenantSpec, tmp_path: Path
+) -> None:
+    quiet = usage_report(foo, [], date(2026, 11, 1), date(2026, 11, 8), NOW)
+    bars, budget = write_charts(quiet, tmp_path, "svg")
+    labels, today, empty = chart_facts(bars)
+    assert labels == [f"0{day} Nov" for day in range(1, 8)]
+    assert (today, empty) == (False, True)
+    assert not chart_facts(budget)[2], "the budget is drawn, jobs or not"
