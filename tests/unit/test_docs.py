@@ -118,3 +118,12 @@ def test_the_readmes_links_resolve() -> None:
     local = [t for t in targets if "://" not in t]
     assert local, "the README links to the docs"
     assert [t for t in local if not (ROOT / t).exists()] == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_a_page_stands_alone_and_leaves_the_suites_figures_to_testing_md(page: Path) -> None:
+    text = page.read_text()
+    assert "../shared" not in text, f"{page.name} points outside the repository"
+    if page.name != "testing.md":
+        counts = re.findall(r"\b\d{3,} tests\b", text)
+        assert not counts, f"{page.name} gives the suite's size ({counts}): link testing.md"
