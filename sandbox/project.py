@@ -19,7 +19,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK_CONFIG_DIR = "stacks"
-_PROGRAM = ("Pulumi.prod.yaml", "__main__.py", "tenant_stack", "providers", "venv")
+# The program, and the sample files the docs' commands name relative to the project.
+_PROGRAM = ("Pulumi.prod.yaml", "__main__.py", "tenant_stack", "providers", "venv", "examples")
 
 
 def _link_program(destination: Path, names: tuple[str, ...]) -> None:
