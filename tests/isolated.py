@@ -114,6 +114,7 @@ def start_emulator(
     port: int | None = None,
     mount_root: Path | None = None,
     object_store: Mapping[str, str] | None = None,
+    settle_seconds: float = 0.0,
 ) -> Emulator:
     """Without `mount_root` the emulator uses its default, state/mounts. `object_store` is the
     RETENTION_S3_* of the store its object store bucket lives in; without it, it has none."""
@@ -132,6 +133,8 @@ def start_emulator(
         str(state_dir),
         "--admin-password-file",
         str(password_file),
+        "--settle-seconds",
+        str(settle_seconds),
     ]
     if mount_root is not None:
         argv += ["--mount-root", str(mount_root)]

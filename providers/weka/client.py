@@ -19,6 +19,13 @@ request after a connection that never opened or a 429 or 503, only idempotent on
 PUT, DELETE) after another 5xx or a lost reply (a repeated POST would meet its own object as a
 409; the providers' create adopts by ownership mark on the next run instead), never after other
 4xx. The cluster's 500 "Directory has no quota" is an answer, not a failure. Waits: RETRY_DELAYS.
+
+"Not there" comes in three shapes, all read as absent where the caller allows it: 404, a 400
+naming `FilesystemDoesNotExistException` or `SnapshotDoesNotExistException` (or `PATH_NOT_FOUND`
+for a path), and that 500. The cluster also finishes work after it has answered: a new
+filesystem is usable once `is_ready`, a quota once `ACTIVE`, an upload once `SYNCHRONIZED`; the
+client waits for each (`_until`), bounded, and names the object when it gives up.
+docs/backends.md lists every call with the reference it was checked against.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -52,8 +60,17 @@ __all__ = ["WekaClient"]
 # responsive, long enough to ride out a management-process failover. A numeric Retry-After on a
 # retried answer replaces the wait, up to the policy's cap (http_retry.RetryPolicy).
 RETRY_DELAYS = (0.5, 1.0, 2.0)
-# The real cluster answers 500 for a directory without a quota; csi-wekafs matches this text.
+# The real cluster answers 500 for a directory without a quota, with this phrase at the start of
+# a longer message (csi-wekafs looks for it in the message).
 _NO_QUOTA = "Directory has no quota"
+# What a 400 names when the object asked for is not there (csi-wekafs: filesystem.go,
+# snapshot.go, resolvepath.go): the class in the reply's data, or the code in its message.
+_MISSING = ("FilesystemDoesNotExistException", "SnapshotDoesNotExistException", "PATH_NOT_FOUND")
+# How long the cluster's background work may take before the client gives up: a filesystem
+# becoming ready, a quota becoming ACTIVE, an upload SYNCHRONIZED; polled ever less often.
+READY_TIMEOUT = 300.0
+UPLOAD_TIMEOUT = 600.0
+_POLL_FIRST, _POLL_MOST = 0.1, 2.0
 
 _T = TypeVar("_T")
 
@@ -135,7 +152,7 @@ class WekaClient:
         if response.is_success and answered:
             return self._unwrap(response, doing)
         message = self._auth.redact(_message(response))
-        if absent_ok and answered and (response.status_code == 404 or message == _NO_QUOTA):
+        if absent_ok and answered and _absent(response):
             return None
         call = f"{response.request.method} {response.request.url.path}"
         status = response.status_code
@@ -269,13 +286,17 @@ class WekaClient:
         data = self.request("POST", "users", doing=doing, json=body)
         return self._parse(User.from_json, data, doing)
 
-    def update_user(
-        self, uid: str, username: str, *, role: str | None = None, password: str | None = None
-    ) -> User:
+    def update_user(self, uid: str, username: str, *, role: str) -> User:
+        """`weka user update`: the role (and, for S3 users, posix ids); never the password."""
         doing = f"updating Weka user {username!r} in organization {self.org!r}"
-        body = {k: v for k, v in (("role", role), ("password", password)) if v is not None}
-        data = self.request("PUT", f"users/{uid}", doing=doing, json=body)
+        data = self.request("PUT", f"users/{uid}", doing=doing, json={"role": role})
         return self._parse(User.from_json, data, doing)
+
+    def set_password(self, uid: str, username: str, password: str) -> None:
+        """`weka user passwd <password> --username <username>`, as an admin of the user's
+        organization; the user's sessions must log in again."""
+        doing = f"setting the password of Weka user {username!r} in organization {self.org!r}"
+        self.request("PUT", f"users/{uid}/password", doing=doing, json={"password": password})
 
     def delete_user(self, uid: str, username: str) -> None:
         doing = f"deleting Weka user {username!r} from organization {self.org!r}"
@@ -311,7 +332,47 @@ class WekaClient:
             json=body,
             next_step="lower the capacity or raise the organization's quota, as the message says",
         )
-        return self._parse(FileSystem.from_json, data, doing)
+        return self.wait_ready(self._parse(FileSystem.from_json, data, doing))
+
+    def wait_ready(self, fs: FileSystem, timeout: float = READY_TIMEOUT) -> FileSystem:
+        """The filesystem once the cluster reports it `is_ready` (it makes it in the background
+        after answering); a WekaError naming it when it is being removed or not ready in time."""
+        doing = f"waiting for Weka filesystem {fs.name!r} ({fs.uid}) to be ready"
+        last = fs
+
+        def ready() -> FileSystem | None:
+            nonlocal last
+            if last.is_ready:
+                return last
+            now = self.get_filesystem(fs.uid)
+            if now is None or now.is_removing:
+                raise WekaError(doing, "it is gone or being removed", _next_step(404))
+            last = now
+            return now if now.is_ready else None
+
+        return self._until(doing, ready, timeout, lambda: f"{last.status or 'not ready'}")
+
+    def _until(
+        self,
+        doing: str,
+        check: Callable[[], _T | None],
+        timeout: float,
+        state: Callable[[], str],
+    ) -> _T:
+        """What `check` gives once it gives something, asked ever less often up to `timeout`
+        seconds; then a WekaError that says how long it waited and in what state."""
+        deadline, pause = time.monotonic() + timeout, _POLL_FIRST
+        while (found := check()) is None:
+            if time.monotonic() + pause > deadline:
+                raise WekaError(
+                    doing,
+                    f"still {state()} after {timeout:.0f}s",
+                    "the cluster goes on with it: check `weka status` and the cluster's events "
+                    "(`weka events`), then run `pulumi up` again",
+                )
+            self._sleep(pause)
+            pause = min(pause * 2, _POLL_MOST)
+        return found
 
     def update_filesystem(
         self, uid: str, name: str, total_capacity: int, ssd_capacity: int
@@ -351,12 +412,17 @@ class WekaClient:
         )
         return None if data is None else str(self._parse(lambda d: d["inode_id"], data, doing))
 
-    def get_quota(self, fs_uid: str, inode_id: str) -> Quota | None:
-        doing = f"reading the quota of inode {inode_id} in Weka filesystem {fs_uid}"
+    def get_quota(self, fs_uid: str, inode_id: str, path: str) -> Quota | None:
+        """The quota of the directory `path` (its inode `inode_id`), or None when it has none."""
+        doing = f"reading the quota of {path} (inode {inode_id}) in Weka filesystem {fs_uid}"
         data = self.request(
             "GET", f"fileSystems/{fs_uid}/quota/{inode_id}", doing=doing, absent_ok=True
         )
-        return None if data is None else self._parse(Quota.from_json, data, doing)
+        return None if data is None else self._quota(data, path, doing)
+
+    def _quota(self, data: Any, path: str, doing: str) -> Quota:
+        quota = self._parse(Quota.from_json, data, doing)
+        return replace(quota, path=quota.path or path)
 
     def set_quota(
         self,
@@ -378,7 +444,19 @@ class WekaClient:
             "owner": owner,
         }
         data = self.request("PUT", f"fileSystems/{fs_uid}/quota/{inode_id}", doing=doing, json=body)
-        return self._parse(Quota.from_json, data, doing)
+        quota = self._quota(data, path, doing)
+        waiting = f"waiting for the quota of {path} in Weka filesystem {fs_uid} to be ACTIVE"
+
+        def active() -> Quota | None:
+            nonlocal quota
+            if quota.status == "ACTIVE":
+                return quota
+            if quota.status == "ERROR":
+                raise WekaError(waiting, "the cluster reports it ERROR", _next_step(500))
+            quota = self.get_quota(fs_uid, inode_id, path) or quota
+            return None
+
+        return self._until(waiting, active, READY_TIMEOUT, lambda: quota.status)
 
     def delete_quota(self, fs_uid: str, inode_id: str, path: str) -> None:
         doing = f"removing the quota of {path} in Weka filesystem {fs_uid}"
@@ -497,6 +575,22 @@ class WekaClient:
             )
         return SnapshotUpload(uid, locator)
 
+    def wait_uploaded(self, uid: str, timeout: float = UPLOAD_TIMEOUT) -> Snapshot:
+        """The snapshot once its upload is SYNCHRONIZED (the cluster uploads in the
+        background after answering)."""
+        doing = f"waiting for the upload of Weka snapshot {uid} in organization {self.org!r}"
+        last = ""
+
+        def synchronized() -> Snapshot | None:
+            nonlocal last
+            snap = self.get_snapshot(uid)
+            if snap is None:
+                raise WekaError(doing, "the snapshot is gone", _next_step(404))
+            last = snap.stow_status or "not started"
+            return snap if snap.uploaded else None
+
+        return self._until(doing, synchronized, timeout, lambda: last)
+
     # --- restoring from an object store -------------------------------------------------------
 
     def locator_info(self, obs_name: str, locator: str) -> LocatorInfo:
@@ -553,7 +647,7 @@ class WekaClient:
             next_step="check the locator and bucket recorded at offboarding (`locator_info` "
             "reads what the bucket holds there), the name, and the organization's quota",
         )
-        return self._parse(FileSystem.from_json, data, doing)
+        return self.wait_ready(self._parse(FileSystem.from_json, data, doing))
 
 
 def _message(response: httpx.Response) -> str:
@@ -568,7 +662,26 @@ def _message(response: httpx.Response) -> str:
 
 def _no_quota(response: httpx.Response) -> bool:
     """The cluster's answer for a directory without a quota: final, not a failure to retry."""
-    return response.status_code == 500 and _message(response) == _NO_QUOTA
+    return response.status_code == 500 and _NO_QUOTA in _message(response)
+
+
+def _absent(response: httpx.Response) -> bool:
+    """Whether the reply says the object asked for is not there: 404; a 400 naming a missing
+    filesystem, snapshot or path (in its data's `exceptionClass` or its message); or the 500
+    of a directory without a quota."""
+    if response.status_code == 404 or _no_quota(response):
+        return True
+    if response.status_code != 400:
+        return False
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    data = body.get("data") if isinstance(body, dict) else None
+    named = [_message(response)]
+    if isinstance(data, dict):
+        named += [str(data.get("exceptionClass") or ""), str(data.get("message") or "")]
+    return any(missing in text for text in named for missing in _MISSING)
 
 
 def _next_step(status: int) -> str:

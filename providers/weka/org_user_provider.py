@@ -97,7 +97,8 @@ class OrgUserProvider(WekaProvider):
                     f"(`weka user delete {username}`) and run `pulumi up` again",
                 )
             else:
-                user = weka.update_user(existing.uid, username, role=role, password=password)
+                user = weka.update_user(existing.uid, username, role=role)
+                weka.set_password(existing.uid, username, password)
         return CreateResult(user.uid, {**inputs, "password": password})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:

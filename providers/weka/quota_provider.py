@@ -98,7 +98,7 @@ class DirectoryQuotaProvider(WekaProvider):
                     "(`mkdir -p` on a host that mounts the filesystem, or let the CSI driver "
                     "create it), then run `pulumi up` again",
                 )
-            existing = weka.get_quota(fs_uid, inode)
+            existing = weka.get_quota(fs_uid, inode, path)
             adopted = adopting(props) and existing is not None and not existing.owner
             if existing is not None and existing.owner != owner and not adopted:
                 raise WekaError(
@@ -124,7 +124,7 @@ class DirectoryQuotaProvider(WekaProvider):
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         fs_uid, _, inode = id_.rpartition(":")
         with org_client(props) as weka:
-            quota = weka.get_quota(fs_uid, inode)
+            quota = weka.get_quota(fs_uid, inode, str(props.get("path", "")))
         if quota is None:
             return gone()
         live = {

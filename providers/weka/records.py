@@ -67,6 +67,11 @@ class FileSystem:
     total_capacity: int
     ssd_capacity: int
     object_stores: tuple[AttachedBucket, ...] = ()
+    # Usable once the cluster has made it (`is_ready`, as csi-wekafs waits for it); a
+    # filesystem being deleted never becomes ready.
+    is_ready: bool = True
+    is_removing: bool = False
+    status: str = ""
 
     @classmethod
     def from_json(cls, data: Any) -> FileSystem:
@@ -77,27 +82,36 @@ class FileSystem:
             int(data["total_budget"]),
             int(data["ssd_budget"]),
             tuple(AttachedBucket.from_json(b) for b in data.get("obs_buckets") or ()),
+            is_ready=bool(data.get("is_ready", True)),
+            is_removing=bool(data.get("is_removing", False)),
+            status=str(data.get("status") or ""),
         )
 
 
 @dataclass(frozen=True)
 class Quota:
+    """Required: the fields csi-wekafs relies on (`inode_id`, the limits, `status`); the rest
+    the API documents but a cluster may leave out. `status` goes ADDING -> ACTIVE (or ERROR);
+    the quota is enforced once ACTIVE."""
+
     inode_id: str  # a string in resolvePath, a number in quota replies: kept as a string
-    path: str
     hard_limit_bytes: int
     soft_limit_bytes: int
-    grace_seconds: int
-    owner: str
+    status: str
+    path: str = ""
+    grace_seconds: int = 0
+    owner: str = ""
 
     @classmethod
     def from_json(cls, data: Any) -> Quota:
         return cls(
             str(data["inode_id"]),
-            str(data["path"]),
             int(data["hard_limit_bytes"]),
             int(data["soft_limit_bytes"]),
-            int(data["grace_seconds"]),
-            str(data.get("owner") or ""),
+            str(data["status"]),
+            path=str(data.get("path") or ""),
+            grace_seconds=int(data.get("grace_seconds") or 0),
+            owner=str(data.get("owner") or ""),
         )
 
 

@@ -14,7 +14,6 @@ bucket is the retention store's (RETENTION_S3_*), where the purge deletes the up
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +42,6 @@ __all__ = ["SNAPSHOT_NAME", "UploadedSnapshotProvider", "org_admin_client"]
 SNAPSHOT_NAME = "offboarding"
 # The ledger's record of an erasure's steps (`_upload_without`).
 _MADE, _UPLOADED = "erasure-filesystem", "erasure-uploaded"
-# A real cluster uploads in the background; the stage's `up` waits this long for SYNCHRONIZED.
-_UPLOAD_WAIT_SECONDS = 600.0
 
 
 def org_admin_client(org: str) -> WekaClient:
@@ -90,7 +87,7 @@ class UploadedSnapshotProvider(WekaProvider):
                     doing, f"snapshot {SNAPSHOT_NAME!r} is not listed after it was taken"
                 )
             locator = weka.upload_snapshot(snap.uid).locator
-            self._wait_uploaded(weka, snap.uid, doing)
+            weka.wait_uploaded(snap.uid)
             self._verify(weka, p, locator, doing)
         until = retained_until(int(p["retention_days"]))
         outputs = {**p, "snapshot_uid": snap.uid, "locator": locator, "retention_until": str(until)}
@@ -132,22 +129,6 @@ class UploadedSnapshotProvider(WekaProvider):
                     f"{store.url(prefix)} still holds objects after they were deleted",
                     "run the retention purge again",
                 )
-
-    @staticmethod
-    def _wait_uploaded(weka: WekaClient, uid: str, doing: str) -> None:
-        deadline = time.monotonic() + _UPLOAD_WAIT_SECONDS
-        while True:
-            snap = weka.get_snapshot(uid)
-            if snap is not None and snap.uploaded:
-                return
-            if time.monotonic() > deadline:
-                raise WekaError(
-                    doing,
-                    f"the upload is still {snap.stow_status if snap else 'unknown'} after "
-                    f"{_UPLOAD_WAIT_SECONDS:.0f}s",
-                    "run `pulumi up` again: the upload goes on, and is not started twice",
-                )
-            time.sleep(2)
 
     @staticmethod
     def _verify(weka: WekaClient, p: dict[str, Any], locator: str, doing: str) -> None:
@@ -225,6 +206,6 @@ def _snapshot_without(
     weka.attach_object_store(fs.uid, bucket)
     snap = weka.create_snapshot(fs.uid, SNAPSHOT_NAME)
     new = weka.upload_snapshot(snap.uid).locator
-    UploadedSnapshotProvider._wait_uploaded(weka, snap.uid, doing)
+    weka.wait_uploaded(snap.uid)
     UploadedSnapshotProvider._verify(weka, p, new, doing)
     return new

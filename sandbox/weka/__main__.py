@@ -62,6 +62,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_CAPACITY,
         help=f"cluster capacity, bytes or with a unit (default {DEFAULT_CAPACITY})",
     )
+    parser.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=0.0,
+        help="how long a new filesystem stays not ready, a quota ADDING and an upload "
+        "UPLOADING, as the real cluster's background work does (default 0: done at once)",
+    )
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
@@ -106,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         mounts = Mounts(args.mount_root or args.state_dir / "mounts")
         cluster = Cluster(store.state, tokens, args.capacity_bytes, mounts, object_store)
+        cluster.background.settle_seconds = args.settle_seconds
         if not store.state.orgs:
             cluster.bootstrap(_admin_password(args.admin_password_file))
         cluster.create_mounts(every_directory=store.loaded_version == 1)

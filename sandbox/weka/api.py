@@ -123,7 +123,7 @@ class WekaApi:
         r("POST", "/users", self.create_user, mutates=True)
         r("GET", "/users/whoami", lambda q: views.whoami_view(q.me))
         r("PUT", "/users/{uid}", self.update_user, mutates=True)
-        r("PUT", "/users/{uid}/password", self.update_user, mutates=True)
+        r("PUT", "/users/{uid}/password", self.set_password, mutates=True)
         r("DELETE", "/users/{uid}/revoke", self.revoke_user, mutates=True)
         r("DELETE", "/users/{uid}", self.delete_user, mutates=True)
 
@@ -180,7 +180,7 @@ class WekaApi:
                     self.cluster.directories_changed = False
             return 200, {"data": data}
         except ApiError as error:
-            return error.status, {"message": error.message}
+            return error.status, error.body()
         except Exception as error:  # an emulator bug must still answer like the real API
             traceback.print_exc(file=sys.stderr)
             return 500, {"message": f"Internal error: {error}"}
@@ -254,8 +254,14 @@ class WekaApi:
         return views.user_view(self.cluster, user)
 
     def update_user(self, q: Request) -> Any:
-        role, password = q.optional_text("role"), q.optional_text("password")
-        user = self.cluster.update_user(q.me, q.params["uid"], role, password)
+        """`weka user update`: the role (and posix ids); any other field is not taken, a
+        password included (it has a call of its own)."""
+        user = self.cluster.update_user(q.me, q.params["uid"], q.optional_text("role"), None)
+        return views.user_view(self.cluster, user)
+
+    def set_password(self, q: Request) -> Any:
+        """`weka user passwd <password> --username <user>`."""
+        user = self.cluster.update_user(q.me, q.params["uid"], None, q.text("password"))
         return views.user_view(self.cluster, user)
 
     def delete_user(self, q: Request) -> Any:
@@ -289,6 +295,7 @@ class WekaApi:
             bool(q.flag("encrypted")),
             q.optional_text("obs_name"),
         )
+        self.cluster.background.start(("fs", fs.uid))
         return self._fs(fs)
 
     def update_fs(self, q: Request) -> Any:
@@ -331,6 +338,8 @@ class WekaApi:
             q.optional_text("access_point"),
             bool(q.flag("auth_required")),
         )
+        # The data comes down from the bucket in the background.
+        self.cluster.background.start(("fs", fs.uid))
         return self._fs(fs)
 
     def resolve_path(self, q: Request) -> Any:
@@ -358,6 +367,7 @@ class WekaApi:
         )
         uid, inode = q.params["uid"], q.params["inode"]
         fs, path, quota = self.cluster.set_quota(q.me, uid, inode, limits, patch)
+        self.cluster.background.start(("quota", fs.uid, inode))
         return views.quota_view(self.cluster, fs, path, quota)
 
     def put_quota(self, q: Request) -> Any:
@@ -376,7 +386,7 @@ class WekaApi:
         found = self.cluster.list_snapshots(
             q.me, q.query.get("filesystem"), q.query.get("name"), q.query.get("access_point")
         )
-        return [views.snapshot_view(s) for s in found]
+        return [views.snapshot_view(self.cluster, s) for s in found]
 
     def create_snapshot(self, q: Request) -> Any:
         snap = self.cluster.create_snapshot(
@@ -386,10 +396,10 @@ class WekaApi:
             q.optional_text("access_point"),
             bool(q.flag("is_writable")),
         )
-        return views.snapshot_view(snap)
+        return views.snapshot_view(self.cluster, snap)
 
     def get_snapshot(self, q: Request) -> Any:
-        return views.snapshot_view(self.cluster.find_snapshot(q.me, q.params["uid"]))
+        return views.snapshot_view(self.cluster, self.cluster.find_snapshot(q.me, q.params["uid"]))
 
     def update_snapshot(self, q: Request) -> Any:
         snap = self.cluster.update_snapshot(
@@ -399,7 +409,7 @@ class WekaApi:
             q.optional_text("access_point"),
             q.flag("is_writable"),
         )
-        return views.snapshot_view(snap)
+        return views.snapshot_view(self.cluster, snap)
 
     def delete_snapshot(self, q: Request) -> Any:
         self.cluster.delete_snapshot(q.me, q.params["uid"])
@@ -407,6 +417,7 @@ class WekaApi:
 
     def upload_snapshot(self, q: Request) -> Any:
         snap = self.cluster.upload_snapshot(q.me, q.params["uid"], q.text("obs_site", "LOCAL"))
+        self.cluster.background.start(("upload", snap.uid))
         return {"locator": snap.locator, "extra": {}}
 
     def locator_info(self, q: Request) -> Any:

@@ -6,7 +6,7 @@ write data, hold a filesystem mounted), for which the REST API has no call. Serv
 from __future__ import annotations
 
 from sandbox.weka.directories import normalize_path
-from sandbox.weka.errors import ApiError
+from sandbox.weka.errors import ApiError, missing_filesystem
 from sandbox.weka.quotas import Quotas
 from sandbox.weka.store import Directory, FileSystem
 
@@ -15,7 +15,7 @@ class Controls(Quotas):
     def any_fs(self, uid: str) -> FileSystem:
         fs = self.state.filesystems.get(uid)
         if fs is None:
-            raise ApiError(404, f"Filesystem {uid} not found")
+            raise missing_filesystem(uid)
         return self._with_disk(fs)
 
     def make_directory(self, uid: str, path: str) -> tuple[str, Directory]:

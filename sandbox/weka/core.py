@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sandbox.weka.background import Background
 from sandbox.weka.errors import ApiError
 from sandbox.weka.mounts import Mounts
 from sandbox.weka.object_store import ObjectStore
-from sandbox.weka.store import Org, State, User
+from sandbox.weka.store import FileSystem, Org, State, User
 from sandbox.weka.tokens import Tokens
 
 
@@ -49,6 +50,14 @@ class Core:
         # Set when a call registers or forgets directories found on disk, so that even a GET
         # saves the state (an inode id handed out must survive a restart).
         self.directories_changed = False
+        # What the real cluster would still be doing after its answer (background.py).
+        self.background = Background()
+
+    def _usable(self, fs: FileSystem) -> FileSystem:
+        """The filesystem, once the cluster has finished making it (`is_ready`)."""
+        if self.background.pending(("fs", fs.uid)):
+            raise ApiError(400, f"Filesystem {fs.name} is not ready yet (is_ready is false)")
+        return fs
 
     def _require(self, caller: Caller, roles: set[str], action: str) -> None:
         if caller.user.role not in roles:

@@ -43,7 +43,7 @@ class Directories(Core):
         org = self._org_name(fs)
         canonical = self.mounts.resolve(org, fs.name, path)
         if not self.mounts.is_directory(org, fs.name, canonical):
-            raise ApiError(404, f"PATH_NOT_FOUND: {path} does not exist in filesystem {fs.name}")
+            raise ApiError(400, f"PATH_NOT_FOUND: {path} does not exist in filesystem {fs.name}")
         parts = [p for p in canonical.split("/") if p]
         for depth in range(1, len(parts) + 1):
             current = "/" + "/".join(parts[:depth])

@@ -26,6 +26,9 @@ class Downloads(Snapshots):
     def uploaded(self, bucket: ObjectStore, locator: str) -> dict[str, Any]:
         """The manifest of the snapshot uploaded at `locator`."""
         check_locator(locator)
+        uploading = (s for s in self.state.snapshots.values() if s.locator == locator)
+        if any(self.background.pending(("upload", s.uid)) for s in uploading):
+            raise ApiError(400, f"Locator {locator} is not synchronized yet: its upload goes on")
         manifest = bucket.manifest(locator)
         if manifest is None:
             raise ApiError(400, f"Locator {locator} not found in object store bucket {bucket.name}")

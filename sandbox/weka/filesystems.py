@@ -15,7 +15,7 @@ import uuid
 
 from sandbox.weka.core import Caller, check_name
 from sandbox.weka.directories import Directories
-from sandbox.weka.errors import ApiError
+from sandbox.weka.errors import ApiError, missing_filesystem
 from sandbox.weka.object_store import ObjectStore
 from sandbox.weka.organizations import Organizations
 from sandbox.weka.store import Directory, FileSystem, Org
@@ -38,7 +38,7 @@ class Filesystems(Organizations, Directories):
         fs = self.state.filesystems.get(uid)
         # Another org's filesystem is reported missing, not forbidden: orgs cannot see each other.
         if fs is None or fs.org_uid != caller.org.uid:
-            raise ApiError(404, f"Filesystem {uid} not found")
+            raise missing_filesystem(uid)
         return self._with_disk(fs)
 
     def list_fs(self, caller: Caller, name: str | None, group: str | None) -> list[FileSystem]:
@@ -216,4 +216,4 @@ class Filesystems(Organizations, Directories):
         del self.state.filesystems[fs.uid]
 
     def resolve_path(self, caller: Caller, uid: str, path: str) -> tuple[str, Directory]:
-        return self._on_disk(self.find_fs(caller, uid), path)
+        return self._on_disk(self._usable(self.find_fs(caller, uid)), path)

@@ -39,8 +39,8 @@ class Quotas(Filesystems):
         path, _ = self._directory(fs, inode_id)
         quota = fs.quotas.get(inode_id)
         if quota is None:
-            # The real cluster answers 500 here (csi-wekafs matches on this message).
-            raise ApiError(500, "Directory has no quota")
+            # The real cluster answers 500 here; csi-wekafs looks for the phrase in the message.
+            raise ApiError(500, f"Directory has no quota: {path} in filesystem {fs.name}")
         return path, quota
 
     def get_quota(self, caller: Caller, uid: str, inode_id: str) -> tuple[FileSystem, str, Quota]:
@@ -62,7 +62,7 @@ class Quotas(Filesystems):
     ) -> tuple[FileSystem, str, Quota]:
         """PUT replaces (or creates) the quota, PATCH changes only the fields given."""
         self._require(caller, STORAGE_WRITERS, "set quotas")
-        fs = self.find_fs(caller, uid)
+        fs = self._usable(self.find_fs(caller, uid))
         path, _ = self._directory(fs, inode_id)
         # PUT treats a missing limit as 0 (unlimited): csi-wekafs omits zero limits.
         old = self._quota(fs, inode_id)[1] if patch else Quota(0, 0, 0, "")

@@ -4,6 +4,7 @@ object store bucket in the retention store, where its snapshots are uploaded."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,12 @@ from sandbox.service import PYTHON, Service, source_revision
 from sandbox.supervisor import SandboxError
 
 PROJECT = Path(__file__).resolve().parents[2]
+
+
+# How long the sandbox's cluster reports its background work unfinished (a new filesystem not
+# ready, a quota ADDING, an upload UPLOADING): long enough that a client which does not wait
+# fails, short enough for the tests.
+SETTLE_SECONDS = 0.3
 
 
 def weka_url(port: int) -> str:
@@ -63,6 +70,7 @@ def weka_service(
             f"--mount-root={mount_root}",
             f"--tls-cert={pki.cert('weka')}",
             f"--tls-key={pki.key('weka')}",
+            f"--settle-seconds={SETTLE_SECONDS}",
         ],
         ports=(port,),
         env=dict(object_store or {}),
@@ -78,7 +86,7 @@ def seed_root_filesystems(
     state_dir: Path, pki: Pki, port: int, group_name: str, capacities: Mapping[str, int]
 ) -> list[str]:
     """Creates the filesystems of Root named in `capacities` (bytes) that are missing, as the
-    cluster admin. Returns the names it created."""
+    cluster admin, and waits until each is ready. Returns the names it created."""
     password = admin_password_file(state_dir).read_text(encoding="utf-8").strip()
     with httpx.Client(
         base_url=weka_url(port), verify=tls_context(pki.ca_cert), timeout=10
@@ -94,6 +102,12 @@ def seed_root_filesystems(
             body = {"name": name, "group_name": group_name, "total_capacity": capacity}
             _data(client.post("/fileSystems", json=body), doing)
             created.append(name)
+        deadline = time.monotonic() + 30
+        while not all(_data(client.get("/fileSystems", params={"name": n}), "")[0]["is_ready"]
+                      for n in created):  # fmt: skip
+            if time.monotonic() > deadline:
+                raise SandboxError(f"weka-emulator: {', '.join(created)} never became ready")
+            time.sleep(0.1)
         return created
 
 

@@ -35,7 +35,7 @@ class Snapshots(Filesystems):
     def find_snapshot(self, caller: Caller, uid: str) -> Snapshot:
         snap = self.state.snapshots.get(uid)
         if snap is None or snap.org_uid != caller.org.uid:
-            raise ApiError(404, f"Snapshot {uid} not found")
+            raise ApiError(400, f"Snapshot {uid} does not exist", "SnapshotDoesNotExistException")
         return snap
 
     def list_snapshots(
@@ -63,7 +63,7 @@ class Snapshots(Filesystems):
         self, caller: Caller, fs_uid: str, name: str, access_point: str | None, writable: bool
     ) -> Snapshot:
         self._require(caller, STORAGE_WRITERS, "create snapshots")
-        fs = self.find_fs(caller, fs_uid)
+        fs = self._usable(self.find_fs(caller, fs_uid))
         if not name:
             raise ApiError(400, "Snapshot name is required")
         point = access_point or time.strftime("@GMT-%Y.%m.%d-%H.%M.%S", time.gmtime())

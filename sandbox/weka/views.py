@@ -53,15 +53,16 @@ def whoami_view(caller: Caller) -> dict[str, Any]:
 def fs_view(cluster: Cluster, fs: FileSystem) -> dict[str, Any]:
     used = cluster.fs_used(fs)
     ssd_used = min(used, fs.ssd_budget)
+    making = cluster.background.pending(("fs", fs.uid))
     return {
         "uid": fs.uid,
         "id": fs.id,
         "name": fs.name,
         "group_name": fs.group_name,
         "group_id": f"FSGroupId<{fs.group_name}>",
-        "status": "READY",
-        "is_ready": True,
-        "is_creating": False,
+        "status": "CREATING" if making else "READY",
+        "is_ready": not making,
+        "is_creating": making,
         "is_removing": False,
         "is_encrypted": fs.encrypted,
         "auth_required": fs.auth_required,
@@ -112,10 +113,11 @@ def path_view(path: str, directory: Directory) -> dict[str, Any]:
 
 
 def quota_view(cluster: Cluster, fs: FileSystem, path: str, quota: Quota) -> dict[str, Any]:
+    inode = str(fs.directories[path].inode_id)
     return {
         "inode_id": fs.directories[path].inode_id,
         "path": path,
-        "status": "ACTIVE",
+        "status": "ADDING" if cluster.background.pending(("quota", fs.uid, inode)) else "ACTIVE",
         "total_bytes": cluster.quota_usage(fs, path),
         "data_blocks": 0,
         "metadata_blocks": 0,
@@ -127,12 +129,15 @@ def quota_view(cluster: Cluster, fs: FileSystem, path: str, quota: Quota) -> dic
     }
 
 
-def snapshot_view(snap: Snapshot) -> dict[str, Any]:
-    # Uploads go to the one (local) bucket and finish before the call answers (snapshots.py).
+def snapshot_view(cluster: Cluster, snap: Snapshot) -> dict[str, Any]:
+    # Uploads go to the one (local) bucket, UPLOADING while the cluster settles (background.py).
+    uploading = cluster.background.pending(("upload", snap.uid))
+    stow = ("UPLOADING" if uploading else "SYNCHRONIZED") if snap.locator else "NONE"
+    done = bool(snap.locator) and not uploading
     local = {
         "locator": snap.locator,
-        "stowStatus": "SYNCHRONIZED" if snap.locator else "NONE",
-        "stowProgress": "100%" if snap.locator else "N/A",
+        "stowStatus": stow,
+        "stowProgress": "100%" if done else ("50%" if uploading else "N/A"),
     }
     return {
         "uid": snap.uid,
@@ -146,9 +151,9 @@ def snapshot_view(snap: Snapshot) -> dict[str, Any]:
         "isRemoving": False,
         "creationTime": snap.creation_time,
         "locator": snap.locator,
-        "stowStatus": "SYNCHRONIZED" if snap.locator else "NONE",
+        "stowStatus": stow,
         "multiObs": False,
-        "progress": 100 if snap.locator else 0,
+        "progress": 100 if done else (50 if uploading else 0),
         "localStowInfo": local,
         "remoteStowInfo": {"locator": "", "stowStatus": "NONE", "stowProgress": "N/A"},
         "type": "",

@@ -218,7 +218,7 @@ def _quota(weka: WekaClient, filesystem: FileSystem | None, path: str) -> Quota 
     if filesystem is None:
         return None
     inode = weka.resolve_path(filesystem.uid, path)
-    return weka.get_quota(filesystem.uid, inode) if inode is not None else None
+    return weka.get_quota(filesystem.uid, inode, path) if inode is not None else None
 
 
 def _homes(

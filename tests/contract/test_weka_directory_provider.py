@@ -95,7 +95,7 @@ def test_directories_are_made_with_owner_and_mode_and_found_by_the_rest_api(
     )
     quota = quotas.create(quota_inputs)
     with WekaClient.from_settings(Settings.from_environment()) as admin:
-        live = admin.get_quota(fs_uid, outs(quota)["inode_id"])
+        live = admin.get_quota(fs_uid, outs(quota)["inode_id"], outs(quota)["path"])
     assert live is not None
     assert (live.path, live.hard_limit_bytes, live.soft_limit_bytes, live.owner) == (
         "/tenant-x/alice",

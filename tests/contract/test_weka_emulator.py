@@ -74,10 +74,28 @@ class Api:
         reply = self.call(method, path, **kwargs)
         assert reply.status_code == status, f"{method} {path}: {reply.status_code} {reply.text}"
         body = reply.json()
-        assert set(body) == {"message"}
+        assert set(body) <= {"message", "data"}
         assert isinstance(body["message"], str)
         assert body["message"]
         return str(body["message"])
+
+    def missing(self, method: str, path: str, what: str, **kwargs: Any) -> str:
+        """As the real API answers for an object that is not there (or is another
+        organization's): 400 naming the exception class in `data`, or PATH_NOT_FOUND in the
+        message for a path."""
+        message = self.fails(method, path, 400, **kwargs)
+        if what == PATH:
+            assert message.startswith("PATH_NOT_FOUND: ")
+        else:
+            assert self.call(method, path, **kwargs).json()["data"]["exceptionClass"] == what
+        return message
+
+
+FS, SNAP, PATH = (
+    "FilesystemDoesNotExistException",
+    "SnapshotDoesNotExistException",
+    "PATH_NOT_FOUND",
+)
 
 
 def unique(prefix: str) -> str:
@@ -104,8 +122,13 @@ def emulator(
 ) -> Iterator[Emulator]:
     workdir = tmp_path_factory.mktemp("weka")
     (workdir / "admin-password").write_text(ADMIN_PASSWORD + "\n")
+    # The raw API's rules, its background work done at once (start_emulator's default): how
+    # it reports that work unfinished (--settle-seconds) has a test of its own below.
     running = start_emulator(
-        workdir, tls=tls_cert, mount_root=workdir / "mounts", object_store=gateway.env()
+        workdir,
+        tls=tls_cert,
+        mount_root=workdir / "mounts",
+        object_store=gateway.env(),
     )
     yield running
     stop_emulator(running)
@@ -338,9 +361,9 @@ def test_filesystem_lifecycle(tenant: Tenant) -> None:
     assert grown["auth_required"] is False
 
     api.ok("DELETE", f"/fileSystems/{fs['uid']}")
-    api.fails("GET", f"/fileSystems/{fs['uid']}", 404)
-    api.fails("DELETE", f"/fileSystems/{fs['uid']}", 404)
-    api.fails("PUT", f"/fileSystems/{fs['uid']}", 404, json={"total_capacity": TB})
+    api.missing("GET", f"/fileSystems/{fs['uid']}", FS)
+    api.missing("DELETE", f"/fileSystems/{fs['uid']}", FS)
+    api.missing("PUT", f"/fileSystems/{fs['uid']}", FS, json={"total_capacity": TB})
 
 
 def test_filesystem_create_validates_its_fields(tenant: Tenant) -> None:
@@ -364,14 +387,14 @@ def test_organizations_cannot_see_each_others_filesystems(admin: Api, tenant: Te
     fs_b = make_fs(api_b, name="shared-name")  # names are per organization
     assert [f["uid"] for f in api_a.ok("GET", "/fileSystems")] == [fs_a["uid"]]
     assert [f["uid"] for f in api_b.ok("GET", "/fileSystems")] == [fs_b["uid"]]
-    api_b.fails("GET", f"/fileSystems/{fs_a['uid']}", 404)
-    api_b.fails("PUT", f"/fileSystems/{fs_a['uid']}", 404, json={"total_capacity": 2 * TB})
-    api_b.fails("DELETE", f"/fileSystems/{fs_a['uid']}", 404)
-    api_b.fails("GET", f"/fileSystems/{fs_a['uid']}/resolvePath", 404, params={"path": "/"})
-    api_b.fails("POST", "/snapshots", 404, json={"fs_uid": fs_a["uid"], "name": "steal"})
+    api_b.missing("GET", f"/fileSystems/{fs_a['uid']}", FS)
+    api_b.missing("PUT", f"/fileSystems/{fs_a['uid']}", FS, json={"total_capacity": 2 * TB})
+    api_b.missing("DELETE", f"/fileSystems/{fs_a['uid']}", FS)
+    api_b.missing("GET", f"/fileSystems/{fs_a['uid']}/resolvePath", FS, params={"path": "/"})
+    api_b.missing("POST", "/snapshots", FS, json={"fs_uid": fs_a["uid"], "name": "steal"})
     # The cluster admin lives in Root and does not see tenant filesystems either.
     assert fs_a["uid"] not in {f["uid"] for f in admin.ok("GET", "/fileSystems")}
-    admin.fails("GET", f"/fileSystems/{fs_a['uid']}", 404)
+    admin.missing("GET", f"/fileSystems/{fs_a['uid']}", FS)
 
 
 def test_filesystems_cannot_exceed_the_organization_quota(tenant: Tenant) -> None:
@@ -432,7 +455,7 @@ def test_resolve_path_finds_existing_directories_only(admin: Api, tenant: Tenant
     root = api.ok("GET", resolve, params={"path": "/"})
     assert root["path"] == "/"
     assert root["inode_id"].isdigit()
-    message = api.fails("GET", resolve, 404, params={"path": "/home/alice"})
+    message = api.missing("GET", resolve, PATH, params={"path": "/home/alice"})
     assert "PATH_NOT_FOUND" in message
     inode = mkdir(admin, fs["uid"], "/home/alice")
     found = api.ok("GET", resolve, params={"path": "/home/alice/"})
@@ -480,7 +503,7 @@ def test_quota_set_get_patch_list_and_delete(admin: Api, tenant: Tenant) -> None
     api.fails("DELETE", quota_url, 500)
     assert api.ok("GET", f"/fileSystems/{fs['uid']}/quota") == []
     api.fails("PUT", f"/fileSystems/{fs['uid']}/quota/999999999", 404, json=limits)
-    api.fails("GET", f"/fileSystems/{uuid.uuid4()}/quota", 404)
+    api.missing("GET", f"/fileSystems/{uuid.uuid4()}/quota", FS)
 
 
 def test_hard_quota_refuses_writes_beyond_it(admin: Api, tenant: Tenant) -> None:
@@ -544,7 +567,7 @@ def test_a_directory_made_on_the_mount_is_found_and_keeps_its_inode(
     fs = make_fs(api)
     mount = emulator.mount(org["name"], fs["name"])
     url = f"/fileSystems/{fs['uid']}/resolvePath"
-    assert "PATH_NOT_FOUND" in api.fails("GET", url, 404, params={"path": "/alice"})
+    assert "PATH_NOT_FOUND" in api.missing("GET", url, PATH, params={"path": "/alice"})
     (mount / "alice").mkdir()
     alice = api.ok("GET", url, params={"path": "/alice/"})
     assert alice["path"] == "/alice"
@@ -553,8 +576,8 @@ def test_a_directory_made_on_the_mount_is_found_and_keeps_its_inode(
     ids = {resolve(api, fs["uid"], p) for p in ("/", "/alice", "/team/data", "/team")}
     assert len(ids) == 4
     (mount / "notes.txt").write_text("not a directory")
-    api.fails("GET", url, 404, params={"path": "/notes.txt"})
-    api.fails("GET", url, 404, params={"path": "/notes.txt/sub"})
+    api.missing("GET", url, PATH, params={"path": "/notes.txt"})
+    api.missing("GET", url, PATH, params={"path": "/notes.txt/sub"})
 
 
 def test_paths_cannot_lead_out_of_the_filesystem(
@@ -633,7 +656,7 @@ def test_a_directory_removed_on_the_mount_takes_its_quota_and_data(
     assert "Inode" in api.fails("GET", f"/fileSystems/{fs['uid']}/quota/{alice}", 404)
     api.fails("PUT", f"/fileSystems/{fs['uid']}/quota/{alice}", 404, json=QUOTA)
     assert api.ok("GET", f"/fileSystems/{fs['uid']}")["used_total"] == 0
-    admin.fails("PUT", usage_url, 404, json={"path": "/alice", "used_bytes": 1})
+    admin.missing("PUT", usage_url, PATH, json={"path": "/alice", "used_bytes": 1})
 
     (mount / "alice").mkdir()
     again = resolve(api, fs["uid"], "/alice")
@@ -718,9 +741,9 @@ def test_snapshot_lifecycle(tenant: Tenant) -> None:
     api.fails("PUT", f"/snapshots/{snap['uid']}", 409, json={"new_name": "other"})
 
     api.ok("DELETE", f"/snapshots/{snap['uid']}")
-    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
-    api.fails("DELETE", f"/snapshots/{snap['uid']}", 404)
-    api.fails("POST", "/snapshots", 404, json={"fs_uid": str(uuid.uuid4()), "name": "x"})
+    api.missing("GET", f"/snapshots/{snap['uid']}", SNAP)
+    api.missing("DELETE", f"/snapshots/{snap['uid']}", SNAP)
+    api.missing("POST", "/snapshots", FS, json={"fs_uid": str(uuid.uuid4()), "name": "x"})
 
 
 def test_a_snapshot_is_a_point_in_time_copy_with_owners_and_modes(
@@ -785,7 +808,7 @@ def test_deleting_a_filesystem_deletes_its_snapshots(
     after = admin.ok("GET", "/cluster")["capacity"]["unprovisioned_bytes"]
     assert after - before == TB  # all of it: nothing stays behind in the cluster
 
-    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
+    api.missing("GET", f"/snapshots/{snap['uid']}", SNAP)
     assert api.ok("GET", "/snapshots", params={"filesystem": "home"}) == []
     assert api.ok("GET", "/snapshots") == [other]
     assert not emulator.mount(org["name"], "home").exists()
@@ -900,7 +923,7 @@ def test_an_uploaded_snapshot_outlives_its_filesystem_and_a_new_one_is_made_from
     locator = api.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
 
     api.ok("DELETE", f"/fileSystems/{fs['uid']}")
-    api.fails("GET", f"/snapshots/{snap['uid']}", 404)
+    api.missing("GET", f"/snapshots/{snap['uid']}", SNAP)
     assert store.head(f"{UPLOADS_PREFIX}/{locator}/blobs/000000") is not None
     assert store.head(f"{UPLOADS_PREFIX}/{locator}/spec") is not None
 
@@ -979,9 +1002,9 @@ def test_what_an_upload_needs(admin: Api, tenant: Tenant) -> None:
     assert "REMOTE" in api.fails("POST", upload, 400, json={"obs_site": "REMOTE"})
     # Another organization sees neither the snapshot nor the filesystem.
     _, other = tenant()
-    other.fails("POST", upload, 404, json={})
+    other.missing("POST", upload, SNAP, json={})
     buckets = f"/fileSystems/{created['uid']}/objectStoreBuckets"
-    other.fails("POST", buckets, 404, json={"obs_name": OBS_BUCKET})
+    other.missing("POST", buckets, FS, json={"obs_name": OBS_BUCKET})
 
 
 def test_purge_from_obs_removes_what_was_uploaded(
@@ -1070,11 +1093,14 @@ def test_user_update_and_delete(emulator: Emulator, tenant: Tenant) -> None:
     assert promoted["role"] == "OrgAdmin"
     new_password = "Another-Passw0rd"
     org_admin.ok("PUT", f"/users/{bob['uid']}/password", json={"password": new_password})
+    # `weka user update` takes the role and posix ids: a password there is not taken.
     org_admin.ok("PUT", f"/users/{bob['uid']}", json={"password": new_password + "2"})
-    bob_api = Api.login(emulator, "bob", new_password + "2", org=org["name"])
+    login = {"username": "bob", "password": new_password + "2", "org": org["name"]}
+    Api(emulator).fails("POST", "/login", 401, json=login)
+    bob_api = Api.login(emulator, "bob", new_password, org=org["name"])
     org_admin.ok("DELETE", f"/users/{bob['uid']}/revoke")
     bob_api.fails("GET", "/users/whoami", 401)
-    bob_api = Api.login(emulator, "bob", new_password + "2", org=org["name"])
+    bob_api = Api.login(emulator, "bob", new_password, org=org["name"])
 
     me = org_admin.ok("GET", "/users/whoami")
     assert "themselves" in org_admin.fails("DELETE", f"/users/{me['uid']}", 400)
@@ -1215,3 +1241,41 @@ def test_snapshots_of_deleted_filesystems_from_an_older_state_are_dropped(
         assert "dropped snapshots of deleted filesystems: gone/o" in emulator.log.read_text()
     finally:
         stop_emulator(emulator)
+
+
+def test_background_work_is_unfinished_for_a_while_as_on_a_real_cluster(
+    tmp_path: Path, gateway: Gateway
+) -> None:
+    """A filesystem is not usable until `is_ready`, a quota is ADDING before ACTIVE, an upload
+    UPLOADING before SYNCHRONIZED, and the bucket does not answer for it until then."""
+    emulator = start_emulator(tmp_path, object_store=gateway.env(), settle_seconds=1.5)
+    try:
+        admin = Api.login(emulator, "admin", emulator.password_file.read_text().strip())
+        fs = make_fs(admin)
+        assert (fs["is_ready"], fs["is_creating"], fs["status"]) == (False, True, "CREATING")
+        resolve = f"/fileSystems/{fs['uid']}/resolvePath"
+        assert "not ready yet" in admin.fails("GET", resolve, 400, params={"path": "/"})
+        until_ready(admin, f"/fileSystems/{fs['uid']}", lambda f: f["is_ready"])
+        inode = mkdir(admin, fs["uid"], "/alice")
+        quota = f"/fileSystems/{fs['uid']}/quota/{inode}"
+        assert admin.ok("PUT", quota, json=QUOTA)["status"] == "ADDING"
+        until_ready(admin, quota, lambda q: q["status"] == "ACTIVE")
+        attach(admin, fs["uid"])
+        snap = admin.ok("POST", "/snapshots", json={"fs_uid": fs["uid"], "name": "s"})
+        locator = admin.ok("POST", f"/snapshots/{snap['uid']}/upload", json={})["locator"]
+        uploading = admin.ok("GET", f"/snapshots/{snap['uid']}")
+        assert (uploading["locator"], uploading["stowStatus"]) == (locator, "UPLOADING")
+        info = {"object_storage": OBS_BUCKET, "locator": locator}
+        assert "not synchronized" in admin.fails("POST", "/snapshots/locatorInfo", 400, json=info)
+        until_ready(admin, f"/snapshots/{snap['uid']}", lambda s: s["stowStatus"] == "SYNCHRONIZED")
+        assert admin.ok("POST", "/snapshots/locatorInfo", json=info)["fs_name"] == fs["name"]
+    finally:
+        stop_emulator(emulator)
+
+
+def until_ready(api: Api, path: str, done: Callable[[dict[str, Any]], bool]) -> None:
+    """Polls `path` until `done`, as a client does; the emulator settles within seconds."""
+    deadline = time.monotonic() + 10
+    while not done(api.ok("GET", path)):
+        assert time.monotonic() < deadline, f"{path} never finished"
+        time.sleep(0.1)

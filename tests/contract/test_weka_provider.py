@@ -310,7 +310,9 @@ def test_delete_gate_needs_an_uploaded_snapshot_still_in_the_bucket(
         def upload(of: str) -> str:
             org.attach_object_store(of, BUCKET)
             snap = org.create_snapshot(of, unique("offboard"))
-            return org.upload_snapshot(snap.uid).locator
+            locator = org.upload_snapshot(snap.uid).locator
+            org.wait_uploaded(snap.uid)  # the bucket answers for it once SYNCHRONIZED
+            return locator
 
         for wrong, reason in (
             (upload(other_uid), "holds a snapshot of"),
@@ -386,7 +388,7 @@ def test_directory_quota_lifecycle_and_drift(
         diff = provider.diff(created.id, wire(drifted), inputs)
         assert (diff.changes, diff.replaces) == (True, [])
         outs = provider.update(created.id, wire(drifted), inputs).outs or {}
-        restored = org.get_quota(fs_uid, outs["inode_id"])
+        restored = org.get_quota(fs_uid, outs["inode_id"], "/home/alice")
         assert restored is not None
         assert restored.hard_limit_bytes == 10 * GB
 

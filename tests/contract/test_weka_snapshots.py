@@ -26,6 +26,7 @@ from providers.weka.client import WekaClient
 from providers.weka.settings import Credentials
 from sandbox.weka.object_store import DEFAULT_NAME as OBS_BUCKET
 from sandbox.weka.object_store import ObjectStore
+from sandbox.weka.service import SETTLE_SECONDS
 from tests.isolated import (
     Emulator,
     Gateway,
@@ -55,7 +56,9 @@ def emulator(tmp_path_factory: pytest.TempPathFactory, gateway: Gateway) -> Iter
     workdir = tmp_path_factory.mktemp("weka")
     (workdir / "admin-password").write_text(ADMIN_PASSWORD + "\n")
     tls = self_signed_certificate(workdir)
-    running = start_emulator(workdir, tls=tls, object_store=gateway.env())
+    running = start_emulator(
+        workdir, tls=tls, object_store=gateway.env(), settle_seconds=SETTLE_SECONDS
+    )
     yield running
     stop_emulator(running)
 
@@ -131,8 +134,14 @@ def test_an_uploaded_snapshot_outlives_its_filesystem_and_restores_it(
     assert upload.snapshot_uid == snap.uid
     assert upload.locator.startswith(upload.locator.split("/")[0] + "/d/s/")
     assert weka.upload_snapshot(snap.uid) == upload  # a rerun uploads nothing
-    now = weka.get_snapshot(snap.uid)
-    assert now is not None
+    # The cluster answers at once and uploads in the background, as the real one does: the
+    # bucket does not answer for the locator until the upload is SYNCHRONIZED.
+    uploading = weka.get_snapshot(snap.uid)
+    assert uploading is not None
+    assert (uploading.stow_status, uploading.uploaded) == ("UPLOADING", False)
+    with pytest.raises(WekaError, match="is not synchronized yet"):
+        weka.locator_info(OBS_BUCKET, upload.locator)
+    now = weka.wait_uploaded(snap.uid)
     assert (now.locator, now.stow_status, now.uploaded) == (upload.locator, "SYNCHRONIZED", True)
     assert [s.uid for s in weka.list_snapshots("home")] == [snap.uid]
     assert weka.find_snapshot("home", "offboard") == now
@@ -249,6 +258,7 @@ def test_a_snapshot_far_larger_than_the_emulators_memory_streams_up_and_back(
 
     snap = weka.create_snapshot(fs.uid, "offboard", access_point="offboard")
     upload = weka.upload_snapshot(snap.uid)
+    weka.wait_uploaded(snap.uid)
     stored = store.list(uploaded_snapshot_prefix(upload.locator))
     assert sum(info.size for info in stored) > size
     weka.delete_filesystem(fs.uid, "big")

@@ -66,7 +66,7 @@ HOSTNAME = {"external-dns.alpha.kubernetes.io/hostname": f"login.{SLUG}.example.
 
 
 def _quota(path: str, hard: int, soft: int) -> Quota:
-    return Quota("1", path, hard * GB, soft * GB, 0, "")
+    return Quota("1", hard * GB, soft * GB, "ACTIVE", path=path)
 
 
 def _partition(nodes: str) -> Partition:

@@ -11,7 +11,7 @@ import pytest
 
 from providers.errors import WekaError
 from providers.weka.client import WekaClient
-from providers.weka.records import AttachedBucket, SnapshotUpload
+from providers.weka.records import AttachedBucket, FileSystem, SnapshotUpload
 from providers.weka.settings import Credentials
 
 
@@ -86,11 +86,97 @@ def test_client_does_not_retry_a_400_or_a_post_that_failed_with_500() -> None:
 
 
 def test_client_reads_directory_has_no_quota_as_an_answer() -> None:
-    script = Script(
-        {("GET", "fileSystems/u1/quota/7"): [(500, {"message": "Directory has no quota"})]}
-    )
-    assert script.client().get_quota("u1", "7") is None
+    said = "Directory has no quota: /home/alice in filesystem home"
+    script = Script({("GET", "fileSystems/u1/quota/7"): [(500, {"message": said})]})
+    assert script.client().get_quota("u1", "7", "/home/alice") is None
     assert len(script.calls) == 2  # login, and one GET: no retry
+
+
+MISSING_FS = {
+    "message": "Filesystem u1 does not exist",
+    "data": {"exceptionClass": "FilesystemDoesNotExistException"},
+}
+
+
+def test_a_400_naming_a_missing_object_reads_as_gone_and_any_other_400_fails() -> None:
+    script = Script(
+        {
+            ("GET", "fileSystems/u1"): [(400, MISSING_FS)],
+            ("GET", "snapshots/s1"): [
+                (
+                    400,
+                    {"data": {"exceptionClass": "SnapshotDoesNotExistException"}, "message": "no"},
+                )
+            ],
+            ("GET", "fileSystems/u2/resolvePath"): [(400, {"message": "PATH_NOT_FOUND: /x"})],
+            ("DELETE", "fileSystems/u1"): [(400, MISSING_FS)],
+            ("GET", "fileSystems/u3"): [(400, {"message": "Filesystem name is too long"})],
+        }
+    )
+    client = script.client()
+    assert client.get_filesystem("u1") is None
+    assert client.get_snapshot("s1") is None
+    assert client.resolve_path("u2", "/x") is None
+    client.delete_filesystem("u1", "home")  # deleted by hand: nothing left to do
+    with pytest.raises(WekaError, match="answered 400: Filesystem name is too long"):
+        client.get_filesystem("u3")
+
+
+def test_a_new_filesystem_is_waited_for_until_it_is_ready() -> None:
+    making = {**FS, "is_ready": False, "is_creating": True, "status": "CREATING"}
+    ready = {**FS, "is_ready": True, "status": "READY"}
+    script = Script(
+        {
+            ("POST", "fileSystems"): [(200, {"data": making})],
+            ("GET", "fileSystems/u1"): [(200, {"data": making})] * 2
+            + [(200, {"data": ready}), (200, {"data": making})],
+        }
+    )
+    slept: list[float] = []
+    client = script.client()
+    client._sleep = slept.append
+    assert client.create_filesystem("home", "default", 1, 1).is_ready
+    assert slept == [0.1, 0.2]  # ever less often
+    with pytest.raises(WekaError, match=r"waiting for Weka filesystem 'home' \(u1\) to be ready"):
+        client.wait_ready(FileSystem.from_json(making), timeout=0)
+
+
+def test_a_quota_is_waited_for_until_it_is_active() -> None:
+    quota = {"inode_id": 7, "hard_limit_bytes": 10, "soft_limit_bytes": 9}
+    script = Script(
+        {
+            ("PUT", "fileSystems/u1/quota/7"): [(200, {"data": {**quota, "status": "ADDING"}})],
+            ("GET", "fileSystems/u1/quota/7"): [
+                (200, {"data": {**quota, "status": "ADDING"}}),
+                (200, {"data": {**quota, "status": "ACTIVE"}}),
+            ],
+        }
+    )
+    set_ = script.client().set_quota(
+        "u1", "7", path="/home/a", hard_limit_bytes=10, soft_limit_bytes=9, grace_seconds=0,
+        owner="t",
+    )  # fmt: skip
+    # Only the fields csi-wekafs relies on are required; the path is the one asked for.
+    assert (set_.status, set_.path, set_.grace_seconds) == ("ACTIVE", "/home/a", 0)
+    assert [c[:2] for c in script.calls].count(("GET", "fileSystems/u1/quota/7")) == 2
+
+
+def test_a_password_goes_to_the_password_call_and_a_role_to_the_user() -> None:
+    user = {"uid": "w1", "username": "csi", "role": "CSI"}
+    script = Script(
+        {
+            ("PUT", "users/w1"): [(200, {"data": user})],
+            ("PUT", "users/w1/password"): [(200, {"data": None})],
+        }
+    )
+    client = script.client()
+    client.update_user("w1", "csi", role="CSI")
+    client.set_password("w1", "csi", "New-Passw0rd!")
+    sent = {(m, p): body for m, p, body, _ in script.sent if p.startswith("users/")}
+    assert sent == {
+        ("PUT", "users/w1"): {"role": "CSI"},
+        ("PUT", "users/w1/password"): {"password": "New-Passw0rd!"},
+    }
 
 
 def test_client_refreshes_on_401_and_retries_once() -> None:
