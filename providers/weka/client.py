@@ -70,7 +70,7 @@ _MISSING = ("FilesystemDoesNotExistException", "SnapshotDoesNotExistException", 
 # becoming ready, a quota becoming ACTIVE, an upload SYNCHRONIZED; polled ever less often.
 READY_TIMEOUT = 300.0
 UPLOAD_TIMEOUT = 600.0
-_POLL_FIRST, _POLL_MOST = 0.1, 2.0
+_POLL_FIRST, _POLL_MOST = 0.25, 2.0
 
 _T = TypeVar("_T")
 

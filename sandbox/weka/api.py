@@ -156,6 +156,7 @@ class WekaApi:
         r("PUT", f"{e}/fileSystems/{{uid}}/usage", self.set_usage, "emulator", True)
         r("PUT", f"{e}/fileSystems/{{uid}}/mounts", self.set_mounts, "emulator", True)
         r("POST", f"{e}/expire-tokens", self.expire_tokens, "emulator", True)
+        r("PUT", f"{e}/settle", self.set_settle, "emulator")
 
     # --- dispatch ------------------------------------------------------------------------
 
@@ -443,6 +444,15 @@ class WekaApi:
             raise ApiError(400, "Missing required field: mounted")
         fs = self.cluster.set_mounted(q.params["uid"], mounted)
         return {"uid": fs.uid, "mounted": fs.mounted}
+
+    def set_settle(self, q: Request) -> Any:
+        """How long background work stays unfinished from now on; answers the old value."""
+        seconds = q.body.get("seconds")
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+            raise ApiError(400, "seconds must be a number of seconds, 0 or more")
+        old = self.cluster.background.settle_seconds
+        self.cluster.background.settle_seconds = float(seconds)
+        return {"seconds": old}
 
     def expire_tokens(self, q: Request) -> Any:
         self.cluster.tokens.expire_access_tokens()

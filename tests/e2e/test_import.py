@@ -830,6 +830,13 @@ def _build_org_tenant(parent: str, filesystem_group: str) -> int:
             ("scratch", f"/{ORG_SLUG}", 900 * GB, ORG_SCRATCH),
         ):
             uid_fs = made[kind]["uid"]
+            # As a client does: a new filesystem is usable once the cluster says is_ready.
+            ready_path = f"/fileSystems/{uid_fs}"
+
+            def ready(path: str = ready_path) -> bool:
+                return bool(api.get(path).json()["data"]["is_ready"])
+
+            wait_for(f"{kind} to be ready", ready)
             found = api.get(f"/fileSystems/{uid_fs}/resolvePath", params={"path": path})
             limits = {"hard_limit_bytes": hard, "soft_limit_bytes": soft, "grace_seconds": 0}
             inode = found.json()["data"]["inode_id"]

@@ -79,7 +79,8 @@ def test_a_directory_made_on_the_mount_is_found_by_the_api(admin: httpx.Client) 
         assert found["path"] == f"/{directory}"
     finally:
         path.rmdir()
-    assert admin.get(resolve, params={"path": f"/{directory}"}).status_code == 404
+    gone = admin.get(resolve, params={"path": f"/{directory}"})
+    assert (gone.status_code, gone.json()["message"][:15]) == (400, "PATH_NOT_FOUND:")
 
 
 def test_make_env_exports_the_mount_root(sandbox: SandboxLayout) -> None:

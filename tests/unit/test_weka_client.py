@@ -136,7 +136,7 @@ def test_a_new_filesystem_is_waited_for_until_it_is_ready() -> None:
     client = script.client()
     client._sleep = slept.append
     assert client.create_filesystem("home", "default", 1, 1).is_ready
-    assert slept == [0.1, 0.2]  # ever less often
+    assert slept == [0.25, 0.5]  # ever less often
     with pytest.raises(WekaError, match=r"waiting for Weka filesystem 'home' \(u1\) to be ready"):
         client.wait_ready(FileSystem.from_json(making), timeout=0)
 
