@@ -1,7 +1,8 @@
 """The Pulumi program: stack `prod` is the shared platform; any other stack is the tenant whose
-spec is tenants/<stack>.yaml."""
+spec is tenants/<stack>.yaml (or <stack>.yaml in the directory $GPU_TENANTS_SPECS names)."""
 
 import gc
+import os
 from pathlib import Path
 
 import pulumi
@@ -10,7 +11,7 @@ from providers.errors import BackendError
 from tenant_stack.errors import TenantError
 from tenant_stack.live import LiveReads
 from tenant_stack.platform import load_platform
-from tenant_stack.stacks import PLATFORM_STACK
+from tenant_stack.stacks import PLATFORM_STACK, SPECS_VARIABLE
 
 # This process declares one stack and exits. What it has loaded so far (the SDK) lives until then:
 # frozen, the collector stops scanning it on every collection (about 0.05 s of a no-op preview).
@@ -28,6 +29,7 @@ pulumi.log.debug = _unsent
 
 # absolute(), not resolve(): a copy of the project made of symlinks reads its own tenants/.
 ROOT = Path(__file__).absolute().parent
+SPECS = Path(os.environ.get(SPECS_VARIABLE) or ROOT / "tenants")
 
 try:
     platform = load_platform(ROOT / "Pulumi.prod.yaml")
@@ -44,8 +46,8 @@ try:
             from tenant_stack.program import build_tenant
             from tenant_stack.spec import load_spec
 
-            spec = load_spec(ROOT / "tenants", stack, platform)
-            build_tenant(spec, platform, ROOT / "tenants" / f"{stack}.yaml", reads)
+            spec = load_spec(SPECS, stack, platform)
+            build_tenant(spec, platform, SPECS / f"{stack}.yaml", reads)
 except (TenantError, BackendError) as err:
     # A RunError is shown as its message alone: the problems, without a Python traceback.
     raise pulumi.RunError(str(err)) from None

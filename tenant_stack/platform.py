@@ -93,6 +93,11 @@ class Ldap(StrictModel):
     gid_start_number: StartNumber
 
     @property
+    def start_numbers(self) -> tuple[int, int]:
+        """(uid_start_number, gid_start_number), as `handed_out` takes them."""
+        return self.uid_start_number, self.gid_start_number
+
+    @property
     def port(self) -> int:
         _, _, port = self.uri.removeprefix("ldaps://").rpartition(":")
         return int(port) if port.isdigit() else 636

@@ -18,9 +18,13 @@ from typing import Any
 
 from tenant_stack.errors import StackError, StackNotFoundError
 
-__all__ = ["Engine", "Running", "Stacks"]
+__all__ = ["SPECS_VARIABLE", "Engine", "Running", "Stacks"]
 
 PLATFORM_STACK = "prod"
+# The specs' directory the program reads when this is set, else its project's tenants/. The
+# commands that take --tenants set it for every engine they start, so that the engine applies the
+# specs the command itself read.
+SPECS_VARIABLE = "GPU_TENANTS_SPECS"
 # The engine's events, one per line, for a `--json` preview or refresh preview (its one-document
 # output leaves policy findings out; `up --json` always streams). The engine never installs a
 # plugin in these commands: commands on many stacks at once would race to install it into one
@@ -35,10 +39,12 @@ _NO_STACK = "no stack named"
 
 
 class Stacks:
-    """The stacks of the Pulumi project in `project`."""
+    """The stacks of the Pulumi project in `project`, whose program reads the specs in `specs`
+    (default: the project's tenants/, or $GPU_TENANTS_SPECS)."""
 
-    def __init__(self, project: Path) -> None:
+    def __init__(self, project: Path, specs: Path | None = None) -> None:
         self.project = project
+        self._specs = {SPECS_VARIABLE: str(specs.absolute())} if specs else {}
 
     def tenants(self) -> list[str]:
         """Every stack but the platform's, by name (a tenant stack is named after its slug)."""
@@ -133,7 +139,7 @@ class Stacks:
             process = subprocess.Popen(
                 argv,
                 cwd=self.project,
-                env={**os.environ, **(env or {})},
+                env={**os.environ, **self._specs, **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

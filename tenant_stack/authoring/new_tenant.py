@@ -122,14 +122,11 @@ def new_tenant(
     platform: Platform,
     read: Callable[[str], Live],
     *,
-    uid_start: int = 2000,
-    gid_start: int = 4000,
     today: date | None = None,
 ) -> NewTenantReport:
     """Writes `<tenants>/<slug>.yaml` from `terms` and the users in `users_file`, or reports,
     each at the option or the file's line to change, why it cannot. `read` reads what is live
-    for a slug (`read_live`), once the terms and the file pass; `uid_start` and `gid_start` are
-    where the LDAP outpost numbers what has no number of its own."""
+    for a slug (`read_live`), once the terms and the file pass."""
     today = today or date.today()
     path = tenants / f"{terms.slug}.yaml"
     report = NewTenantReport(terms.slug, path)
@@ -164,7 +161,9 @@ def new_tenant(
         report.refusals.append(
             Problem("SLUG", f"stack {terms.slug} exists in the project; choose another slug")
         )
-    taken.add_live(handed_out(live.directory_users, live.directory_groups, uid_start, gid_start))
+    taken.add_live(
+        handed_out(live.directory_users, live.directory_groups, *platform.ldap.start_numbers)
+    )
     nodes, problems = _nodes(resolved, platform, live.nodes, taken.nodes)
     report.refusals += problems
     every = taken.every_number()

@@ -7,7 +7,6 @@ import json
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_outpost_numbers,
     add_output_format,
     add_project,
     add_tenants,
@@ -34,7 +33,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="also against the numbers Authentik's LDAP outpost hands out now (AUTHENTIK_URL "
         "and a read-only token in AUTHENTIK_TOKEN or AUTHENTIK_TOKEN_FILE)",
     )
-    add_outpost_numbers(command)
     add_tenants(command)
     add_project(command)
     add_examples(
@@ -57,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     collisions = find_collisions(specs, platform)
     if args.live:
         with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
-            held = handed_out(directory.users(), directory.groups(), args.uid_start, args.gid_start)
+            held = handed_out(directory.users(), directory.groups(), *platform.ldap.start_numbers)
         collisions += live_collisions(specs, held)
     if args.json:
         print(

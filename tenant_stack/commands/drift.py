@@ -9,7 +9,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tenant_stack.commands.options import add_output_format, add_project, add_slugs, add_workers
+from tenant_stack.commands.options import (
+    add_output_format,
+    add_project,
+    add_slugs,
+    add_tenants,
+    add_workers,
+    stacks,
+)
 from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import paint, wants_colour
 
@@ -33,6 +40,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_slugs(command, "every tenant stack")
     add_output_format(command)
     add_workers(command, "stacks checked")
+    add_tenants(command)
     add_project(command)
     add_examples(
         command,
@@ -44,10 +52,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     from tenant_stack.fleet import drift
-    from tenant_stack.stacks import Stacks
 
-    stacks = Stacks(args.project)
-    names = args.slugs or stacks.tenants()
+    project = stacks(args)
+    names = args.slugs or project.tenants()
     colour = wants_colour(sys.stderr)
     finished = 0
 
@@ -56,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         finished += 1
         print(drift_progress(stack, finished, len(names), colour), file=sys.stderr, flush=True)
 
-    report = drift.check_fleet(stacks, names, args.workers, progress)
+    report = drift.check_fleet(project, names, args.workers, progress)
     if args.json:
         print(json.dumps({"stacks": [stack.as_json() for stack in report]}))
     else:

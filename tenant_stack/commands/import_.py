@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_outpost_numbers,
     add_output_format,
     add_project,
     add_tenants,
@@ -61,7 +60,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=Path,
         help="a file holding that admin's password (never the password itself)",
     )
-    add_outpost_numbers(command)
     add_tenants(command)
     add_project(command)
     add_output_format(command)
@@ -109,8 +107,6 @@ def run(args: argparse.Namespace) -> int:
         platform,
         Contract(start, end, args.partition_type, args.gpu_sku),
         org_admin=org_admin,
-        uid_start=args.uid_start,
-        gid_start=args.gid_start,
     )
     print(json.dumps(report.as_json()) if args.json else "\n".join(report_lines(report)))
     return 0 if report.written else 1

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
-    add_outpost_numbers,
     add_output_format,
     add_project,
     add_tenants,
@@ -109,7 +108,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="a rehearsal: its destroy deletes everything at any stage, with no archive",
     )
-    add_outpost_numbers(command)
     add_tenants(command)
     add_project(command)
     add_output_format(command)
@@ -166,8 +164,6 @@ def run(args: argparse.Namespace) -> int:
         tenants(args),
         load_platform(PLATFORM),
         lambda slug: read_live(slug, project),
-        uid_start=args.uid_start,
-        gid_start=args.gid_start,
         today=date.today(),
     )
     print(json.dumps(report.as_json()) if args.json else "\n".join(report_lines(report)))

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tenant_stack.errors import TenantError
+from tenant_stack.stacks import SPECS_VARIABLE
 
 if TYPE_CHECKING:
     from tenant_stack.platform import Platform
     from tenant_stack.spec import TenantSpec
+    from tenant_stack.stacks import Stacks
 
 ROOT = Path(__file__).resolve().parents[2]
 # The project whose stacks the commands work on: a sandbox's own when one is set up (its stacks'
@@ -59,16 +61,27 @@ def add_tenants(command: argparse.ArgumentParser) -> None:
         "--tenants",
         type=directory,
         metavar="DIR",
-        help="where the specs are (default: the project's tenants/)",
+        help=f"where the specs are (default: ${SPECS_VARIABLE} when set, else the project's "
+        "tenants/); the Pulumi program this command runs reads the same",
     )
 
 
 def tenants(args: argparse.Namespace) -> Path:
-    """The specs' directory --tenants and --project name; a TenantError if there is none."""
-    found: Path = args.tenants or args.project / "tenants"
+    """The specs' directory --tenants, $GPU_TENANTS_SPECS or --project names; a TenantError if
+    there is none."""
+    given = getattr(args, "tenants", None) or os.environ.get(SPECS_VARIABLE)
+    found = Path(given) if given else args.project / "tenants"
     if not found.is_dir():
-        raise TenantError(f"{found}: no such directory (the specs are in --project's tenants/)")
+        named = f"${SPECS_VARIABLE}" if given else "--project's tenants/"
+        raise TenantError(f"{found}: no such directory (the specs' directory, from {named})")
     return found
+
+
+def stacks(args: argparse.Namespace) -> Stacks:
+    """The project's stacks, whose program reads the specs this command reads."""
+    from tenant_stack.stacks import Stacks
+
+    return Stacks(args.project, tenants(args))
 
 
 def tenant_spec(args: argparse.Namespace) -> tuple[TenantSpec, Platform]:
@@ -132,8 +145,8 @@ def chosen_slugs(args: argparse.Namespace) -> list[str]:
 def _known_slugs(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
     """The shell's completion of a slug: the specs' names (argcomplete's completer)."""
     project = Path(getattr(parsed_args, "project", PROJECT))
-    specs = getattr(parsed_args, "tenants", None) or project / "tenants"
-    return sorted(path.stem for path in Path(specs).glob(f"{prefix}*.yaml"))
+    specs = getattr(parsed_args, "tenants", None) or os.environ.get(SPECS_VARIABLE)
+    return sorted(path.stem for path in Path(specs or project / "tenants").glob(f"{prefix}*.yaml"))
 
 
 def add_workers(command: argparse.ArgumentParser, at_once: str) -> None:
@@ -142,16 +155,6 @@ def add_workers(command: argparse.ArgumentParser, at_once: str) -> None:
         type=int,
         default=os.cpu_count() or 1,
         help=f"{at_once} at once (default: the machine's cores)",
-    )
-
-
-def add_outpost_numbers(command: argparse.ArgumentParser) -> None:
-    """Where Authentik's LDAP outpost starts handing out uids and gids."""
-    command.add_argument(
-        "--uid-start", type=int, default=2000, help="the outpost's uid_start_number (2000)"
-    )
-    command.add_argument(
-        "--gid-start", type=int, default=4000, help="the outpost's gid_start_number (4000)"
     )
 
 

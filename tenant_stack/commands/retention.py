@@ -9,7 +9,15 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import add_output_format, add_project, add_slug, add_slugs
+from tenant_stack.commands.options import (
+    add_output_format,
+    add_project,
+    add_slug,
+    add_slugs,
+    add_tenants,
+    stacks,
+    tenants,
+)
 from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import table
 
@@ -99,6 +107,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
     for command in (calendar, purge, hold, release, erase):
         add_output_format(command)
+        add_tenants(command)
         add_project(command)
     add_examples(
         calendar,
@@ -133,10 +142,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(args: argparse.Namespace) -> int:
     from tenant_stack import retention_job
     from tenant_stack.platform import load_platform
-    from tenant_stack.stacks import Stacks
 
+    project = stacks(args)
+    specs = tenants(args)
+    # A typo would hold, erase or report nothing, and say so only by its silence.
+    for slug in [args.slug] if "slug" in args else args.slugs:
+        retention_job.known_tenant(slug, specs, project)
     if args.action in ("hold", "release"):
-        retention_job.known_tenant(args.slug, args.project / "tenants", Stacks(args.project))
         if args.action == "hold":
             entry = retention_job.hold(args.slug, args.by, args.reason)
         else:
@@ -147,11 +159,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "run" and not args.dry_run:
         retention_job.refuse_ahead(now, args.confirm_ahead)
     platform = load_platform(args.project / "Pulumi.prod.yaml")
-    stacks = Stacks(args.project)
     if args.action == "erase":
         done = retention_job.erase(
-            stacks,
-            args.project / "tenants",
+            project,
+            specs,
             platform,
             args.slug,
             args.user,
@@ -165,9 +176,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.slug}: {args.user} erased from {', '.join(done.copies) or 'no copy'}")
         return 0
     dry_run = args.action == "calendar" or args.dry_run
-    reports = retention_job.run(
-        stacks, args.project / "tenants", platform, now, dry_run=dry_run, only=args.slugs
-    )
+    reports = retention_job.run(project, specs, platform, now, dry_run=dry_run, only=args.slugs)
     if args.json:
         print(json.dumps({"now": now.isoformat(), "tenants": [r.as_json() for r in reports]}))
     elif args.action == "calendar":

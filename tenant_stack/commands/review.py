@@ -8,7 +8,15 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from tenant_stack.commands.options import add_output_format, add_project, add_workers, output
+from tenant_stack.commands.options import (
+    add_output_format,
+    add_project,
+    add_tenants,
+    add_workers,
+    output,
+    stacks,
+    tenants,
+)
 from tenant_stack.commands.parser import add_examples
 from tenant_stack.commands.terminal import paint, wants_colour
 
@@ -36,6 +44,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command.add_argument("--json-file", type=output, help="write the JSON report here")
     add_output_format(command, "the report to stdout")
     add_workers(command, "previews run")
+    add_tenants(command)
     add_project(command)
     add_examples(
         command,
@@ -63,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     def progress(preview: TenantPreview) -> None:
         print(f"{preview.slug}: {preview_line(preview, colour)}", file=sys.stderr, flush=True)
 
-    result = review(args.project, args.base, args.workers, progress)
+    result = review(stacks(args), tenants(args), args.base, args.workers, progress)
     comment = markdown(result)
     if args.markdown:
         args.markdown.write_text(comment)

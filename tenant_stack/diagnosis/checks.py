@@ -21,9 +21,11 @@ from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
 from providers.weka.csi import WEKA_CSI_DRIVER
 from providers.weka.settings import Settings as WekaSettings
+from tenant_stack.components.login_pod import release_name
 from tenant_stack.components.tenant_namespace import workload_labels
 from tenant_stack.diagnosis.findings import Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
+from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.live import TENANT_LABEL
 from tenant_stack.mapping import filesystems
 from tenant_stack.platform import Platform
@@ -146,6 +148,9 @@ def namespace(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
 
 
 def binding(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """The ReservationBinding selects the tenant's workloads: its podSelector is the label the
+    program declares for them, and every pod of the namespace (but the login release's)
+    carries it."""
     if not spec.reservation.nodes or spec.lifecycle.stage == "destroy":
         return
     if not _namespace_usable(spec):
@@ -154,18 +159,39 @@ def binding(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     found = kubectl_get("reservationbinding", name, f"--namespace={spec.namespace}")
     selector = ((found or {}).get("spec") or {}).get("podSelector", {}).get("matchLabels")
     wanted = workload_labels(spec.slug)
-    if found is not None and selector == wanted:
+    if found is None or selector != wanted:
+        yield Finding(
+            "binding-misses-workloads",
+            "TenantNamespace",
+            40,
+            f"reservationbinding {spec.namespace}/{name}: "
+            + ("not found" if found is None else f"podSelector.matchLabels={selector}"),
+            f"the tenant's workloads carry {wanted} and the binding does not select them, so "
+            "their pods get no toleration for the tenant's nodes and land elsewhere",
+            _UP.format(slug=spec.slug),
+        )
         return
-    yield Finding(
-        "binding-misses-workloads",
-        "TenantNamespace",
-        40,
-        f"reservationbinding {spec.namespace}/{name}: "
-        + ("not found" if found is None else f"podSelector.matchLabels={selector}"),
-        f"the tenant's workloads carry {wanted} and the binding does not select them, so their "
-        "pods get no toleration for the tenant's nodes and land elsewhere",
-        _UP.format(slug=spec.slug),
+    login = f"{release_name(spec.slug)}-"
+    pods = (kubectl_get("pods", f"--namespace={spec.namespace}") or {}).get("items") or []
+    unlabelled = sorted(
+        pod["metadata"]["name"]
+        for pod in pods
+        if not pod["metadata"]["name"].startswith(login)
+        and not wanted.items() <= (pod["metadata"].get("labels") or {}).items()
     )
+    if unlabelled:
+        label = ",".join(f"{key}={value}" for key, value in wanted.items())
+        yield Finding(
+            "workloads-outside-binding",
+            "TenantNamespace",
+            41,
+            f"pods {', '.join(unlabelled)} in {spec.namespace} lack {label}, which "
+            f"reservationbinding {name} selects",
+            "those pods get no toleration for the tenant's reserved nodes: they stay Pending, "
+            "or run on shared nodes outside the contract",
+            f"add the label {label} to the pod template of what made them (the Deployment, "
+            "Job or StatefulSet), then let their pods be replaced",
+        )
 
 
 def ldap_bind_secret(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
@@ -297,30 +323,78 @@ def partition_time(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
         )
 
 
-def identity_numbers(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
-    """Each user's uidNumber as Authentik's LDAP outpost hands it out, against the spec's pinned
-    uid (which Slurm's accounting and the Weka directories' owners carry)."""
+def identity(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
+    """The tenant's groups and users in Authentik, each with the number its LDAP outpost hands
+    out (uidNumber, else uid_start_number + pk; gidNumber, else gid_start_number + num_pk)
+    against the spec's pinned one, which Slurm's accounting and the Weka owners carry."""
     if spec.lifecycle.stage == "destroy":
         return
+    ldap = platform.ldap
+    pinned = {spec.slug: ("identity.gid", spec.identity.gid)}
+    if spec.identity.admins_gid is not None:
+        pinned[spec.admins_group] = ("identity.admins_gid", spec.identity.admins_gid)
+    missing = []
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
+        for name, (field, gid) in pinned.items():
+            group = directory.find_group(name)
+            if group is None:
+                missing.append(f"group {name}")
+                continue
+            (live,) = handed_out([], [group], ldap.uid_start_number, ldap.gid_start_number)
+            if live.number != gid:
+                yield _number_differs(spec, f"group {name} has gidNumber {live.number}", field, gid)
         for i, user in enumerate(spec.users):
             found = directory.find_user(user.username)
             if found is None:
-                continue  # not made yet: `pulumi up` makes it
-            live = str(found.attributes.get("uidNumber", f"{2000 + found.pk} (2000 + pk)"))
-            if live != str(user.uid):
-                yield Finding(
-                    "uid-mismatch",
-                    "IdentityGroup",
-                    30,
-                    f"Authentik user {user.username} has uidNumber {live}; users.{i}.uid is "
-                    f"{user.uid}",
-                    "the login pod (through LDAP) and Slurm's accounting and the Weka home "
-                    "directory (through the spec) see different owners: files appear as "
-                    "nobody:nogroup and jobs are charged to another uid",
-                    _UP.format(slug=spec.slug) + " (the spec's uid wins); then "
-                    "`pkill -HUP nslcd` in the login and slurmd pods to drop cached entries",
-                )
+                missing.append(f"user {user.username}")
+                continue
+            held = handed_out([found], [], ldap.uid_start_number, ldap.gid_start_number)
+            if held[0].number != user.uid:
+                said = f"user {user.username} has uidNumber {held[0].number}"
+                yield _number_differs(spec, said, f"users.{i}.uid", user.uid)
+    if missing:
+        yield Finding(
+            "identity-missing",
+            "IdentityGroup",
+            25,
+            f"Authentik has no {', '.join(missing)}",
+            "deleted by hand, or declared by a spec change not applied yet: the login pod "
+            "(through LDAP) knows no such user or group, so those users cannot log in and "
+            "their files show as bare numbers",
+            _UP.format(slug=spec.slug) + " (makes them again, with the spec's numbers)",
+        )
+
+
+def _number_differs(spec: TenantSpec, live: str, field: str, pinned: int) -> Finding:
+    return Finding(
+        "uid-mismatch" if field.startswith("users.") else "gid-mismatch",
+        "IdentityGroup",
+        30,
+        f"Authentik {live}; {field} is {pinned}",
+        "the login pod (through LDAP) and Slurm's accounting and the Weka directories (through "
+        "the spec) see different owners: files appear as nobody:nogroup and jobs are charged "
+        "to another number",
+        _UP.format(slug=spec.slug) + " (the spec's number wins); then `pkill -HUP nslcd` in "
+        "the login and slurmd pods to drop cached entries",
+    )
+
+
+def slurm_accounts(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """The tenant's Slurm account and its teams' sub-accounts, which every job is charged to."""
+    if spec.lifecycle.stage == "destroy":
+        return
+    client = SlurmSettings.from_environment().client()
+    missing = [name for name in spec.slurm_accounts if client.account(name) is None]
+    if missing:
+        yield Finding(
+            "slurm-account-missing",
+            "SlurmAccounting",
+            30,
+            f"`sacctmgr show account {','.join(missing)}`: not found on cluster {client.cluster}",
+            "the tenant's users have no association to submit under: every sbatch is refused "
+            "(Invalid account or account/partition combination specified)",
+            _UP.format(slug=spec.slug) + " (makes the accounts and their users' associations)",
+        )
 
 
 def storage(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
@@ -461,7 +535,8 @@ CHECKS = (
     Check("authorized-keys", "kubernetes", authorized_keys),
     Check("admin-rights", "kubernetes", admin_rights),
     Check("partition-time", "slurm", partition_time),
-    Check("identity-numbers", "authentik", identity_numbers),
+    Check("slurm-accounts", "slurm", slurm_accounts),
+    Check("identity", "authentik", identity),
     Check("storage", "weka", storage),
     Check("gpus", "slurm", gpus),
     Check("billing-export", "slurm", billing_export),

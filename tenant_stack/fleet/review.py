@@ -103,23 +103,27 @@ class Review:
         }
 
 
-def touched_by(project: Path, base: str) -> Touched:
-    """What the change from `base` (its merge base with HEAD) to the working tree touches."""
-    merge_base = _git(project, "merge-base", base, "HEAD").strip()
-    listed = _git(project, "diff", "--name-status", "--no-renames", "--relative", merge_base)
+def touched_by(specs: Path, project: Path, base: str) -> Touched:
+    """What the change from `base` (its merge base with HEAD) to the working tree touches, read
+    in the git tree that holds the directory `specs`: its specs, and the program's code when the
+    specs lie beside it, in the Pulumi project `project` or the checkout its program links to."""
+    tree, folder = specs.resolve().parent, f"{specs.resolve().name}/"
+    beside = tree in (project.resolve(), _program(project))
+    merge_base = _git(tree, "merge-base", base, "HEAD").strip()
+    listed = _git(tree, "diff", "--name-status", "--no-renames", "--relative", merge_base)
     changes = [line.split("\t", 1) for line in listed.splitlines() if "\t" in line]
-    untracked = _git(project, "ls-files", "--others", "--exclude-standard")
+    untracked = _git(tree, "ls-files", "--others", "--exclude-standard")
     changes += [["A", path] for path in untracked.splitlines()]
-    specs: set[str] = set()
+    edited: set[str] = set()
     deleted: set[str] = set()
     program: set[str] = set()
     for status, path in changes:
-        if path.startswith("tenants/") and path.endswith(".yaml") and path.count("/") == 1:
-            slug = path.removeprefix("tenants/").removesuffix(".yaml")
-            (deleted if status.startswith("D") else specs).add(slug)
-        elif path in _PROGRAM or path.startswith(_PROGRAM_DIRS):
+        if path.startswith(folder) and path.endswith(".yaml") and path.count("/") == 1:
+            slug = path.removeprefix(folder).removesuffix(".yaml")
+            (deleted if status.startswith("D") else edited).add(slug)
+        elif beside and (path in _PROGRAM or path.startswith(_PROGRAM_DIRS)):
             program.add(path)
-    return Touched(tuple(sorted(specs)), tuple(sorted(deleted)), tuple(sorted(program)))
+    return Touched(tuple(sorted(edited)), tuple(sorted(deleted)), tuple(sorted(program)))
 
 
 def still_adopting(specs: Iterable[TenantSpec], adopted: Callable[[str], bool]) -> list[str]:
@@ -135,19 +139,19 @@ def still_adopting(specs: Iterable[TenantSpec], adopted: Callable[[str], bool]) 
 
 
 def review(
-    project: Path,
+    stacks: Stacks,
+    specs_dir: Path,
     base: str,
     workers: int,
     done: Callable[[TenantPreview], None] = lambda _: None,
 ) -> Review:
-    """The review of the change from `base`; raises TenantError only when it cannot run."""
-    # The change is read in the git tree that holds the specs: the project itself, or the
-    # checkout a sandbox's project links its tenants/ to.
-    touched = touched_by((project / "tenants").resolve().parent, base)
+    """The review of the change from `base` to the specs in `specs_dir` (and to the program,
+    when the same git tree holds it); raises TenantError only when it cannot run."""
+    project = stacks.project
+    touched = touched_by(specs_dir, project, base)
     result = Review(base, touched)
     platform = load_platform(project / "Pulumi.prod.yaml")
-    specs, broken = load_fleet(project / "tenants", platform)
-    stacks = Stacks(project)
+    specs, broken = load_fleet(specs_dir, platform)
     existing = set(stacks.tenants())
     every = sorted({path.stem for path in [*specs, *broken]})
     slugs = every if touched.program else list(touched.specs)
@@ -162,22 +166,21 @@ def review(
             )
     for collision in find_collisions(specs, platform):
         result.collisions.append(collision)
-        mine = any(collision.involves(project / "tenants" / f"{s}.yaml") for s in slugs)
+        mine = any(collision.involves(specs_dir / f"{s}.yaml") for s in slugs)
         (result.problems if mine else result.warnings).append(str(collision))
     result.warnings += still_adopting(
         [spec for spec in specs.values() if spec.slug in existing],
         lambda slug: bool(stacks.resources(slug)),
     )
-    previewable = [slug for slug in slugs if project / "tenants" / f"{slug}.yaml" in specs]
+    previewable = [slug for slug in slugs if specs_dir / f"{slug}.yaml" in specs]
 
-    # The pack beside the program (a sandbox's project links its program to a checkout).
-    pack = (project / "__main__.py").resolve().parent / "policy"
+    pack = _program(project) / "policy"
     policy_pack = pack if (pack / "PulumiPolicy.yaml").is_file() else None
 
     def preview(slug: str) -> TenantPreview:
         if slug in existing:
             return _preview(stacks, slug, "exists", policy_pack)
-        with _Throwaway(project) as (scratch, env):
+        with _Throwaway(project, specs_dir) as (scratch, env):
             return _preview(scratch, slug, "new", policy_pack, env)
 
     result.previews = fan_out(previewable, preview, workers, done)
@@ -208,13 +211,19 @@ def _preview(
     return TenantPreview(slug, stack, status, actions, found)
 
 
+def _program(project: Path) -> Path:
+    """The folder of the program `project` runs: a sandbox's project links it to a checkout."""
+    return (project / "__main__.py").resolve().parent
+
+
 class _Throwaway:
     """A project of links to `project` with its own stack config folder, and the environment
     of a file backend beside it: a new tenant's stack is made and previewed there, and all of
     it is removed afterwards."""
 
-    def __init__(self, project: Path) -> None:
+    def __init__(self, project: Path, specs: Path) -> None:
         self.project = project
+        self.specs = specs
         self.directory = Path(tempfile.mkdtemp(prefix="tenant-review-"))
 
     def __enter__(self) -> tuple[Stacks, dict[str, str]]:
@@ -231,7 +240,7 @@ class _Throwaway:
             "PULUMI_BACKEND_URL": (self.directory / "backend").as_uri(),
             "PULUMI_CONFIG_PASSPHRASE": secrets.token_urlsafe(24),
         }
-        return Stacks(scratch), env
+        return Stacks(scratch, self.specs), env
 
     def __exit__(self, *_: object) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

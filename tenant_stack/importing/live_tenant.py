@@ -286,12 +286,10 @@ def read_storage(
         )
 
 
-def read_tenant(
-    slug: str, platform: Platform, org_admin: Credentials | None, uid_start: int, gid_start: int
-) -> LiveTenant:
+def read_tenant(slug: str, platform: Platform, org_admin: Credentials | None) -> LiveTenant:
     """Everything of tenant `slug` every backend holds, by the runbook's names."""
     short_name = slug.removeprefix("tenant-")
-    identity = read_identity(slug, uid_start, gid_start)
+    identity = read_identity(slug, *platform.ldap.start_numbers)
     slurm = read_slurm(slug, short_name)
     usernames = sorted({u.username for u in identity.users} | {a.user for a in slurm.users})
     return LiveTenant(

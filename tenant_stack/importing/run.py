@@ -76,8 +76,6 @@ def import_tenant(
     contract: Contract,
     *,
     org_admin: Credentials | None = None,
-    uid_start: int = 2000,
-    gid_start: int = 4000,
     today: date | None = None,
 ) -> ImportReport:
     """Reads `slug` from the backends and writes its spec, or reports why it cannot."""
@@ -93,7 +91,7 @@ def import_tenant(
             )
         )
         return report
-    live = read_tenant(slug, platform, org_admin, uid_start, gid_start)
+    live = read_tenant(slug, platform, org_admin)
     if live.kubernetes.namespace is None and live.slurm.account is None:
         report.refusals.append(
             Problem("", f"no tenant '{slug}' in the cluster: neither namespace nor Slurm account")

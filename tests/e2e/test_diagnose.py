@@ -38,6 +38,7 @@ RENAMED = {"tenant-bar": SLUG, "dave": "diana", "erin": "dinah", "2201": "2301",
            "4102": "4302", "4103": "4303"}  # fmt: skip
 ADMIN = "diana"
 HOLD = "tests.example.io/hold"
+RUNNING_POD = Path(__file__).resolve().parent / "tenant_job_pod.yaml"
 
 
 @dataclass
@@ -217,6 +218,52 @@ def test_a_uid_that_differs_between_ldap_and_the_spec(bar: Bar) -> None:
     assert found["check"] == "uid-mismatch"
     assert found["evidence"] == f"Authentik user {ADMIN} has uidNumber 2999; users.0.uid is 2301"
     bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_deleted_user_and_a_group_number_that_differs(bar: Bar) -> None:
+    """Both once read Ready: a user not found was taken for one not made yet, and no gid was
+    compared."""
+    with authentik() as api:
+        api.delete(f"/core/users/{authentik_user('dinah')['pk']}/").raise_for_status()
+        (group,) = api.get("/core/groups/", params={"name": SLUG}).json()["results"]
+        attributes = {**group["attributes"], "gidNumber": "4999"}
+        api.patch(f"/core/groups/{group['pk']}/", json={"attributes": attributes})
+    findings = {f["check"]: f for f in bar.diagnose()}
+    assert sorted(findings) == ["gid-mismatch", "identity-missing"]
+    assert findings["identity-missing"]["evidence"] == "Authentik has no user dinah"
+    assert findings["gid-mismatch"]["evidence"] == (
+        f"Authentik group {SLUG} has gidNumber 4999; identity.gid is 4302"
+    )
+    conditions = {c["type"]: c for c in bar.status()["conditions"]}
+    assert conditions["IdentityGroupReady"]["reason"] == "IdentityMissing"
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_deleted_slurm_account(bar: Bar) -> None:
+    # Slurm keeps an account that is a user's default: its users go first, as by hand.
+    run("sacctmgr", "-i", "delete", "user", "diana,dinah")
+    run("sacctmgr", "-i", "delete", "account", SLUG)
+    found = only(bar.diagnose())
+    assert found["check"] == "slurm-account-missing"
+    assert found["evidence"].startswith(f"`sacctmgr show account {SLUG}`: not found on cluster")
+    bar.up()
+    assert bar.diagnose() == []
+
+
+def test_a_workload_the_binding_does_not_select(bar: Bar, tmp_path: Path) -> None:
+    pod = yaml.safe_load(RUNNING_POD.read_text())
+    pod["metadata"] = {"name": "unlabelled-job"}
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
+    kubectl("-n", SLUG, "create", "-f", str(tmp_path / "pod.yaml"))
+    found = only(bar.diagnose())
+    assert found["check"] == "workloads-outside-binding"
+    assert found["evidence"] == (
+        f"pods unlabelled-job in {SLUG} lack app.kubernetes.io/managed-by={SLUG}, which "
+        f"reservationbinding {SLUG}-binding selects"
+    )
+    kubectl("-n", SLUG, "delete", "pod", "unlabelled-job", "--grace-period=0", "--force")
     assert bar.diagnose() == []
 
 

@@ -272,6 +272,31 @@ def test_review_of_a_provider_change_previews_every_tenant(fleet: Fleet) -> None
     }
 
 
+def test_review_of_specs_kept_in_a_repository_of_their_own(fleet: Fleet, tmp_path: Path) -> None:
+    """--tenants: the change is read in the specs' own repository, and the engine previews the
+    specs there, not the project's (which are left as they were)."""
+    _, _, p7 = fleet.slugs
+    specs = tmp_path / "specs-repo" / "cluster-a"
+    shutil.copytree(fleet.project / "tenants", specs)
+    repo = specs.parent
+    identity = ["-c", "user.name=Reviewer", "-c", "user.email=reviewer@example.invalid"]
+    for args in (["init", "--quiet", "--initial-branch=main"], ["add", "--all"],
+                 ["commit", "--quiet", "--message", "the specs"]):  # fmt: skip
+        run("git", "-C", str(repo), *identity, *args)
+    spec = yaml.safe_load((specs / f"{p7}.yaml").read_text())
+    spec["slurm"]["grp_jobs"] = 77
+    (specs / f"{p7}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    reviewed = fleet.command("review", "--base", "main", "--tenants", str(specs), "--json")
+    assert reviewed.returncode == 0, reviewed.stdout + reviewed.stderr
+    report = json.loads(reviewed.stdout)
+    assert report["touched"] == {"specs": [p7], "deleted": [], "program": []}
+    (preview,) = report["tenants"]
+    assert (preview["tenant"], preview["status"]) == (p7, "changes")
+    assert preview["counts"]["update"] == 1
+    assert fleet.spec(p7)["slurm"].get("grp_jobs") != 77
+
+
 def test_review_fails_on_an_invalid_spec_with_its_field_path(fleet: Fleet) -> None:
     _, bar, _ = fleet.slugs
     spec = fleet.spec(bar)

@@ -137,7 +137,7 @@ def test_a_number_or_a_user_authentik_holds_for_someone_else_is_refused(
     assert sacctmgr("show", "user", "akadmin", "format=User") == []
 
 
-def test_a_hold_for_a_tenant_that_does_not_exist_writes_nothing(
+def test_a_retention_command_for_a_tenant_that_does_not_exist_writes_nothing(
     tmp_path: Path, pulumi_backend: dict[str, str], sandbox: SandboxLayout
 ) -> None:
     project = project_copy(tmp_path / "project")
@@ -148,6 +148,11 @@ def test_a_hold_for_a_tenant_that_does_not_exist_writes_nothing(
     assert "'tenant-fo' is no tenant: it has no spec in" in typo.stderr
     assert "(tenants: tenant-bar, tenant-foo); nothing was written" in typo.stderr
     assert "Traceback" not in typo.stderr
+    # A calendar or a purge of a typo once reported nothing and passed.
+    for action in (("calendar", "tenant-foo", "tenant-fo"), ("run", "tenant-fo", "--dry-run")):
+        typo = retention_command(env, project, *action)
+        assert typo.returncode == 2, typo.stdout + typo.stderr
+        assert "'tenant-fo' is no tenant" in typo.stderr
     with Ledger.open({**os.environ, **env}) as ledger:
         assert ledger.entries("tenant-fo") == []
 

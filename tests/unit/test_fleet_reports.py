@@ -204,6 +204,25 @@ def test_a_change_touches_its_specs_and_program_code_touches_every_tenant(tmp_pa
     (project / "tenants" / "tenant-b.yaml").unlink()
     (project / "tenants" / "tenant-d.yaml").write_text("slug: tenant-d\n")  # not yet added
     (tmp_path / "repo" / "elsewhere.txt").write_text("changed\n")
-    assert touched_by(project, "main") == Touched(("tenant-a", "tenant-d"), ("tenant-b",), ())
+    specs = project / "tenants"
+    touched = touched_by(specs, project, "main")
+    assert touched == Touched(("tenant-a", "tenant-d"), ("tenant-b",), ())
     (project / "providers" / "client.py").write_text("# changed\n")
-    assert touched_by(project, "main").program == ("providers/client.py",)
+    assert touched_by(specs, project, "main").program == ("providers/client.py",)
+
+
+def test_specs_kept_apart_from_the_program_touch_only_themselves(tmp_path: Path) -> None:
+    """A repository of specs alone (review --tenants): its specs are what a change touches,
+    whatever its folder is called, and nothing in it is the program."""
+    specs = tmp_path / "repo" / "clusters-a"
+    specs.mkdir(parents=True)
+    (specs / "tenant-a.yaml").write_text("slug: tenant-a\n")
+    (tmp_path / "repo" / "providers").mkdir()
+    (tmp_path / "repo" / "providers" / "notes.md").write_text("\n")
+    git(tmp_path / "repo", "init", "--quiet", "--initial-branch=main")
+    git(tmp_path / "repo", "add", "--all")
+    git(tmp_path / "repo", "commit", "--quiet", "--message", "base")
+    (specs / "tenant-a.yaml").write_text("slug: tenant-a\nchanged: true\n")
+    (tmp_path / "repo" / "providers" / "notes.md").write_text("changed\n")
+    project = tmp_path / "program"
+    assert touched_by(specs, project, "main") == Touched(("tenant-a",), (), ())
