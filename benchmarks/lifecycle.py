@@ -164,7 +164,8 @@ def main(argv: list[str]) -> int:
             step(f"up at stage {stage}", "up", "--yes", "--skip-preview")
         step("destroy --exclude-protected", "destroy", "--yes", "--skip-preview",
              "--exclude-protected")  # fmt: skip
-        step("verify-offboarded", "verify-offboarded", SLUG, "--tenants", tenants, command=True)
+        step("verify-offboarded", "verify-offboarded", SLUG, "--tenants", tenants,
+             "--project", str(project), command=True)  # fmt: skip
         step("retention run", "retention", "run", "--now", PURGE_AS_OF, "--confirm-ahead",
              SLUG, "--project", str(project), command=True)  # fmt: skip
         # The components hold nothing of their own: what counts is what is left under them.

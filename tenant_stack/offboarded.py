@@ -7,7 +7,7 @@ so the operator sees every gap at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,11 +17,18 @@ from providers.errors import BackendError
 from providers.kubectl import kubectl_json
 from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
-from providers.retention.objects import RETENTION_UNTIL, tenant_prefix
+from providers.retention.objects import (
+    RETENTION_UNTIL,
+    kept_under,
+    tenant_prefix,
+    uploaded_snapshot_prefix,
+)
 from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
 from providers.weka.settings import Settings as WekaSettings
+from tenant_stack.components.tenant_namespace import isolation_policy_name
+from tenant_stack.components.weka_storage import storage_class_name
 from tenant_stack.errors import ClusterError
 from tenant_stack.live import TENANT_LABEL
 from tenant_stack.mapping import ARCHIVE_KINDS
@@ -57,22 +64,61 @@ def _capacity(spec: TenantSpec) -> Check:
     return Check("Capacity returned: nodes free of the tenant's label and taint", ok, detail)
 
 
+# What a tenant's objects can be, beside its namespace: made by the stack or by a hand.
+_KINDS = (
+    "namespaces",
+    "reservations",
+    "storageclasses",
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+    "clusterroles",
+    "clusterrolebindings",
+    "persistentvolumes",
+)
+
+
 def _kubernetes(spec: TenantSpec) -> Check:
-    left = [
-        f"namespace/{n['metadata']['name']}"
-        for n in _items("get", "namespaces")
-        if n["metadata"]["name"] == spec.namespace
-    ]
-    left += [
-        f"reservation/{r['metadata']['name']}"
-        for r in _items("get", "reservations")
-        if r["metadata"]["name"] == spec.reservation_name
-    ]
+    """The namespace and every cluster-scoped object of the tenant: those the stack made (by
+    the names the program gives them), those labelled with the tenant, the volumes its claims
+    kept (Retain), and any cluster-wide binding of its groups, users or service accounts."""
+    made = {
+        ("Namespace", spec.namespace),
+        ("Reservation", spec.reservation_name),
+        ("StorageClass", storage_class_name(spec.slug)),
+        ("ValidatingAdmissionPolicy", isolation_policy_name(spec.slug)),
+        ("ValidatingAdmissionPolicyBinding", isolation_policy_name(spec.slug)),
+    }
+    subjects = {
+        *(("Group", name) for name in (spec.slug, spec.admins_group)),
+        *(("User", user.username) for user in spec.users),
+        *(("ServiceAccount", spec.namespace),),
+    }
+    left = sorted(
+        f"{item['kind'].lower()}/{item['metadata']['name']}"
+        for item in _items("get", ",".join(_KINDS))
+        if (item["kind"], item["metadata"]["name"]) in made
+        or _tenants(item, spec.slug)
+        or ((item.get("spec") or {}).get("claimRef") or {}).get("namespace") == spec.namespace
+        or any(_subject(s) in subjects for s in item.get("subjects") or [])
+    )
     return Check(
-        "No tenant Kubernetes objects or namespace remain",
+        "No tenant Kubernetes objects or namespace remain, namespaced or cluster-wide",
         not left,
         "none" if not left else f"still there: {', '.join(left)}",
     )
+
+
+def _tenants(item: dict[str, Any], slug: str) -> bool:
+    """Labelled as the tenant's, the way the reservation operator and the stack label."""
+    labels = item["metadata"].get("labels") or {}
+    return slug in (labels.get("tenant"), labels.get(TENANT_LABEL))
+
+
+def _subject(subject: dict[str, Any]) -> tuple[str, str]:
+    """A binding's subject as (kind, name); a service account by its namespace."""
+    kind = str(subject.get("kind"))
+    name = subject.get("namespace") if kind == "ServiceAccount" else subject.get("name")
+    return kind, str(name)
 
 
 def _slurm(spec: TenantSpec) -> Check:
@@ -158,8 +204,47 @@ def _archives(spec: TenantSpec) -> Check:
     )
 
 
-def verify(spec: TenantSpec, platform: Platform) -> list[Check]:
-    """Every item of the checklist; a backend that cannot be read fails its own item."""
+def _read_back(spec: TenantSpec, state: Sequence[Mapping[str, Any]]) -> Check:
+    """Everything retained reads back: each directory copy whole against its recorded digest,
+    each archive to its end, and each uploaded snapshot (in the stack's state) as objects under
+    its locator that Weka reads as the snapshot of the filesystem it was uploaded from."""
+    problems, read = [], 0
+    with RetentionStore.from_environment() as store:
+        for info in store.list(tenant_prefix(spec.slug)):
+            kept = kept_under(spec.slug, info.key)
+            if kept is None:
+                continue
+            if kept[0] == "copy" and (why := store.why_not_whole(info.key)):
+                problems.append(why)
+                continue
+            if kept[0] == "archive":
+                store.sha256(info.key)  # a read to its last byte, which raises if it cannot
+            read += 1
+        uploads = [r["outputs"] for r in state if str(r.get("type")).endswith(":UploadedSnapshot")]
+        with WekaClient.from_settings(WekaSettings.from_environment()) as weka:
+            for upload in uploads:
+                prefix = uploaded_snapshot_prefix(upload["locator"])
+                if not store.list(prefix):
+                    problems.append(f"{store.url(prefix)} holds no object of the upload")
+                    continue
+                found = weka.locator_info(upload["object_store"], upload["locator"])
+                if found.fs_name != upload["filesystem"]:
+                    problems.append(
+                        f"{upload['locator']} holds a snapshot of {found.fs_name}, "
+                        f"not of {upload['filesystem']}"
+                    )
+                    continue
+                read += 1
+    return Check(
+        "Every retained copy, archive and uploaded snapshot reads back whole",
+        not problems,
+        "; ".join(problems) or f"{read} read back",
+    )
+
+
+def verify(spec: TenantSpec, platform: Platform, state: Sequence[Mapping[str, Any]]) -> list[Check]:
+    """Every item of the checklist, with the stack's last `state` (its resources); a backend
+    that cannot be read fails its own item."""
     steps: list[tuple[str, Callable[[TenantSpec], Check]]] = [
         ("Kubernetes nodes", _capacity),
         ("Kubernetes objects", _kubernetes),
@@ -167,6 +252,7 @@ def verify(spec: TenantSpec, platform: Platform) -> list[Check]:
         ("Authentik", _identity),
         ("Weka", lambda s: _storage(s, platform)),
         ("retention store", _archives),
+        ("retained data", lambda s: _read_back(s, state)),
     ]
     return list(_run(spec, steps))
 

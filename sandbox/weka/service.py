@@ -21,8 +21,9 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 # How long the sandbox's cluster reports its background work unfinished (a new filesystem not
 # ready, a quota ADDING, an upload UPLOADING): long enough that a client which does not wait
-# fails, short enough for the tests.
-SETTLE_SECONDS = 0.3
+# fails (its next request follows at once), and under the client's first pause (0.25 s), so
+# that one wait costs the tests one pause.
+SETTLE_SECONDS = 0.1
 
 
 def weka_url(port: int) -> str:

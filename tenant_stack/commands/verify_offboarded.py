@@ -13,6 +13,7 @@ from tenant_stack.commands.options import (
     add_project,
     add_slug,
     add_tenants,
+    stacks,
     tenant_spec,
 )
 from tenant_stack.commands.parser import add_examples
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from tenant_stack.offboarded import verify
 
     spec, platform = tenant_spec(args)
-    checks = verify(spec, platform)
+    checks = verify(spec, platform, stacks(args).resources(spec.slug))
     print(as_json(spec, checks) if args.json else checklist(spec, checks))
     return 0 if all(check.ok for check in checks) else 1
 

@@ -86,6 +86,11 @@ class TenantNamespaceArgs:
     after: list[pulumi.Resource]
 
 
+def isolation_policy_name(tenant: str) -> str:
+    """The name of the tenant's ValidatingAdmissionPolicy and of its binding (cluster-wide)."""
+    return f"{tenant}-isolation"
+
+
 def workload_labels(tenant: str) -> dict[str, str]:
     """The label every tenant workload carries; the ReservationBinding selects on it."""
     return {"app.kubernetes.io/managed-by": tenant}
@@ -193,7 +198,7 @@ class TenantNamespace(pulumi.ComponentResource):
             f"{name}-admission-policy",
             api_version=admission,
             kind="ValidatingAdmissionPolicy",
-            metadata=object_metadata(f"{tenant}-isolation"),
+            metadata=object_metadata(isolation_policy_name(tenant)),
             manifest={
                 "spec": admission_policy(
                     tenant,
@@ -209,7 +214,7 @@ class TenantNamespace(pulumi.ComponentResource):
             f"{name}-admission-binding",
             api_version=admission,
             kind="ValidatingAdmissionPolicyBinding",
-            metadata=object_metadata(f"{tenant}-isolation"),
+            metadata=object_metadata(isolation_policy_name(tenant)),
             manifest={
                 "spec": policy.metadata.apply(lambda m: admission_policy_binding(str(m["name"])))
             },

@@ -26,7 +26,6 @@ from providers.weka.client import WekaClient
 from providers.weka.settings import Credentials
 from sandbox.weka.object_store import DEFAULT_NAME as OBS_BUCKET
 from sandbox.weka.object_store import ObjectStore
-from sandbox.weka.service import SETTLE_SECONDS
 from tests.isolated import (
     Emulator,
     Gateway,
@@ -56,9 +55,9 @@ def emulator(tmp_path_factory: pytest.TempPathFactory, gateway: Gateway) -> Iter
     workdir = tmp_path_factory.mktemp("weka")
     (workdir / "admin-password").write_text(ADMIN_PASSWORD + "\n")
     tls = self_signed_certificate(workdir)
-    running = start_emulator(
-        workdir, tls=tls, object_store=gateway.env(), settle_seconds=SETTLE_SECONDS
-    )
+    # Long enough that the few requests a test makes between an upload and its wait all see
+    # the upload unfinished, on a loaded machine too.
+    running = start_emulator(workdir, tls=tls, object_store=gateway.env(), settle_seconds=0.5)
     yield running
     stop_emulator(running)
 

@@ -543,7 +543,7 @@ def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
     bar.pulumi("preview", "--expect-no-changes")
 
 
-def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> None:
+def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant, tmp_path: Path) -> None:
     bar.walk_to("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
     # Step 4d: nothing goes while a tenant pod runs. The sandbox has no kubelet: a pod object
     # whose status says Running stands for one.
@@ -599,6 +599,33 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant) -> N
         assert found["attributes"]["gpu_tenants_kept_until"] == kept_until[user]
     code, report = verify_offboarded(bar)
     assert (code, report["ok"]) == (0, True), report
+    # What a hand leaves cluster-wide: a binding of the tenant's admins, a volume its claim kept.
+    leftovers = [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "bar-admins-view"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "view"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                       "name": f"{SLUG}-admins"}]},
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "bar-kept-home"},
+         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                  "persistentVolumeReclaimPolicy": "Retain",
+                  "hostPath": {"path": "/nonexistent"},
+                  "claimRef": {"namespace": SLUG, "name": "home"}}},
+    ]  # fmt: skip
+    made = tmp_path / "leftovers.json"
+    made.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": leftovers}))
+    run("kubectl", "create", "-f", str(made))
+    code, report = verify_offboarded(bar)
+    (objects,) = [c for c in report["checks"] if c["item"].startswith("No tenant Kubernetes")]
+    assert (code, objects["ok"]) == (1, False)
+    assert objects["detail"] == (
+        "still there: clusterrolebinding/bar-admins-view, persistentvolume/bar-kept-home"
+    )
+    run("kubectl", "delete", "-f", str(made))
+    (read_back,) = [c for c in report["checks"] if c["item"].startswith("Every retained")]
+    assert read_back["ok"], read_back
+    assert read_back["detail"].endswith(" read back")
 
 
 def unpacked(key: str, into: Path) -> Path:
@@ -689,15 +716,8 @@ def test_erasing_a_user_rewrites_each_directory_copy_without_their_files(
 
 def verify_offboarded(bar: Tenant) -> tuple[int, dict[str, Any]]:
     """`python -m tenant_stack verify-offboarded --json` as the operator runs it."""
-    done = subprocess.run(
-        [
-            *("python", "-m", "tenant_stack", "verify-offboarded", SLUG, "--json"),
-            *("--tenants", str(bar.project / "tenants")),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = operator_command(
+        "verify-offboarded", SLUG, "--json", "--project", bar.project, env=bar.env, timeout=120
     )
     report: dict[str, Any] = json.loads(done.stdout)
     return done.returncode, report

@@ -590,14 +590,8 @@ def test_a_purge_killed_midway_converges_on_rerun_tombstones_last(foo: Foo) -> N
     assert purge(foo, day)["purged"] == []
     foo.pulumi("preview", "--expect-no-changes")
     # Step 8's checklist still passes: what the purge deleted is no longer expected.
-    argv = ["verify-offboarded", SLUG, "--json", "--tenants", str(foo.project / "tenants")]
-    verified = subprocess.run(
-        [sys.executable, "-m", "tenant_stack", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    verified = operator_command(
+        "verify-offboarded", SLUG, "--json", "--project", foo.project, env=foo.env, timeout=120
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "purged after its retention" in verified.stdout

@@ -52,7 +52,7 @@ COMMANDS = {
 # at 50 and 200 users once the per-call logins and per-user listings were gone). Half a call per
 # user is slack for a retried request; a call more per user is over it. Weka's include the reads
 # of the user's quota until the cluster reports it ACTIVE (two on the sandbox, whose cluster
-# settles in 0.3 s).
+# settles in 0.1 s).
 PER_USER = {
     "up": {"authentik": 3, "slurm": 4, "weka": 11},
     "drift": {"authentik": 1, "slurm": 1, "weka": 2},
