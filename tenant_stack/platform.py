@@ -136,6 +136,9 @@ class Weka(StrictModel):
     shared_scratch_filesystem: DnsLabel
     # The object store bucket offboarding uploads a tenant's snapshots to (Snap-To-Object).
     object_store: DnsLabel = "retention"
+    # Onboarding's storage pre-flight: a tenant's own filesystems must fit in what the cluster
+    # has unprovisioned with this much to spare (the runbook's 20% buffer).
+    capacity_headroom_percent: Annotated[int, Field(ge=0, le=100)] = 20
 
 
 class LoginChart(StrictModel):

@@ -17,6 +17,9 @@
   that tenant would own their files on the shared filesystems), and no user or group the spec
   names exists in Authentik as someone else's (without this tenant's mark), unless `import`
   brought the tenant in.
+- Runbook step 1's storage check: a new tenant's own filesystems (org isolation) fit in what
+  Weka has unprovisioned, less what the specs beside it that are not applied yet will take,
+  with the platform's headroom to spare.
 - Offboarding moves one stage forward per `up`, in the runbook's order (block, drain, archive,
   snapshot, delete): the stage the last `up` recorded on the namespace may go one stage on, or
   back to any earlier stage (a rollback), never further on and never back from destroy
@@ -29,7 +32,7 @@ defined, by `tenant_stack.live`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,10 +45,11 @@ from tenant_stack.lifecycle import hold_refusal, move_refusal
 from tenant_stack.live import ClaimState, LiveCluster, NodeState
 from tenant_stack.platform import Ldap
 from tenant_stack.spec.models import STAGES, Found, Stage, TenantSpec
-from tenant_stack.spec.quantities import kubernetes_quantity
+from tenant_stack.spec.quantities import approximate_size, kubernetes_quantity
 
 if TYPE_CHECKING:
     from providers.authentik.client import Group, User
+    from providers.weka.records import Capacity
 
 
 @dataclass(frozen=True)
@@ -300,3 +304,49 @@ def check_directory(
 def _whose(attributes: dict[str, object]) -> str:
     owner = attributes.get(MARK_ATTRIBUTE)
     return f"tenant {owner}'s" if owner else "not marked as any tenant's"
+
+
+def check_capacity(
+    spec: TenantSpec,
+    beside: Iterable[TenantSpec],
+    capacity: Capacity,
+    organizations: Collection[str],
+    headroom_percent: int,
+) -> list[Problem]:
+    """A tenant whose organization Weka does not have yet fits, with `headroom_percent` to
+    spare, in the cluster's unprovisioned capacity less what the active specs `beside` it
+    whose organizations do not exist yet will take: otherwise its `up` would stop at the
+    filesystems, after Slurm, Authentik and Kubernetes objects were made."""
+    wanted = spec.own_filesystem_bytes
+    if not wanted or spec.slug in organizations:
+        return []
+    pending = {
+        other.slug: other.own_filesystem_bytes
+        for other in beside
+        if other.slug != spec.slug
+        and other.own_filesystem_bytes
+        and other.lifecycle.stage == "active"
+        and other.slug not in organizations
+    }
+    needed = wanted * (100 + headroom_percent) // 100
+    left = capacity.unprovisioned - sum(pending.values())
+    if needed <= left:
+        return []
+    storage = spec.storage
+    promised = (
+        f", of which {approximate_size(sum(pending.values()))} goes to specs not applied yet "
+        f"({', '.join(sorted(pending))})"
+        if pending
+        else ""
+    )
+    return [
+        Problem(
+            "storage",
+            f"the tenant's filesystems ({approximate_size(storage.home_capacity)} home + "
+            f"{approximate_size(storage.scratch.hard)} scratch) with the platform's "
+            f"{headroom_percent}% headroom need {approximate_size(needed)}, and Weka has "
+            f"{approximate_size(capacity.unprovisioned)} unprovisioned{promised}: "
+            f"{approximate_size(max(left, 0))} is left. Free capacity on Weka first, or lower "
+            "storage.home_capacity or storage.scratch.hard",
+        )
+    ]

@@ -50,6 +50,7 @@ from tenant_stack.mapping import (
 )
 from tenant_stack.platform import Platform
 from tenant_stack.preflight import (
+    check_capacity,
     check_claims,
     check_directory,
     check_legal_hold,
@@ -60,7 +61,7 @@ from tenant_stack.preflight import (
 )
 from tenant_stack.retention_calendar import Record, spec_hold_change
 from tenant_stack.spec import TenantSpec
-from tenant_stack.spec.fleet import refusals_beside
+from tenant_stack.spec.fleet import load_fleet, refusals_beside
 
 
 def build_platform(platform: Platform) -> None:
@@ -99,6 +100,8 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     refusals += check_rehearsal(spec.lifecycle.rehearsal, live, spec.slug, users)
     refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopted)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
+    if spec.own_filesystem_bytes and not live.namespace_exists:
+        refusals += capacity_refusals(spec, platform, spec_path)
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]
         findings = check_nodes(
@@ -109,6 +112,21 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
         refusals = findings.refusals + refusals
     if refusals:
         raise PreflightError(spec_path, refusals)
+
+
+def capacity_refusals(spec: TenantSpec, platform: Platform, spec_path: Path) -> list[Problem]:
+    """Onboarding's storage check, for a tenant whose namespace does not exist yet (a tenant
+    already made grows its filesystems one `up` at a time, which Weka refuses on its own)."""
+    with weka_client(WekaSettings.from_environment()) as weka:
+        capacity, organizations = weka.capacity(), weka.list_organizations()
+    beside, _ = load_fleet(spec_path.parent, platform)
+    return check_capacity(
+        spec,
+        beside.values(),
+        capacity,
+        {org.name for org in organizations},
+        platform.weka.capacity_headroom_percent,
+    )
 
 
 def fleet_refusals(spec: TenantSpec, platform: Platform, spec_path: Path) -> list[Problem]:

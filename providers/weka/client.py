@@ -43,6 +43,7 @@ from providers.call_log import httpx_hooks
 from providers.errors import WekaError
 from providers.http_retry import NoResponseError, RetryPolicy, send
 from providers.weka.records import (
+    Capacity,
     FileSystem,
     LocatorInfo,
     Organization,
@@ -224,6 +225,11 @@ class WekaClient:
             f"{call} answered {response.status_code}: {message}",
             _next_step(response.status_code),
         )
+
+    def capacity(self) -> Capacity:
+        """The cluster's capacity (`GET /cluster`, as csi-wekafs reads it before it provisions)."""
+        doing = "reading the Weka cluster's capacity"
+        return self._parse(Capacity.from_json, self.request("GET", "cluster", doing=doing), doing)
 
     def list_organizations(self) -> list[Organization]:
         doing = "listing Weka organizations"

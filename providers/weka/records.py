@@ -182,3 +182,22 @@ class LocatorInfo:
             str(data.get("access_point") or ""),
             str(data.get("guid") or ""),
         )
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The cluster's capacity in bytes (`GET /cluster`'s `capacity`): `unprovisioned` is what
+    new filesystems, and filesystems that grow, may still take."""
+
+    total: int
+    hot_spare: int
+    unprovisioned: int
+
+    @classmethod
+    def from_json(cls, data: Any) -> Capacity:
+        capacity = data["capacity"]
+        return cls(
+            int(capacity["total_bytes"]),
+            int(capacity.get("hot_spare_bytes") or 0),
+            int(capacity["unprovisioned_bytes"]),
+        )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -31,8 +31,8 @@ from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.importing.spec_file import render_commented
 from tenant_stack.live import NodeState
 from tenant_stack.platform import Platform
-from tenant_stack.preflight import check_directory
-from tenant_stack.spec.fleet import refusals_beside
+from tenant_stack.preflight import check_capacity, check_directory
+from tenant_stack.spec.fleet import load_fleet, refusals_beside
 from tenant_stack.spec.models import TenantSpec, hostlist
 from tenant_stack.spec.names import Slug
 from tenant_stack.spec.quantities import parse_duration, parse_size
@@ -42,6 +42,7 @@ from tenant_stack.strict_yaml import parse_yaml
 
 if TYPE_CHECKING:
     from providers.authentik.client import Group, User
+    from providers.weka.records import Capacity
 
 __all__ = ["Live", "NewTenantReport", "Terms", "new_tenant", "read_live"]
 
@@ -78,20 +79,35 @@ class Live:
     stacks: Sequence[str]  # the project's stacks
     directory_users: Sequence[User]
     directory_groups: Sequence[Group]
+    storage: Capacity
+    organizations: Collection[str]  # Weka's, by name
 
 
 def read_live(slug: str, project: Path) -> Live:
     """Reads the live cluster's nodes and the namespace `slug`, Authentik's users and groups
-    (AUTHENTIK_URL and its token, as the program reads them) and the stacks of `project`."""
+    (AUTHENTIK_URL and its token, as the program reads them), Weka's capacity and organizations
+    (WEKA_URL, as the program reads them) and the stacks of `project`."""
     from providers.authentik.client import AuthentikClient
     from providers.authentik.settings import Settings
+    from providers.weka.props import weka_client
+    from providers.weka.settings import Settings as WekaSettings
     from tenant_stack.live import read_cluster
     from tenant_stack.stacks import Stacks
 
     cluster = read_cluster(slug)
     with AuthentikClient.from_settings(Settings.from_environment()) as directory:
         users, groups = directory.users(), directory.groups()
-    return Live(cluster.nodes, cluster.namespace_exists, Stacks(project).tenants(), users, groups)
+    with weka_client(WekaSettings.from_environment()) as weka:
+        capacity, organizations = weka.capacity(), weka.list_organizations()
+    return Live(
+        cluster.nodes,
+        cluster.namespace_exists,
+        Stacks(project).tenants(),
+        users,
+        groups,
+        capacity,
+        {org.name for org in organizations},
+    )
 
 
 @dataclass
@@ -172,7 +188,9 @@ def new_tenant(
         platform.ldap.gid_start_number, 2 if terms.admins else 1, taken.gids, every | set(uids)
     )
     if max(uids + gids) > MAX_ID:
-        report.refusals.append(Problem("--uid-start", f"no free number is left below {MAX_ID}"))
+        report.refusals.append(
+            Problem("SLUG", f"no free uid or gid is left below {MAX_ID}: the directory is full")
+        )
     if report.refusals:
         return report
     draft = SpecDraft(resolved, platform, users.users, nodes, uids, gids)
@@ -350,11 +368,19 @@ def _problems(text: str, path: Path, platform: Platform, live: Live) -> list[Pro
         spec = TenantSpec.model_validate(parse_yaml(text))
     except ValidationError as error:
         return problems_from(error)
+    beside, _ = load_fleet(path.parent, platform)
     return [
         *check_spec(spec, platform),
         *refusals_beside(spec, path, platform)[0],
         *check_directory(
             spec, path, platform.ldap, live.directory_users, live.directory_groups, None
+        ),
+        *check_capacity(
+            spec,
+            beside.values(),
+            live.storage,
+            live.organizations,
+            platform.weka.capacity_headroom_percent,
         ),
     ]
 
@@ -376,6 +402,7 @@ _OPTIONS = (
     ("reservation.nodes", "--gpus"),
     ("identity.admins", "--admin"),
     ("storage.isolation", "--storage-isolation"),
+    ("storage", "--home, --scratch"),
     ("storage.home_capacity", "--home"),
     ("storage.home_per_user", "--home-per-user"),
     ("storage.scratch", "--scratch"),

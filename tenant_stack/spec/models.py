@@ -302,6 +302,13 @@ class TenantSpec(StrictModel):
         return self.slug
 
     @property
+    def own_filesystem_bytes(self) -> int:
+        """What Weka provisions for the tenant's own filesystems (home and scratch, org
+        isolation); 0 on the shared filesystems, which the platform provisioned."""
+        storage = self.storage
+        return storage.home_capacity + storage.scratch.hard if storage.isolation == "org" else 0
+
+    @property
     def slurm_accounts(self) -> list[str]:
         """The tenant's account and its teams' sub-accounts."""
         return [self.account, *(team.name for team in self.slurm.teams)]

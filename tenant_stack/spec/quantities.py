@@ -184,6 +184,12 @@ def readable_size(count: int) -> str:
     return f"{count} bytes"
 
 
+def approximate_size(count: int) -> str:
+    """A byte count rounded for a person: one decimal in the largest SI unit under it."""
+    unit = next((u for u in _CONTRACT_UNITS if count >= UNITS[u]), "B")
+    return f"{count} bytes" if unit == "B" else f"{count / UNITS[unit]:.1f} {unit}"
+
+
 def format_cpu(millicores: int) -> str:
     """Millicores as a Kubernetes quantity: whole cores as `4`, anything else as `1500m`."""
     return f"{millicores // 1000}" if millicores % 1000 == 0 else f"{millicores}m"

@@ -68,6 +68,32 @@ def test_preview_refuses_a_collision_with_another_tenant_and_only_warns_of_a_bro
     assert "Traceback" not in printed
 
 
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("sandbox")
+def test_preview_refuses_a_new_tenant_whose_filesystems_weka_cannot_hold(
+    tmp_path: Path, pulumi_backend: dict[str, str]
+) -> None:
+    """Onboarding's storage check: the sandbox's Weka has 2 PB in all, so an organization of
+    3 PB of scratch is refused before anything is made, naming the figures."""
+    project = project_copy(tmp_path / "project")
+    tenants = project / "tenants"
+    # tenant-foo's spec under another name (its teams and hostname follow the slug).
+    spec = yaml.safe_load((tenants / "tenant-foo.yaml").read_text().replace("foo", "vast"))
+    spec["storage"]["scratch"] = {"soft": "2900TB", "hard": "3PB"}
+    (tenants / "tenant-vast.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    (tenants / "tenant-foo.yaml").unlink()  # the same users: a collision beside the point here
+    run_pulumi(pulumi_backend, project, "stack", "init", "tenant-vast")
+    refused = pulumi(pulumi_backend, project, "preview", "--stack", "tenant-vast")
+    printed = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert (
+        f"{tenants / 'tenant-vast.yaml'}: storage: the tenant's filesystems (5.0 TB home + "
+        "3.0 PB scratch) with the platform's 20% headroom need 3.6 PB, and Weka has "
+    ) in printed, printed
+    assert "Free capacity on Weka first" in printed
+    assert "Traceback" not in printed
+
+
 def _usernames(spec: dict[str, Any]) -> None:
     spec["users"][1]["username"] = "alice"  # erin, renamed to tenant-foo's alice
 

@@ -217,6 +217,17 @@ def test_a_taken_slug_and_too_few_nodes_are_refused_with_nothing_written(
     )  # fmt: skip
     assert short.returncode == 1, short.stdout + short.stderr
     assert "--gpus: 128 GPUs need 16 h100-8x nodes of pool gpu-h100-rack-a" in short.stdout
+    # An organization of its own larger than the sandbox's Weka (2 PB in all).
+    vast = [*TERMS[:-4], "--scratch", "3PB", "--storage-isolation", "org"]
+    refused = operator_command(
+        "new", f"tenant-{SHORT}x", "--users", teamless, *vast, "--tenants", tenants,
+        "--project", new_tenant.project, env=new_tenant.env,
+    )  # fmt: skip
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert (
+        "--home, --scratch: the tenant's filesystems (200.0 GB home + 3.0 PB scratch) with the "
+        "platform's 20% headroom need 3.6 PB, and Weka has "
+    ) in refused.stdout, refused.stdout
     assert sorted(p.name for p in tenants.iterdir()) == sorted(
         p.name for p in (ROOT / "tenants").iterdir()
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from providers.authentik.client import Group, User
+from providers.weka.records import Capacity
 from tenant_stack.authoring import new_tenant as authoring
 from tenant_stack.authoring.new_tenant import Live, NewTenantReport, Terms, new_tenant
 from tenant_stack.authoring.users_file import read_users
@@ -101,6 +102,8 @@ def live(**changes: object) -> Live:
         "stacks": [],
         "directory_users": [],
         "directory_groups": [],
+        "storage": Capacity(total=2 * 10**15, hot_spare=0, unprovisioned=2 * 10**15),
+        "organizations": set(),
     }
     fields.update(changes)
     return Live(**fields)

@@ -14,12 +14,14 @@ import pytest
 
 from providers.authentik.client import Group, User
 from providers.errors import KubernetesError
+from providers.weka.records import Capacity
 from tenant_stack.errors import Problem
 from tenant_stack.live import ClaimState, LiveCluster, NodeState, quantity_bytes, read_cluster
 from tenant_stack.platform import Platform, load_platform
 from tenant_stack.preflight import (
     Findings,
     WantedClaim,
+    check_capacity,
     check_claims,
     check_directory,
     check_legal_hold,
@@ -677,3 +679,63 @@ def test_an_earlier_releases_namespace_is_told_from_a_hand_made_one_by_its_field
     assert check_namespace(TENANT, live, None, ["pulumi-kubernetes-4e5f6a"]) == []
     [refused] = check_namespace(TENANT, live, None, ["kubectl-create", "kubectl-label"])
     assert "does not carry this tenant's marks" in refused.message
+
+
+# --- storage: runbook step 1's "free capacity above the requested storage + 20%" ---------------
+
+TB = 10**12
+
+
+def weka_with(unprovisioned: int) -> Capacity:
+    return Capacity(total=2000 * TB, hot_spare=0, unprovisioned=unprovisioned)
+
+
+def test_a_new_tenant_fits_in_what_weka_has_unprovisioned_with_the_headroom(
+    foo_spec: tuple[TenantSpec, Platform],
+) -> None:
+    foo, platform = foo_spec  # 5 TB home + 50 TB scratch, in an organization of its own
+    headroom = platform.weka.capacity_headroom_percent
+    assert headroom == 20
+    assert check_capacity(foo, [foo], weka_with(66 * TB), set(), headroom) == []
+    (refused,) = check_capacity(foo, [foo], weka_with(65 * TB), set(), headroom)
+    assert refused == Problem(
+        "storage",
+        "the tenant's filesystems (5.0 TB home + 50.0 TB scratch) with the platform's 20% "
+        "headroom need 66.0 TB, and Weka has 65.0 TB unprovisioned: 65.0 TB is left. Free "
+        "capacity on Weka first, or lower storage.home_capacity or storage.scratch.hard",
+    )
+    # Once its organization exists, its filesystems are Weka's to grow or refuse.
+    assert check_capacity(foo, [foo], weka_with(0), {"tenant-foo"}, headroom) == []
+
+
+def test_specs_not_applied_yet_take_their_share_first(
+    foo_spec: tuple[TenantSpec, Platform],
+) -> None:
+    foo, _ = foo_spec
+    others = {
+        slug: foo.model_copy(update={"slug": slug})
+        for slug in ("tenant-new", "tenant-made", "tenant-leaving")
+    }
+    others["tenant-leaving"] = others["tenant-leaving"].model_copy(
+        update={"lifecycle": foo.lifecycle.model_copy(update={"stage": "frozen"})}
+    )
+    made = {"tenant-made"}
+    # tenant-new has no organization yet and is active: its 55 TB are promised.
+    (refused,) = check_capacity(foo, [foo, *others.values()], weka_with(100 * TB), made, 20)
+    assert refused.message.split(": ")[0].endswith(
+        "Weka has 100.0 TB unprovisioned, of which 55.0 TB goes to specs not applied yet "
+        "(tenant-new)"
+    )
+    assert "45.0 TB is left" in refused.message
+    assert check_capacity(foo, [foo, *others.values()], weka_with(121 * TB), made, 20) == []
+
+
+def test_a_tenant_on_the_shared_filesystems_provisions_nothing(
+    foo_spec: tuple[TenantSpec, Platform],
+) -> None:
+    foo, _ = foo_spec
+    shared = foo.model_copy(
+        update={"storage": foo.storage.model_copy(update={"isolation": "directory"})}
+    )
+    assert shared.own_filesystem_bytes == 0
+    assert check_capacity(shared, [shared], weka_with(0), set(), 20) == []
