@@ -23,7 +23,12 @@ from tenant_stack.components import slurm_accounting as slurm
 from tenant_stack.components.identity_group import IdentityUser
 from tenant_stack.components.login_pod import Ldap, release_name
 from tenant_stack.components.retention import Archive, Copy
-from tenant_stack.components.tenant_namespace import ContainerDefaults, Egress, Quota
+from tenant_stack.components.tenant_namespace import (
+    ContainerDefaults,
+    Egress,
+    InfiniBandPartition,
+    Quota,
+)
 from tenant_stack.components.weka_storage import (
     CLAIM_ACCESS_MODES,
     Claim,
@@ -94,7 +99,17 @@ def namespace_args(
         rehearsal=spec.lifecycle.rehearsal,
         # The record of what is retained is written once it is: after the archives.
         after=[r for r in (reservation, retention if retained else None) if r is not None],
+        partition=partition(spec, platform),
     )
+
+
+def partition(spec: TenantSpec, platform: Platform) -> InfiniBandPartition | None:
+    """The tenant's InfiniBand partition, for `pkey` isolation on a platform that has the
+    network (the spec's rules refuse pkey on one that has not)."""
+    network, infiniband = spec.network, platform.infiniband
+    if network.isolation != "pkey" or network.pkey is None or infiniband is None:
+        return None
+    return InfiniBandPartition(network.pkey, infiniband.resource_name, infiniband.ipam_pool)
 
 
 def _qos(name: str, qos: SpecQos, wall: Duration) -> slurm.Qos:

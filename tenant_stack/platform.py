@@ -141,6 +141,18 @@ class Weka(StrictModel):
     capacity_headroom_percent: Annotated[int, Field(ge=0, le=100)] = 20
 
 
+class InfiniBand(StrictModel):
+    """The platform's InfiniBand network for pods (NVIDIA's network operator: the SR-IOV device
+    plugin's resource, ib-sriov CNI through Multus, and ib-kubernetes, which adds each pod's
+    GUID to the partition key its network names, through UFM). A tenant with `pkey` isolation
+    gets a NetworkAttachmentDefinition of its partition key in its namespace."""
+
+    # The device plugin's resource of InfiniBand VFs, which Multus asks for a pod's network.
+    resource_name: Annotated[str, Field(pattern=r"^[a-z0-9.-]+/[A-Za-z0-9_.-]+$")]
+    # The nv-ipam pool the networks' addresses come from.
+    ipam_pool: DnsLabel
+
+
 class LoginChart(StrictModel):
     name: DnsLabel
     version: ChartVersion
@@ -176,6 +188,8 @@ class Platform(StrictModel):
     login_chart: LoginChart
     retention: Retention = Retention()
     fleet: Fleet = Fleet()
+    # None where the platform gives pods no InfiniBand network: no tenant may ask for `pkey`.
+    infiniband: InfiniBand | None = None
 
     def gpu_inventory(self) -> dict[str, int]:
         """GPUs in the fleet per SKU, counted from the node pools."""

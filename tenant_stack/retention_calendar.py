@@ -25,7 +25,9 @@ from providers.retention.ledger import HOLD, RELEASE, Entry, open_hold_sources
 __all__ = [
     "ERASURE",
     "HOLD",
+    "ITEMS",
     "PURGED",
+    "PURGE_STOPPED",
     "PURGING",
     "RELEASE",
     "SPEC_SOURCE",
@@ -42,6 +44,10 @@ __all__ = [
 ]
 
 PURGING, PURGED = "purging", "purged"
+# What a purge begun did not delete (a hold stopped it): declared again until a purge deletes it.
+PURGE_STOPPED = "purge-stopped"
+# The items of a purge's entries, comma-separated (an earlier release wrote one `item` each).
+ITEMS = "items"
 # The source of the hold a spec's `lifecycle.legal_hold` sets, as the ledger records it.
 SPEC_SOURCE = "spec"
 ERASURE = "erasure-requested"
@@ -145,10 +151,18 @@ def spec_hold_change(
 
 def purged_items(entries: Iterable[Entry]) -> set[str]:
     """What the purge has deleted (or begun to: a purge cut short is finished by the next run, and
-    the program must not declare the item again meanwhile)."""
-    return {
-        e.details["item"] for e in entries if e.action in (PURGING, PURGED) and "item" in e.details
-    }
+    the program must not declare the item again meanwhile), less what a hold stopped."""
+    purged: set[str] = set()
+    for entry in entries:
+        if entry.action not in (PURGING, PURGED, PURGE_STOPPED):
+            continue
+        named = entry.details.get(ITEMS, "").split(",") if ITEMS in entry.details else []
+        items = {*named, *([entry.details["item"]] if "item" in entry.details else [])}
+        if entry.action == PURGE_STOPPED:
+            purged -= items
+        else:
+            purged |= items
+    return purged
 
 
 def erased_users(entries: Iterable[Entry]) -> dict[str, int]:

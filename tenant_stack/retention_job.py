@@ -1,17 +1,20 @@
 """The retention job (offboarding runbook step 9), meant for a scheduler: for every tenant stack,
 what it retains and until when (`calendar`), and the deletion of what has expired (`run`),
-through the engine: each expired resource is deleted by a `pulumi destroy --target` of its
-stack, its provider deleting it from the backend and the engine from the state. Legal holds are
+through the engine: the expired resources of a stack are deleted by one `pulumi destroy` that
+targets each (and a second for the users' tombstones, once the accounting is gone), their
+providers deleting them from the backends and the engine from the state. Legal holds are
 set and lifted here too (`hold`, `release`), for when legal calls at night; a tenant's spec may
 also hold it (`lifecycle.legal_hold`), and the job records that in the ledger when it sees it.
 
 Every action is written to the tenant's ledger in the retention store before and after it is
-done (`purging`, then `purged`): a run killed midway is finished by the next, and the program
-reads the ledger so that an `up` never declares a purged resource again.
+done (`purging`, then `purged`, or `purge-stopped` for what a hold kept): a run killed midway
+is finished by the next, and the program reads the ledger so that an `up` never declares a
+purged resource again.
 
 A hold stops every deletion from the moment it is written: the job reads the ledger again
-before each one, and the providers' own delete gates read it too (`refuse_while_held`), so a
-`pulumi destroy` run by hand is held as well. A run told a day after today (`--now`, a
+before each engine run, and the providers' own delete gates read it before each deletion
+(`refuse_while_held`), so a hold written while the engine runs stops what it has not begun,
+and a `pulumi destroy` run by hand is held as well. A run told a day after today (`--now`, a
 rehearsal of the purge) records that day and who ran it in the tenant's ledger before it
 deletes anything, since the gates believe a clock moved ahead only when the ledger says who
 moved it; a held tenant is skipped whatever the day.
@@ -32,12 +35,14 @@ from providers.retention.erasure import users_files
 from providers.retention.ledger import CLOCK_AHEAD, Entry, Ledger
 from providers.retention.objects import TODAY_VARIABLE, tenant_prefix, uploaded_snapshot_prefix
 from providers.retention.objects import now as clock
-from tenant_stack.errors import TenantError
+from tenant_stack.errors import StackError, TenantError
 from tenant_stack.mapping import ERASED_NAME
 from tenant_stack.platform import Platform
 from tenant_stack.retention_calendar import (
     ERASURE,
     HOLD,
+    ITEMS,
+    PURGE_STOPPED,
     PURGED,
     PURGING,
     RELEASE,
@@ -152,26 +157,59 @@ def _tenant(
     if now.date() > real_today:
         details = {"today": now.date().isoformat(), "real_today": real_today.isoformat()}
         ledger.append(tenant, CLOCK_AHEAD, now, {**details, "by": getpass.getuser()})
-    for retained in report.due:
-        # A hold written since this run began stops it before the next deletion.
-        held = hold_state(ledger.entries(tenant))
-        if held.held:
-            report.hold = held
+    for batch in purge_batches(report.due):
+        if not _purge(report, stacks, ledger, batch, now):
             return
-        details = {
-            "item": retained.item,
-            "urn": retained.urn,
-            "kept_until": str(report.hold.until(retained)),
-        }
-        ledger.append(tenant, PURGING, now, details)
-        stacks.destroy_one(tenant, retained.urn, {TODAY_VARIABLE: now.date().isoformat()})
-        if any(r["urn"] == retained.urn for r in stacks.resources(tenant)):
-            raise TenantError(
-                f"{retained.item} is still in the state of stack {tenant} after its destroy; "
-                "run the job again (the ledger records the purge as begun)"
-            )
-        ledger.append(tenant, PURGED, now, details)
-        report.purged.append(retained)
+
+
+def purge_batches(due: Sequence[Retained]) -> list[list[Retained]]:
+    """The engine runs of a purge: everything due but the tombstones in one, the tombstones in
+    a second, once the accounting that names their uids is gone."""
+    kept = [r for r in due if r.kind != "identity"]
+    tombstones = [r for r in due if r.kind == "identity"]
+    return [batch for batch in (kept, tombstones) if batch]
+
+
+def _purge(
+    report: Report, stacks: Stacks, ledger: Ledger, batch: list[Retained], now: datetime
+) -> bool:
+    """Deletes `batch` in one `pulumi destroy` with a target each; False when a legal hold
+    stopped it. A hold written since the run began stops it here, and one written while the
+    engine runs stops every deletion not yet begun (each provider's gate reads the ledger)."""
+    tenant = report.tenant
+    held = hold_state(ledger.entries(tenant))
+    if held.held:
+        report.hold = held
+        return False
+    ledger.append(tenant, PURGING, now, _items(batch))
+    failed: StackError | None = None
+    try:
+        stacks.destroy(tenant, [r.urn for r in batch], {TODAY_VARIABLE: now.date().isoformat()})
+    except StackError as error:
+        failed = error
+    left = {str(r["urn"]) for r in stacks.resources(tenant)}
+    gone = [r for r in batch if r.urn not in left]
+    stayed = [r for r in batch if r.urn in left]
+    if gone:
+        ledger.append(tenant, PURGED, now, _items(gone))
+        report.purged += gone
+    if not stayed:
+        return True
+    # What is still there was not purged: the program declares it again.
+    ledger.append(tenant, PURGE_STOPPED, now, _items(stayed))
+    held = hold_state(ledger.entries(tenant))
+    if held.held:
+        report.hold = held
+        return False
+    why = f": {failed}" if failed else ""
+    raise TenantError(
+        f"{', '.join(r.item for r in stayed)} still in the state of stack {tenant} after its "
+        f"destroy{why}; run the job again"
+    )
+
+
+def _items(batch: Sequence[Retained]) -> dict[str, str]:
+    return {ITEMS: ",".join(r.item for r in batch)}
 
 
 def known_tenant(tenant: str, tenants: Path, stacks: Stacks) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,15 +58,16 @@ class Stacks:
         resources: list[dict[str, Any]] = exported.get("deployment", {}).get("resources") or []
         return resources
 
-    def destroy_one(self, stack: str, urn: str, env: Mapping[str, str]) -> None:
-        """Deletes the resource `urn` of `stack`, protected or not, through its provider (which
-        may still refuse: its own gate), with `env` added to the engine's environment."""
+    def destroy(self, stack: str, urns: Sequence[str], env: Mapping[str, str]) -> None:
+        """Deletes the resources `urns` of `stack` in one engine run, protected or not, each
+        through its provider (which may still refuse: its own gate), with `env` added to the
+        engine's environment."""
+        targets = [arg for urn in urns for arg in ("--target", urn)]
         self._pulumi(
             "destroy",
             "--stack",
             stack,
-            "--target",
-            urn,
+            *targets,
             "--ignore-protect",
             "--yes",
             "--skip-preview",

@@ -143,6 +143,10 @@ def run(args: argparse.Namespace) -> int:
     from tenant_stack import retention_job
     from tenant_stack.platform import load_platform
 
+    # Hold and release take no day: theirs is when they are written.
+    now = retention_job.parse_now(getattr(args, "now", None))
+    if args.action == "run" and not args.dry_run:
+        retention_job.refuse_ahead(now, args.confirm_ahead)
     project = stacks(args)
     specs = tenants(args)
     # A typo would hold, erase or report nothing, and say so only by its silence.
@@ -155,9 +159,6 @@ def run(args: argparse.Namespace) -> int:
             entry = retention_job.release(args.slug, args.by)
         print(json.dumps(entry.as_json()) if args.json else f"{args.slug}: {args.action} recorded")
         return 0
-    now = retention_job.parse_now(args.now)
-    if args.action == "run" and not args.dry_run:
-        retention_job.refuse_ahead(now, args.confirm_ahead)
     platform = load_platform(args.project / "Pulumi.prod.yaml")
     if args.action == "erase":
         done = retention_job.erase(

@@ -108,6 +108,19 @@ _POD_SPEC = (
     "object.kind in ['Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job', "
     "'ReplicationController'] ? object.spec.template.spec : null"
 )
+# The metadata of a pod or of a workload's pod template, where Multus reads a pod's networks.
+_POD_METADATA = (
+    "object == null || request.operation == 'CONNECT' ? null : "
+    "object.kind == 'Pod' ? object.metadata : "
+    "object.kind == 'CronJob' ? (has(object.spec.jobTemplate.spec.template.metadata) ? "
+    "object.spec.jobTemplate.spec.template.metadata : null) : "
+    "object.kind in ['Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job', "
+    "'ReplicationController'] ? (has(object.spec.template.metadata) ? "
+    "object.spec.template.metadata : null) : null"
+)
+# The annotations by which a pod names the networks Multus attaches (its secondary ones, and a
+# default one in place of the cluster's).
+_NETWORK_ANNOTATIONS = ("k8s.v1.cni.cncf.io/networks", "v1.multus-cni.io/default-network")
 _EXTERNAL_DNS = "external-dns.alpha.kubernetes.io/hostname"
 
 
@@ -164,6 +177,27 @@ def _placement(tenant: str) -> list[dict[str, Any]]:
         }
         for expression, message in checks
     ]
+
+
+def _networks(tenant: str) -> dict[str, Any]:
+    """A pod attaches networks of its own namespace only. Multus would attach another
+    namespace's network (`<namespace>/<name>`, or a `namespace` in the JSON form), and with an
+    InfiniBand network ib-kubernetes would add the pod to that tenant's partition."""
+    keys = ", ".join(_quoted(key) for key in _NETWORK_ANNOTATIONS)
+    annotations = "variables.podMetadata.annotations"
+    return {
+        "expression": (
+            "variables.podMetadata == null || "
+            f"!has({annotations}) || [{keys}].all(k, !(k in {annotations}) || "
+            f"!({annotations}[k].contains('/') || {annotations}[k].contains('\"namespace\"')))"
+        ),
+        "message": (
+            "a pod may attach networks of its own namespace only (no namespace in "
+            f"{' or '.join(_NETWORK_ANNOTATIONS)}): another namespace's network is another "
+            f"tenant's, its InfiniBand partition included, in namespace {tenant}"
+        ),
+        "reason": "Forbidden",
+    }
 
 
 def _admins(tenant: str, admins_group: str, checks: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -304,6 +338,7 @@ def admission_policy(
         }
     ]
     validations += _placement(tenant)
+    validations.append(_networks(tenant))
     if admins_group is not None:
         checks = _addresses(subdomain) + _offboarding(tenant) + _login_release(login_release)
         validations += _admins(tenant, admins_group, checks)
@@ -345,7 +380,10 @@ def admission_policy(
                 },
             ],
         },
-        "variables": [{"name": "pod", "expression": _POD_SPEC}],
+        "variables": [
+            {"name": "pod", "expression": _POD_SPEC},
+            {"name": "podMetadata", "expression": _POD_METADATA},
+        ],
         "validations": validations,
     }
 

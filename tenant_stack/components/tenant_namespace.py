@@ -6,6 +6,7 @@ pod reads the Secret from its own namespace, not from `auth`)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,8 @@ from tenant_stack.components.namespace_guard import (
 )
 
 TYPE = "gpu-tenants:namespace:TenantNamespace"
+# Which device plugin resource Multus asks for a pod that names the network.
+RESOURCE_NAME_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
 POD_SECURITY = ("enforce", "audit", "warn")
 
 
@@ -60,6 +63,16 @@ class Egress:
 
 
 @dataclass(frozen=True)
+class InfiniBandPartition:
+    """The tenant's InfiniBand partition, as its pods' network: `pkey` in the fabric, VFs of
+    the device plugin's `resource_name`, addresses from the nv-ipam pool `ipam_pool`."""
+
+    pkey: int
+    resource_name: str
+    ipam_pool: str
+
+
+@dataclass(frozen=True)
 class TenantNamespaceArgs:
     tenant: str
     quota: Quota
@@ -84,11 +97,34 @@ class TenantNamespaceArgs:
     rehearsal: bool  # recorded as REHEARSAL_ANNOTATION
     # Created after this; deleted before it (destroy runs in reverse dependency order).
     after: list[pulumi.Resource]
+    partition: InfiniBandPartition | None = None  # `pkey` isolation's network
 
 
 def isolation_policy_name(tenant: str) -> str:
     """The name of the tenant's ValidatingAdmissionPolicy and of its binding (cluster-wide)."""
     return f"{tenant}-isolation"
+
+
+def partition_network_name(tenant: str) -> str:
+    """The NetworkAttachmentDefinition a pod names (k8s.v1.cni.cncf.io/networks) to join the
+    tenant's InfiniBand partition."""
+    return f"{tenant}-ib"
+
+
+def partition_network(tenant: str, partition: InfiniBandPartition) -> dict[str, Any]:
+    """The ib-sriov CNI config of the tenant's partition, with ib-kubernetes managing its key
+    (it adds each pod's GUID to the partition in UFM) and RDMA isolated to the pod's VF."""
+    config = {
+        "cniVersion": "0.3.1",
+        "name": partition_network_name(tenant),
+        "type": "ib-sriov",
+        "pkey": f"{partition.pkey:#06x}",
+        "link_state": "enable",
+        "rdmaIsolation": True,
+        "ibKubernetesEnabled": True,
+        "ipam": {"type": "nv-ipam", "poolName": partition.ipam_pool},
+    }
+    return {"spec": {"config": json.dumps(config, sort_keys=True)}}
 
 
 def workload_labels(tenant: str) -> dict[str, str]:
@@ -171,6 +207,19 @@ class TenantNamespace(pulumi.ComponentResource):
             )
         for suffix, spec in network_policies(tenant, args).items():
             inside(suffix, "networking.k8s.io/v1", "NetworkPolicy", f"{tenant}-{suffix}", spec)
+        if args.partition is not None:
+            KubernetesObject(
+                f"{name}-partition",
+                api_version="k8s.cni.cncf.io/v1",
+                kind="NetworkAttachmentDefinition",
+                metadata=object_metadata(
+                    partition_network_name(tenant),
+                    ns,
+                    annotations={RESOURCE_NAME_ANNOTATION: args.partition.resource_name},
+                ),
+                manifest=partition_network(tenant, args.partition),
+                opts=child,
+            )
         if args.admins_group:
             rbac = "rbac.authorization.k8s.io"
             role = inside(

@@ -101,6 +101,12 @@ def find_collisions(specs: Mapping[Path, TenantSpec], platform: Platform) -> lis
         *_names(specs),
         *_teams(specs),
         *_unique("nodes", "node", _nodes(specs), "a node is reserved for one tenant at a time"),
+        *_unique(
+            "pkeys",
+            "InfiniBand partition key",
+            _pkeys(specs),
+            "a partition is one tenant's: every port in it reaches every other",
+        ),
         *_pools(specs, platform),
     ]
 
@@ -168,6 +174,12 @@ def _nodes(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:
         if spec.lifecycle.stage != "destroy":
             for i, node in enumerate(spec.reservation.nodes):
                 yield node, Place(path, f"reservation.nodes.{i}")
+
+
+def _pkeys(specs: Mapping[Path, TenantSpec]) -> Iterator[tuple[object, Place]]:
+    for path, spec in specs.items():
+        if spec.network.pkey is not None and spec.lifecycle.stage != "destroy":
+            yield f"{spec.network.pkey:#06x}", Place(path, "network.pkey")
 
 
 def _unique(

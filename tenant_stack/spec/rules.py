@@ -408,6 +408,12 @@ def _network_and_login(spec: TenantSpec, platform: Platform) -> Iterator[Problem
         yield Problem("network.pkey", "pkey isolation needs the partition key, such as 0x0102")
     if network.isolation != "pkey" and network.pkey is not None:
         yield Problem("network.pkey", "a partition key is used only with isolation pkey; remove it")
+    if network.isolation == "pkey" and platform.infiniband is None:
+        yield Problem(
+            "network.isolation",
+            "pkey needs the platform's InfiniBand network for pods (Pulumi.prod.yaml "
+            "infiniband), which this platform does not declare: use networkpolicy",
+        )
     hostname, domain = spec.login.hostname, platform.dns_domain
     if not hostname.endswith(f".{domain}") or spec.slug not in hostname.split("."):
         yield Problem(

@@ -5,7 +5,7 @@ not deletable either; and the delete gates that read it (holds, a clock moved ah
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,9 @@ from providers.retention.ledger import (
 from providers.retention.objects import TODAY_VARIABLE
 from sandbox.retention_store.service import LEDGER_BUCKET
 from tenant_stack import retention_job
+from tenant_stack.errors import StackError
 from tenant_stack.platform import load_platform
+from tenant_stack.retention_calendar import Record
 from tests.isolated import ROOT, Gateway, ledger_gateway
 
 
@@ -137,9 +139,9 @@ def test_a_clock_moved_ahead_is_believed_only_where_the_ledger_says_who_moved_it
 
 
 class LegalCallsMidRun:
-    """A tenant stack's state with two expired archives, whose first deletion (by the engine,
-    here only from the state) is followed by a hold written to the ledger, as legal calling
-    while the purge runs."""
+    """A tenant stack's state with two expired archives, purged by an engine that deletes them
+    one after the other (here only from the state), each behind the providers' delete gate; a
+    hold is written to the ledger after the first, as legal calling while the purge runs."""
 
     def __init__(self, tenant: str) -> None:
         self.tenant = tenant
@@ -161,15 +163,25 @@ class LegalCallsMidRun:
     def resources(self, _stack: str) -> list[dict[str, Any]]:
         return list(self.left)
 
-    def destroy_one(self, _stack: str, urn: str, _env: Mapping[str, str]) -> None:
-        self.left = [r for r in self.left if r["urn"] != urn]
-        self.destroyed.append(urn)
-        with Ledger.open() as ledger:
-            ledger.append(self.tenant, HOLD, datetime.now(UTC), {"source": "command", "by": "Lee"})
+    def destroy(self, _stack: str, urns: Sequence[str], _env: Mapping[str, str]) -> None:
+        refused = []
+        for urn in urns:
+            try:
+                refuse_deletion(OffboardingError, self.tenant, urn, None)
+            except OffboardingError as error:
+                refused.append(str(error))
+                continue
+            self.left = [r for r in self.left if r["urn"] != urn]
+            self.destroyed.append(urn)
+            with Ledger.open() as ledger:
+                details = {"source": "command", "by": "Lee"}
+                ledger.append(self.tenant, HOLD, datetime.now(UTC), details)
+        if refused:
+            raise StackError("; ".join(refused))
 
 
 @pytest.mark.usefixtures("ledger_env")
-def test_a_hold_written_during_a_purge_stops_it_before_the_next_deletion(
+def test_a_hold_written_during_a_purge_stops_every_deletion_not_begun(
     tenant: str, tmp_path: Path
 ) -> None:
     text = (ROOT / "tenants" / "tenant-foo.yaml").read_text()
@@ -188,5 +200,12 @@ def test_a_hold_written_during_a_purge_stops_it_before_the_next_deletion(
     assert report.hold.held
     assert report.hold.held_by == "Lee"
     with Ledger.open() as ledger:
-        actions = [e.action for e in ledger.entries(tenant)]
-    assert actions == ["purging", "hold", "purged"]
+        entries = ledger.entries(tenant)
+    assert [e.action for e in entries] == ["purging", "hold", "purged", "purge-stopped"]
+    assert [e.details["items"] for e in entries if e.action != "hold"] == [
+        "jobs,logs",
+        "jobs",
+        "logs",
+    ]
+    # The program declares again what the hold kept, and never what the purge deleted.
+    assert Record.of(entries).purged == {"jobs"}

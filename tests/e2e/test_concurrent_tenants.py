@@ -31,12 +31,12 @@ def partitions_configmap() -> str:
     return str((configmap.get("data") or {}).get("partitions.conf", ""))
 
 
-@pytest.mark.parametrize("count", [2, 4])
 def test_new_tenants_brought_up_and_torn_down_at_once(
-    tmp_path: Path, pulumi_backend: dict[str, str], count: int
+    tmp_path: Path, pulumi_backend: dict[str, str]
 ) -> None:
+    """Four at once: every pair of them races as two alone would."""
     project = project_copy(tmp_path / "project")
-    slugs = [one_node_tenant(project, index, NODES[index - 1]) for index in range(1, count + 1)]
+    slugs = [one_node_tenant(project, index, NODES[index - 1]) for index in range(1, 5)]
     for slug in slugs:
         subprocess.run(
             ["pulumi", "stack", "init", slug, "--non-interactive"],

@@ -221,33 +221,31 @@ def test_a_uid_that_differs_between_ldap_and_the_spec(bar: Bar) -> None:
     assert bar.diagnose() == []
 
 
-def test_a_deleted_user_and_a_group_number_that_differs(bar: Bar) -> None:
-    """Both once read Ready: a user not found was taken for one not made yet, and no gid was
-    compared."""
+def test_a_deleted_user_a_group_number_that_differs_and_a_deleted_slurm_account(
+    bar: Bar,
+) -> None:
+    """Each once read Ready: a user not found was taken for one not made yet, no gid was
+    compared, and no Slurm account was looked up."""
     with authentik() as api:
         api.delete(f"/core/users/{authentik_user('dinah')['pk']}/").raise_for_status()
         (group,) = api.get("/core/groups/", params={"name": SLUG}).json()["results"]
         attributes = {**group["attributes"], "gidNumber": "4999"}
         api.patch(f"/core/groups/{group['pk']}/", json={"attributes": attributes})
+    # Slurm keeps an account that is a user's default: its users go first, as by hand.
+    run("sacctmgr", "-i", "delete", "user", "diana,dinah")
+    run("sacctmgr", "-i", "delete", "account", SLUG)
     findings = {f["check"]: f for f in bar.diagnose()}
-    assert sorted(findings) == ["gid-mismatch", "identity-missing"]
+    assert sorted(findings) == ["gid-mismatch", "identity-missing", "slurm-account-missing"]
     assert findings["identity-missing"]["evidence"] == "Authentik has no user dinah"
     assert findings["gid-mismatch"]["evidence"] == (
         f"Authentik group {SLUG} has gidNumber 4999; identity.gid is 4302"
     )
+    assert findings["slurm-account-missing"]["evidence"].startswith(
+        f"`sacctmgr show account {SLUG}`: not found on cluster"
+    )
     conditions = {c["type"]: c for c in bar.status()["conditions"]}
     assert conditions["IdentityGroupReady"]["reason"] == "IdentityMissing"
-    bar.up()
-    assert bar.diagnose() == []
-
-
-def test_a_deleted_slurm_account(bar: Bar) -> None:
-    # Slurm keeps an account that is a user's default: its users go first, as by hand.
-    run("sacctmgr", "-i", "delete", "user", "diana,dinah")
-    run("sacctmgr", "-i", "delete", "account", SLUG)
-    found = only(bar.diagnose())
-    assert found["check"] == "slurm-account-missing"
-    assert found["evidence"].startswith(f"`sacctmgr show account {SLUG}`: not found on cluster")
+    assert conditions["SlurmAccountingReady"]["reason"] == "SlurmAccountMissing"
     bar.up()
     assert bar.diagnose() == []
 

@@ -4,6 +4,7 @@ shared Weka filesystems."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -162,6 +163,21 @@ def test_tenant_bar_gets_directories_on_the_shared_filesystems(
 ) -> None:
     bar = stacks("tenant-bar")
     assert bar.up().summary.result == "succeeded"
+
+    # pkey isolation (runbook 3d's option): the tenant's partition as its pods' InfiniBand
+    # network, which ib-kubernetes joins each pod that names it to.
+    network = kubectl_json(
+        "-n", "tenant-bar", "get", "network-attachment-definitions", "tenant-bar-ib"
+    )
+    assert network["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == (
+        "nvidia.com/mlnxnics"
+    )
+    config = json.loads(network["spec"]["config"])
+    assert (config["type"], config["pkey"], config["ibKubernetesEnabled"]) == (
+        "ib-sriov",
+        "0x0102",
+        True,
+    )
 
     # Directory isolation (runbook 6b): no organization, the tenant's directories on the
     # platform's shared filesystems, owned by its group, with the home and scratch quotas.

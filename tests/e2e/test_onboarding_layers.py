@@ -252,6 +252,22 @@ def workload(kind: str, **pod: Any) -> dict[str, Any]:
     return {"apiVersion": api, "kind": kind, "metadata": {"name": "train"}, **body}
 
 
+def attached(manifest: dict[str, Any], networks: str) -> dict[str, Any]:
+    """`manifest` whose pods name `networks` for Multus (k8s.v1.cni.cncf.io/networks)."""
+    spec = manifest["spec"]
+    holder = (
+        manifest
+        if manifest["kind"] == "Pod"
+        else spec["jobTemplate"]["spec"]["template"]
+        if manifest["kind"] == "CronJob"
+        else spec["template"]
+    )
+    # A copy: the templates share one metadata mapping.
+    annotations = {"k8s.v1.cni.cncf.io/networks": networks}
+    holder["metadata"] = {**holder["metadata"], "annotations": annotations}
+    return manifest
+
+
 def service(**spec: Any) -> dict[str, Any]:
     ports = [{"port": 8080}] if spec.get("type") != "ExternalName" else []
     return {
@@ -319,6 +335,14 @@ OUT_OF_BOUNDS = [
         workload("ReplicaSet", affinity=node_affinity("Exists", preferred=True)),
         "a pod's node affinity may name reserved.tenant only as 'In' its own tenant",
     ),
+    (
+        attached(workload("Pod"), "tenant-bar/tenant-bar-ib"),
+        "a pod may attach networks of its own namespace only",
+    ),
+    (
+        attached(workload("Job"), '[{"name": "tenant-bar-ib", "namespace": "tenant-bar"}]'),
+        "a pod may attach networks of its own namespace only",
+    ),
     (service(type="LoadBalancer"), "a Service of the tenant's admins stays inside the cluster"),
     (service(type="NodePort"), "a Service of the tenant's admins stays inside the cluster"),
     (
@@ -345,6 +369,7 @@ OUT_OF_BOUNDS = [
     ),
 ]
 WITHIN = [
+    attached(workload("Pod"), "tenant-foo-ib"),
     workload(
         "Deployment",
         tolerations=[OWN_TOLERATION],

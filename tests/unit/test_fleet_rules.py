@@ -185,3 +185,15 @@ def test_two_tenants_may_not_claim_one_login_hostname(tenants: Path, platform: P
     [(rule, places, message)] = findings(tenants, platform)
     assert (rule, sorted(places)) == ("names", [f"{BAR} login.hostname", f"{FOO} login.hostname"])
     assert f"login hostname {shared!r} would be both tenants'" in message
+
+
+def test_two_tenants_may_not_share_an_infiniband_partition(
+    tenants: Path, platform: Platform
+) -> None:
+    edit(tenants, FOO, lambda spec: spec["network"].update(isolation="pkey", pkey=0x0102))
+    [(rule, places, message)] = findings(tenants, platform)
+    assert (rule, sorted(places)) == ("pkeys", [f"{BAR} network.pkey", f"{FOO} network.pkey"])
+    assert message == (
+        "InfiniBand partition key 0x0102 is claimed by both tenants (a partition is one "
+        "tenant's: every port in it reaches every other); pin another in one of them"
+    )

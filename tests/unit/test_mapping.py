@@ -3,11 +3,13 @@ runbook writes them, the Weka filesystems per isolation, and the args that need 
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 
 import pytest
 
+from tenant_stack.components.tenant_namespace import InfiniBandPartition, partition_network
 from tenant_stack.mapping import filesystems, namespace_args, reservation_args, retention_args
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import TenantSpec, load_spec, parse_cpu, parse_size
@@ -146,6 +148,23 @@ def test_namespace_args_without_a_reservation() -> None:
     defaults = args.container_defaults
     assert (defaults.cpu_limit, defaults.memory_limit) == ("4", "16Gi")
     assert (defaults.cpu_request, defaults.memory_request) == ("1", "4Gi")
+
+
+def test_a_pkey_tenant_gets_its_partition_as_an_ib_sriov_network() -> None:
+    args = namespace_args(BAR, PLATFORM, None, {}, None, [])
+    assert args.partition == InfiniBandPartition(0x0102, "nvidia.com/mlnxnics", "ib-tenants")
+    config = json.loads(partition_network("tenant-bar", args.partition)["spec"]["config"])
+    assert config == {
+        "cniVersion": "0.3.1",
+        "name": "tenant-bar-ib",
+        "type": "ib-sriov",
+        "pkey": "0x0102",
+        "link_state": "enable",
+        "rdmaIsolation": True,
+        "ibKubernetesEnabled": True,
+        "ipam": {"type": "nv-ipam", "poolName": "ib-tenants"},
+    }
+    assert namespace_args(FOO, PLATFORM, None, {}, None, []).partition is None  # networkpolicy
 
 
 def _at(spec: TenantSpec, stage: str) -> TenantSpec:

@@ -502,6 +502,22 @@ def test_every_case_is_distinct() -> None:
     assert len({case for case, *_ in BAD_INPUTS}) == len(BAD_INPUTS) >= 30
 
 
+def test_pkey_isolation_needs_the_platforms_infiniband_network(
+    tmp_path: Path, platform: Platform
+) -> None:
+    """A partition key declared on a platform that gives pods no InfiniBand network would
+    isolate nothing: refused, naming the platform's key."""
+    without = platform.model_copy(update={"infiniband": None})
+    problems = _problems(tmp_path, without, {"network.isolation": "pkey", "network.pkey": 0x0104})
+    assert [(p.location, p.message) for p in problems] == [
+        (
+            "network.isolation",
+            "pkey needs the platform's InfiniBand network for pods (Pulumi.prod.yaml "
+            "infiniband), which this platform does not declare: use networkpolicy",
+        )
+    ]
+
+
 def test_cross_field_problems_are_reported_together(tmp_path: Path, platform: Platform) -> None:
     problems = _problems(
         tmp_path,
