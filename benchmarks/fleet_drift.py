@@ -68,6 +68,7 @@ def tenant(index: int) -> dict[str, Any]:
     spec["storage"]["isolation"] = "directory"
     spec["storage"]["pvcs"] = []
     spec["lifecycle"].update(stage="active", rehearsal=True)
+    spec["network"] = {"isolation": "networkpolicy"}  # tenant-bar's partition key is its own
     spec["login"]["hostname"] = f"login.{slug}.example.internal"
     return spec
 

@@ -56,5 +56,7 @@ def sized_tenant(slug: str, users: int, *, short: str, uid_start: int, gid: int)
         pvcs=[], home_per_user={"soft": "9GB", "hard": "10GB"}, home_capacity=f"{10 * users}GB"
     )
     spec["lifecycle"].update(stage="active", rehearsal=True)
+    # tenant-bar's InfiniBand partition is its own: a partition key is one tenant's.
+    spec["network"] = {"isolation": "networkpolicy"}
     spec["login"]["hostname"] = f"login.{slug}.example.internal"
     return spec
