@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from tenant_stack.components.weka_storage import (
     legacy_class_parameters,
     storage_class_name,
 )
-from tenant_stack.errors import ClusterError, PreflightError, Problem
+from tenant_stack.errors import ClusterError, PreflightError, Problem, SpecError
 from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
 from tenant_stack.live import LiveCluster, LiveReads, namespace_managers
 from tenant_stack.mapping import (
@@ -90,7 +91,8 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
         )
     refusals += check_stage(live.stage, spec.lifecycle.stage)
     refusals += check_legal_hold(spec.lifecycle.stage, spec.lifecycle.legal_hold)
-    refusals += fleet_refusals(spec, platform, spec_path)
+    beside = load_fleet(spec_path.parent, platform)
+    refusals += fleet_refusals(spec, platform, spec_path, beside)
     # Loaded here, not with the program: the HTTP stack costs a preview that refuses earlier
     # (a bad spec) a tenth of a second for nothing.
     from providers.authentik.client import AuthentikClient
@@ -101,7 +103,7 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopted)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.own_filesystem_bytes and not live.namespace_exists:
-        refusals += capacity_refusals(spec, platform, spec_path)
+        refusals += capacity_refusals(spec, platform, beside[0].values())
     if spec.reservation.nodes:
         pool = platform.node_pools[spec.reservation.hardware_pool]
         findings = check_nodes(
@@ -114,26 +116,32 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
         raise PreflightError(spec_path, refusals)
 
 
-def capacity_refusals(spec: TenantSpec, platform: Platform, spec_path: Path) -> list[Problem]:
+def capacity_refusals(
+    spec: TenantSpec, platform: Platform, beside: Iterable[TenantSpec]
+) -> list[Problem]:
     """Onboarding's storage check, for a tenant whose namespace does not exist yet (a tenant
     already made grows its filesystems one `up` at a time, which Weka refuses on its own)."""
     with weka_client(WekaSettings.from_environment()) as weka:
         capacity, organizations = weka.capacity(), weka.list_organizations()
-    beside, _ = load_fleet(spec_path.parent, platform)
     return check_capacity(
         spec,
-        beside.values(),
+        beside,
         capacity,
         {org.name for org in organizations},
         platform.weka.capacity_headroom_percent,
     )
 
 
-def fleet_refusals(spec: TenantSpec, platform: Platform, spec_path: Path) -> list[Problem]:
+def fleet_refusals(
+    spec: TenantSpec,
+    platform: Platform,
+    spec_path: Path,
+    beside: tuple[dict[Path, TenantSpec], dict[Path, SpecError]],
+) -> list[Problem]:
     """The rules across tenants that this spec breaks, against every other spec beside it. Another
     spec that does not load is a warning only: one tenant's broken file never blocks another's
     change."""
-    refusals, broken = refusals_beside(spec, spec_path, platform)
+    refusals, broken = refusals_beside(spec, spec_path, platform, beside)
     for path, error in broken.items():
         pulumi.log.warn(f"the rules across tenants skip {path.name}, which does not load: {error}")
     return refusals

@@ -368,16 +368,16 @@ def _problems(text: str, path: Path, platform: Platform, live: Live) -> list[Pro
         spec = TenantSpec.model_validate(parse_yaml(text))
     except ValidationError as error:
         return problems_from(error)
-    beside, _ = load_fleet(path.parent, platform)
+    beside = load_fleet(path.parent, platform)
     return [
         *check_spec(spec, platform),
-        *refusals_beside(spec, path, platform)[0],
+        *refusals_beside(spec, path, platform, beside)[0],
         *check_directory(
             spec, path, platform.ldap, live.directory_users, live.directory_groups, None
         ),
         *check_capacity(
             spec,
-            beside.values(),
+            beside[0].values(),
             live.storage,
             live.organizations,
             platform.weka.capacity_headroom_percent,

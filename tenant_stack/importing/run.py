@@ -24,7 +24,7 @@ from tenant_stack.importing.inferred_spec import Contract, Note, infer_spec
 from tenant_stack.importing.live_tenant import read_tenant
 from tenant_stack.importing.spec_file import render
 from tenant_stack.platform import Platform
-from tenant_stack.spec.fleet import refusals_beside
+from tenant_stack.spec.fleet import load_fleet, refusals_beside
 from tenant_stack.spec.models import Found, TenantSpec
 from tenant_stack.spec.rules import check_spec
 from tenant_stack.strict_models import problems_from
@@ -66,7 +66,10 @@ def _validated(document: dict[str, Any], spec_path: Path, platform: Platform) ->
         spec = TenantSpec.model_validate(document)
     except ValidationError as error:
         return problems_from(error)
-    return check_spec(spec, platform) + refusals_beside(spec, spec_path, platform)[0]
+    return (
+        check_spec(spec, platform)
+        + refusals_beside(spec, spec_path, platform, load_fleet(spec_path.parent, platform))[0]
+    )
 
 
 def import_tenant(

@@ -74,13 +74,16 @@ def load_fleet(
 
 
 def refusals_beside(
-    spec: TenantSpec, spec_path: Path, platform: Platform
+    spec: TenantSpec,
+    spec_path: Path,
+    platform: Platform,
+    beside: tuple[dict[Path, TenantSpec], dict[Path, SpecError]],
 ) -> tuple[list[Problem], dict[Path, SpecError]]:
     """The rules across tenants that `spec` (at `spec_path`) breaks against every other spec
-    beside it, each at its own field; and the other specs that do not load, which the rules
-    skip (one tenant's broken file never blocks another's change)."""
-    specs, broken = load_fleet(spec_path.parent, platform)
-    specs[spec_path] = spec
+    `beside` it (`load_fleet` of its directory), each at its own field; and the other specs that
+    do not load, which the rules skip (one tenant's broken file never blocks another's change)."""
+    loaded, broken = beside
+    specs = {**loaded, spec_path: spec}
     refusals = []
     for collision in find_collisions(specs, platform):
         own = [place for place in collision.places if place.spec == spec_path]
