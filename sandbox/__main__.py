@@ -35,6 +35,10 @@ def up(layout: SandboxLayout) -> int:
         if service.name == "kube-controller-manager" and started:
             layout.seed_kubernetes()
             print("[sandbox] seeded nodes, namespaces, CRDs and the LDAP bind Secret")
+        if service.name == "containerd" and (imported := layout.node.import_images()):
+            print(f"[sandbox] imported the node's images {', '.join(imported)}")
+        if service.name == "kubelet":
+            layout.untaint_real_node()
         if service.name == "retention-store" and layout.seed_retention_store():
             buckets = ", ".join((BUCKET, LEDGER_BUCKET, STATE_BUCKET))
             print(f"[sandbox] seeded the store's buckets {buckets}")

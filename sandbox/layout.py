@@ -9,6 +9,8 @@ unset for the operator's, `test` for the first worker's, `test-2` and `test-3` f
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +25,8 @@ from sandbox.kubernetes.client import KubeClient
 from sandbox.kubernetes.configmap_volume import NAME as PARTITIONS_CONFIGMAP
 from sandbox.kubernetes.configmap_volume import NAMESPACE as PARTITIONS_NAMESPACE
 from sandbox.kubernetes.configmap_volume import configmap_volume_service
-from sandbox.kubernetes.seed import seed
+from sandbox.kubernetes.node import NODE_NAME, RealNode
+from sandbox.kubernetes.seed import NodeSeed, condition_taints, seed
 from sandbox.kubernetes.services import KubernetesSandbox
 from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, TEST_SANDBOXES, Ports
@@ -123,6 +126,10 @@ class SandboxLayout:
         return KubernetesSandbox(self.root / "kubernetes", self.pki, self.ports)
 
     @property
+    def node(self) -> RealNode:
+        return RealNode(self.root / "node", self.pki, self.ports)
+
+    @property
     def project(self) -> Path:
         """Where this sandbox's stacks are run from, with their stack config files
         (`sandbox/project.py` says why not from the checkout)."""
@@ -156,6 +163,7 @@ class SandboxLayout:
         """Every sandbox process, in start order (stopped in the reverse)."""
         return [
             *self.kubernetes.services(),
+            *self.node.services(),
             *slurm_services(self.root / "slurm", self.ports.offset),
             configmap_volume_service(
                 self.kubernetes.server,
@@ -184,7 +192,8 @@ class SandboxLayout:
             ),
         ]
 
-    def seed_kubernetes(self) -> None:
+    @contextmanager
+    def _admin_client(self) -> Iterator[KubeClient]:
         pki = self.pki
         client = KubeClient(
             server=self.kubernetes.server,
@@ -193,9 +202,18 @@ class SandboxLayout:
             key=pki.key("admin"),
         )
         try:
-            seed(client, self.root / "kubernetes", _kubernetes_version())
+            yield client
         finally:
             client.close()
+
+    def seed_kubernetes(self) -> None:
+        with self._admin_client() as client:
+            seed(client, self.root / "kubernetes", _kubernetes_version())
+
+    def untaint_real_node(self) -> None:
+        """Takes the not-ready taint off the real node, whose kubelet now reports Ready."""
+        with self._admin_client() as client:
+            condition_taints(client, f"/api/v1/nodes/{NODE_NAME}", NodeSeed(NODE_NAME))
 
     def seed_authentik(self) -> bool:
         """Creates what a tenant's identity hangs under, if missing (so: also after an upgrade)."""

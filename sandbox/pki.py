@@ -22,6 +22,11 @@ CLIENTS = (
     ClientIdentity("admin", "sandbox-admin", "system:masters"),
     ClientIdentity("controller-manager", "system:kube-controller-manager"),
     ClientIdentity("reservation-operator", "system:serviceaccount:reservation-operator:operator"),
+    # The real node's kubelet: the Node authorizer and NodeRestriction know it by these names.
+    ClientIdentity("node-cpu-01", "system:node:cpu-01", "system:nodes"),
+    # The API server's identity towards kubelets (logs, exec): platform.yaml binds it to
+    # system:kubelet-api-admin, as RKE2 does.
+    ClientIdentity("apiserver-kubelet-client", "system:kube-apiserver"),
 )
 
 _SERVER_NAMES = "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"

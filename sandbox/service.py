@@ -31,7 +31,9 @@ class Service:
     return quickly (wrap anything that can block in a timeout) and never raise. `ports` are the TCP
     ports the process listens on, checked free before start and after stop. `revision` returns
     what else the process was made from (its rendered configuration, its source code): when that,
-    the argv or the env differ from the running process's, the next `up` restarts it.
+    the argv or the env differ from the running process's, the next `up` restarts it. `stopped`
+    runs after every stop, to end what the process started and left running (containerd's
+    containers, which outlive it).
     """
 
     name: str
@@ -43,6 +45,7 @@ class Service:
     prepare: Callable[[], None] | None = None
     ready_timeout: float = 60.0
     revision: Callable[[], str] | None = None
+    stopped: Callable[[], None] | None = None
 
     def fingerprint(self) -> str:
         made_of = [

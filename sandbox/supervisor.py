@@ -132,8 +132,12 @@ class Supervisor:
         return [name for name in retired if self._stop_process(name)]
 
     def stop(self, service: Service, timeout: float = 15.0) -> bool:
-        """Stops `service` (its whole process group). Returns True if it was running."""
-        if not self._stop_process(service.name, timeout):
+        """Stops `service` (its whole process group), then runs its `stopped` (also when it was
+        not running: what it left may have outlived it). Returns True if it was running."""
+        was_running = self._stop_process(service.name, timeout)
+        if service.stopped is not None:
+            service.stopped()
+        if not was_running:
             return False
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and any(port_in_use(p) for p in service.ports):

@@ -24,6 +24,9 @@ got=$(kube-apiserver --version) || fail "kube-apiserver is missing; run make set
 echo "[check] kube-apiserver: $got"
 got=$(kube-controller-manager --version) || fail "kube-controller-manager is missing; run make setup"
 echo "[check] kube-controller-manager: $got"
+got=$(kubelet --version) || fail "kubelet is missing; run make setup"
+[[ $got == "Kubernetes v$KUBERNETES_VERSION" ]] || fail "kubelet reports '$got', want v$KUBERNETES_VERSION"
+echo "[check] kubelet: $got"
 # First lines taken in bash: `| head -n1` could end the tool with SIGPIPE, failing under pipefail.
 got=$(kubectl version --client) || fail "kubectl is missing; run make setup"
 got=${got%%$'\n'*}

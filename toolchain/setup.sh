@@ -203,24 +203,29 @@ kubernetes_plugin() {
   say "installed plugin resource kubernetes $KUBERNETES_PROVIDER_VERSION into $PULUMI_HOME"
 }
 
+# The -X flags of every Kubernetes binary: without them the server reports v0.0.0 and
+# pulumi-kubernetes refuses the cluster.
+kubernetes_stamps() {
+  local minor pkg
+  minor=$(cut -d. -f2 <<<"$KUBERNETES_VERSION")
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    printf ' -X %s.gitVersion=v%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean' \
+      "$pkg" "$KUBERNETES_VERSION" "$pkg" "$pkg" "$minor" "$pkg"
+  done
+}
+
 kubernetes_control_plane() {
   if [[ -x $KUBERNETES_DIR/bin/etcd ]]; then
     say "kube-apiserver, kube-controller-manager, kubectl v$KUBERNETES_VERSION, etcd v$ETCD_VERSION: cached"
     return
   fi
   check_go
-  local scratch="$KUBERNETES_DIR.partial" v="v$KUBERNETES_VERSION" minor
-  minor=$(cut -d. -f2 <<<"$KUBERNETES_VERSION")
+  local scratch="$KUBERNETES_DIR.partial" v="v$KUBERNETES_VERSION"
   rm -rf "$scratch" && mkdir -p "$scratch/bin"
-  # Without these stamps the server reports v0.0.0 and pulumi-kubernetes refuses the cluster.
-  local ldflags="" pkg
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-  done
   say "building kube-apiserver, kube-controller-manager and kubectl $v (first time: about 12 minutes)"
   (cd "$here/go/kubernetes" && run_logged "kube-apiserver+kube-controller-manager+kubectl $v" \
     "$GPU_TENANTS_CACHE/logs/kubernetes.log" env CGO_ENABLED=0 go build -trimpath -tags providerless \
-    -ldflags "$ldflags" -o "$scratch/bin/" \
+    -ldflags "$(kubernetes_stamps)" -o "$scratch/bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kubectl)
   say "building etcd v$ETCD_VERSION (first time: about 2 minutes)"
@@ -229,6 +234,23 @@ kubernetes_control_plane() {
     -ldflags "-X go.etcd.io/etcd/api/v3/version.Version=$ETCD_VERSION" \
     -o "$scratch/bin/etcd" go.etcd.io/etcd/server/v3)
   finish_install "$scratch" "$KUBERNETES_DIR"
+}
+
+# The kubelet of the sandbox's real node, from the same module and stamps as the control plane,
+# in a directory of its own so that a control plane already built is kept.
+kubernetes_node() {
+  if [[ -x $KUBERNETES_NODE_DIR/bin/kubelet ]]; then
+    say "kubelet v$KUBERNETES_VERSION: cached"
+    return
+  fi
+  check_go
+  local scratch="$KUBERNETES_NODE_DIR.partial" v="v$KUBERNETES_VERSION"
+  rm -rf "$scratch" && mkdir -p "$scratch/bin"
+  say "building kubelet $v (first time: about 4 minutes)"
+  (cd "$here/go/kubernetes" && run_logged "kubelet $v" "$GPU_TENANTS_CACHE/logs/kubelet.log" \
+    env CGO_ENABLED=0 go build -trimpath -tags providerless -ldflags "$(kubernetes_stamps)" \
+    -o "$scratch/bin/" k8s.io/kubernetes/cmd/kubelet)
+  finish_install "$scratch" "$KUBERNETES_NODE_DIR"
 }
 
 # A Go module's source directory as the proxy serves it ($1: module@version). Binaries are built
@@ -278,9 +300,9 @@ temporal_cli() {
     "-X github.com/temporalio/cli/temporalcli.Version=$TEMPORAL_CLI_VERSION" "about 4 minutes"
 }
 
-# Slurm, munge and MariaDB from Debian, for the sandbox.
+# Slurm, munge, MariaDB and the real node's container runtime from Debian, for the sandbox.
 sandbox_packages() {
-  "$root/sandbox/slurm/install.sh" | sed 's/^/[setup] /'
+  "$root/sandbox/install.sh" | sed 's/^/[setup] /'
 }
 
 main() {
@@ -299,6 +321,7 @@ main() {
   eval "$("$here/env.sh")"
   kubernetes_plugin
   kubernetes_control_plane
+  kubernetes_node
   versitygw
   temporal_cli
   sandbox_packages

@@ -148,12 +148,13 @@ def seed(client: KubeClient, state_dir: Path, kubernetes_version: str) -> None:
         client.apply(path, node_manifest(node))
         status = node_status(node, kubernetes_version)
         client.apply(path + "/status", status)
-        _condition_taints(client, path, node)
+        condition_taints(client, path, node)
 
 
-def _condition_taints(client: KubeClient, path: str, seed: NodeSeed) -> None:
+def condition_taints(client: KubeClient, path: str, seed: NodeSeed) -> None:
     """Sets the taints that node lifecycle keeps in step with a node's state (not-ready,
-    unschedulable). That controller is off here, since no kubelet posts heartbeats."""
+    unschedulable). That controller is off here, since the stand-in nodes post no heartbeats;
+    the real node's kubelet registers with not-ready, which only it would take off."""
     node = client.get(path)
     taints = node["spec"].get("taints") or []
     wanted = {NOT_READY_TAINT: not seed.ready, UNSCHEDULABLE_TAINT: seed.cordoned}

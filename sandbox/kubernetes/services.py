@@ -94,6 +94,11 @@ class KubernetesSandbox:
                 # Privileged pods are allowed, so PodSecurity labels are what refuses them.
                 "--allow-privileged=true",
                 "--enable-admission-plugins=NodeRestriction",
+                # How `kubectl logs` and `exec` reach the real node's kubelet: at its address,
+                # since no DNS here knows a node's name.
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--kubelet-client-certificate={pki.cert('apiserver-kubelet-client')}",
+                f"--kubelet-client-key={pki.key('apiserver-kubelet-client')}",
                 "--profiling=false",
             ],
             ports=(apiserver_port,),

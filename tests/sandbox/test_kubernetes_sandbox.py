@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+from sandbox.kubernetes.images import TOOLS_IMAGE
+from sandbox.kubernetes.node import NODE_NAME
+from sandbox.layout import SandboxLayout
+
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
 
@@ -41,7 +45,8 @@ def wait_for(what: str, probe: Callable[[], bool], timeout: float = 30) -> None:
 
 def test_nodes_are_seeded_as_the_runbooks_assume() -> None:
     nodes = {n["metadata"]["name"]: n for n in kubectl_json("get", "nodes")["items"]}
-    assert sorted(nodes) == [f"gpu-{i:02d}" for i in range(1, 19)]
+    assert sorted(nodes) == [NODE_NAME, *(f"gpu-{i:02d}" for i in range(1, 19))]
+    del nodes[NODE_NAME]
     for node in nodes.values():
         labels = node["metadata"]["labels"]
         assert labels["node.kubernetes.io/instance-type"] == "h100-8x"
@@ -59,6 +64,43 @@ def test_nodes_are_seeded_as_the_runbooks_assume() -> None:
     table = kubectl("get", "nodes").stdout
     assert "gpu-17   NotReady" in table
     assert "Ready,SchedulingDisabled" in table
+
+
+WORKING_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME, namespace: default}
+spec:
+  nodeName: NODE
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: shell
+      image: IMAGE
+      imagePullPolicy: Never
+      command: [/bin/sh, -c, "echo started as $(id -u); exec sleep 600"]
+"""
+
+
+def test_the_real_node_runs_a_pod_that_logs_execs_and_goes(sandbox: SandboxLayout) -> None:
+    """cpu-01 is a kubelet with containerd: a pod bound to it runs, with an address of the node's
+    pod network; its log and exec go through the API server to the kubelet, as on RKE2; and a
+    delete ends its processes."""
+    node = kubectl_json("get", "node", NODE_NAME)
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.30.14"
+    assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
+    name = f"works-{uuid.uuid4().hex[:6]}"
+    manifest = WORKING_POD.replace("NAME", name).replace("NODE", NODE_NAME)
+    kubectl("apply", "-f", "-", stdin=manifest.replace("IMAGE", TOOLS_IMAGE))
+    try:
+        kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=60s")
+        pod = kubectl_json("get", "pod", name)
+        subnet = sandbox.node.pod_subnet.removesuffix("0/24")
+        assert pod["status"]["podIP"].startswith(subnet)
+        assert kubectl("logs", name).stdout == "started as 0\n"
+        assert kubectl("exec", name, "--", "cat", "/proc/1/cmdline").stdout == "sleep\x00600\x00"
+    finally:
+        kubectl("delete", "pod", name, "--wait=true", "--timeout=60s")
+    assert kubectl("get", "pod", name, check=False).returncode != 0
 
 
 def test_shared_namespaces_and_ldap_bind_secret_exist() -> None:

@@ -66,6 +66,8 @@ def test_up_restarts_a_process_made_from_an_older_definition(
         "kube-apiserver",
         "kube-controller-manager",
         "reservation-operator",
+        "containerd",
+        "kubelet",
         "munged",
         "mariadb",
         "slurmdbd",

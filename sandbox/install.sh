@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the local Slurm sandbox runs (munge, MariaDB, slurmdbd, slurmctld,
-# slurmd and the Slurm clients). Idempotent: does nothing when every binary is already there.
+# Installs the Debian packages the sandbox runs: munge, MariaDB, slurmdbd, slurmctld, slurmd and the
+# Slurm clients; and for its real Kubernetes node, containerd with runc, the CNI plugins, iptables,
+# iproute2, busybox (the test pods' tools) and a C compiler (the pause binary). Idempotent: does
+# nothing when every binary is already there.
 # Starts nothing: the sandbox runs the daemons itself as plain processes, so the packages' own
 # services must not run.
 set -euo pipefail
@@ -8,13 +10,15 @@ set -euo pipefail
 # libpmix-dev: Slurm's mpi/pmix plugin opens the unversioned libpmix.so, which only the -dev
 # package has; the smoke test's `srun --mpi=pmix` (runbook 7b) needs it.
 PACKAGES=(slurmdbd slurmctld slurmd slurm-client munge mariadb-server mariadb-client coreutils
-  util-linux libpmix-dev)
+  util-linux libpmix-dev containerd runc containernetworking-plugins iptables conntrack iproute2
+  busybox-static gcc libc6-dev)
 # The binaries the sandbox calls; a missing one means a package is missing.
 BINARIES=(munged mungekey munge unmunge mariadbd mariadb-install-db mariadb mariadb-admin
   slurmdbd slurmctld slurmd sacctmgr scontrol sinfo sbatch squeue scancel sacct srun timeout
-  unshare)
-# Libraries the daemons open at run time, which no binary check would find missing.
-LIBRARIES=(libpmix-dev)
+  unshare nsenter containerd containerd-shim-runc-v2 ctr runc iptables conntrack ip busybox cc)
+# Packages of files no binary check on PATH finds missing: a library the daemons open at run time,
+# and the CNI plugins containerd runs from /usr/lib/cni.
+LIBRARIES=(libpmix-dev containernetworking-plugins)
 
 library_missing() {
   local package
@@ -25,7 +29,7 @@ library_missing() {
   done
 }
 # Packages' daemons that postinst scripts could start; checked before and after installing.
-DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld slurmd)
+DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld slurmd containerd)
 
 missing=()
 for bin in "${BINARIES[@]}"; do
@@ -36,17 +40,17 @@ for bin in "${BINARIES[@]}"; do
 done
 mapfile -t -O "${#missing[@]}" missing < <(library_missing)
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "slurm sandbox: all binaries and libraries present; nothing to install"
+  echo "sandbox packages: all binaries and libraries present; nothing to install"
   exit 0
 fi
-echo "slurm sandbox: missing ${missing[*]}; installing ${PACKAGES[*]}"
+echo "sandbox packages: missing ${missing[*]}; installing ${PACKAGES[*]}"
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "slurm sandbox: installing needs root (apt-get); run this script as root" >&2
+  echo "sandbox packages: installing needs root (apt-get); run this script as root" >&2
   exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "slurm sandbox: apt-get not found; this script supports Debian bookworm only" >&2
+  echo "sandbox packages: apt-get not found; this script supports Debian bookworm only" >&2
   exit 1
 fi
 
@@ -76,18 +80,18 @@ restore_policy() {
 trap restore_policy EXIT
 # Make an interrupted install still put the original policy back (EXIT traps run on exit only).
 trap 'exit 130' INT TERM
-printf '#!/bin/sh\n# Written by sandbox/slurm/install.sh while it installs packages.\nexit 101\n' >"$policy"
+printf '#!/bin/sh\n# Written by sandbox/install.sh while it installs packages.\nexit 101\n' >"$policy"
 chmod 755 "$policy"
 
 export DEBIAN_FRONTEND=noninteractive
 # Other work on this machine may hold the dpkg lock for a while; wait for it instead of failing.
 apt_opts=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 if ! apt-get "${apt_opts[@]}" update; then
-  echo "slurm sandbox: 'apt-get update' failed; check the network and /etc/apt/sources.list.d" >&2
+  echo "sandbox packages: 'apt-get update' failed; check the network and /etc/apt/sources.list.d" >&2
   exit 1
 fi
 if ! apt-get "${apt_opts[@]}" install -y --no-install-recommends "${PACKAGES[@]}"; then
-  echo "slurm sandbox: 'apt-get install ${PACKAGES[*]}' failed (see above); fix apt and rerun" >&2
+  echo "sandbox packages: 'apt-get install ${PACKAGES[*]}' failed (see above); fix apt and rerun" >&2
   exit 1
 fi
 
@@ -99,7 +103,7 @@ for bin in "${BINARIES[@]}"; do
 done
 mapfile -t -O "${#still_missing[@]}" still_missing < <(library_missing)
 if [ "${#still_missing[@]}" -gt 0 ]; then
-  echo "slurm sandbox: installed ${PACKAGES[*]} but ${still_missing[*]} still missing" >&2
+  echo "sandbox packages: installed ${PACKAGES[*]} but ${still_missing[*]} still missing" >&2
   exit 1
 fi
 
@@ -108,8 +112,8 @@ fi
 after="$(daemon_pids)"
 started="$(comm -13 <(echo "$before") <(echo "$after") | grep -v '^$' || true)"
 if [ -n "$started" ]; then
-  echo "slurm sandbox: stopping daemons started by package scripts: $(echo "$started" | tr '\n' ' ')"
+  echo "sandbox packages: stopping daemons started by package scripts: $(echo "$started" | tr '\n' ' ')"
   # shellcheck disable=SC2086 # one pid per word
   kill $started 2>/dev/null || true
 fi
-echo "slurm sandbox: installed ${PACKAGES[*]}"
+echo "sandbox packages: installed ${PACKAGES[*]}"

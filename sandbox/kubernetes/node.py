@@ -1,0 +1,360 @@
+"""The sandbox's real Kubernetes node: containerd and a kubelet that run pods.
+
+Each sandbox has one, `cpu-01`, in a network namespace of its own, as a machine of its own would
+be: its pods' bridge, its iptables chains and its kubelet's ports are the node's, so the
+operator's sandbox and the tests' run side by side without sharing a chain or a port. A veth pair
+joins the node to this machine, and the kubelet reaches the API server on loopback through a DNAT
+rule on this machine's end (with route_localnet, as kube-proxy does for localhost NodePorts). This
+machine forwards no packet (net.ipv4.ip_forward stays as it is, 0 here), so nothing a pod sends
+leaves it.
+
+The stand-in nodes (gpu-01..18) stay as they are, for capacity and scheduling labels;
+docs/sandbox.md says which node runs what.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from sandbox.kubernetes import images
+from sandbox.kubernetes.client import KubeClient, KubeError
+from sandbox.pki import Pki, kubeconfig
+from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
+from sandbox.service import Service, built_tool
+
+NODE_NAME = "cpu-01"
+_CGROUP_CONTROLLERS = Path("/sys/fs/cgroup")
+_CNI_PLUGINS = "/usr/lib/cni"
+
+
+def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
+    return result
+
+
+@dataclass(frozen=True)
+class RealNode:
+    state_dir: Path
+    pki: Pki
+    ports: Ports
+
+    @property
+    def index(self) -> int:
+        """0 for the operator's sandbox, 1 to 3 for the tests': names and subnets of its own."""
+        return self.ports.offset // TEST_SANDBOX_OFFSET
+
+    @property
+    def netns(self) -> str:
+        return f"gpu-tenants-node-{self.index}"
+
+    @property
+    def host_address(self) -> str:
+        """This machine's end of the veth pair: the node's gateway and the API server's address."""
+        return f"10.231.{self.index}.1"
+
+    @property
+    def address(self) -> str:
+        """The node's InternalIP, its end of the veth pair."""
+        return f"10.231.{self.index}.2"
+
+    @property
+    def pod_subnet(self) -> str:
+        return f"10.232.{self.index}.0/24"
+
+    @property
+    def _host_veth(self) -> str:
+        return f"gtnode{self.index}"
+
+    @property
+    def socket(self) -> Path:
+        return self.state_dir / "containerd" / "containerd.sock"
+
+    @property
+    def cgroup_root(self) -> str:
+        return f"/gpu-tenants-node-{self.index}"
+
+    @property
+    def kubelet_dir(self) -> Path:
+        return self.state_dir / "kubelet"
+
+    def _in_node(self, *argv: str) -> list[str]:
+        # nsenter, not `ip netns exec`: that one also makes a mount namespace of its own, and
+        # containerd must see the volumes the kubelet mounts.
+        return ["nsenter", f"--net=/run/netns/{self.netns}", "--", *argv]
+
+    def services(self) -> list[Service]:
+        containerd = Service(
+            name="containerd",
+            argv=self._in_node(built_tool("containerd"), f"--config={self._containerd_config()}"),
+            ready=self._containerd_ready,
+            prepare=self._prepare_containerd,
+            stopped=self._clear_containers,
+            revision=self._containerd_config_text,
+        )
+        kubelet = Service(
+            name="kubelet",
+            argv=self._in_node(
+                built_tool("kubelet"),
+                f"--config={self.state_dir / 'kubelet.yaml'}",
+                f"--kubeconfig={self.state_dir / 'kubelet.kubeconfig'}",
+                f"--hostname-override={NODE_NAME}",
+                f"--node-ip={self.address}",
+                f"--root-dir={self.kubelet_dir}",
+                f"--cert-dir={self.state_dir / 'kubelet-pki'}",
+                "--node-labels=node.kubernetes.io/instance-type=sandbox-cpu",
+                "--v=1",
+            ),
+            ready=self._kubelet_ready,
+            prepare=self._prepare_kubelet,
+            stopped=self._unmount_volumes,
+            revision=self._kubelet_config_text,
+            ready_timeout=120,
+        )
+        return [containerd, kubelet]
+
+    # The network namespace and the veth pair.
+
+    def ensure_network(self) -> None:
+        if not Path(f"/run/netns/{self.netns}").exists():
+            _run("ip", "netns", "add", self.netns)
+        node = ["ip", "-n", self.netns]
+        if _run("ip", "link", "show", self._host_veth, check=False).returncode != 0:
+            _run("ip", "link", "add", self._host_veth, "type", "veth", "peer", "name", "eth0",
+                 "netns", self.netns)  # fmt: skip
+        _run("ip", "addr", "replace", f"{self.host_address}/30", "dev", self._host_veth)
+        _run("ip", "link", "set", self._host_veth, "up")
+        _run(*node, "addr", "replace", f"{self.address}/30", "dev", "eth0")
+        _run(*node, "link", "set", "eth0", "up")
+        _run(*node, "link", "set", "lo", "up")
+        _run(*node, "route", "replace", "default", "via", self.host_address)
+        _run("ip", "route", "replace", self.pod_subnet, "via", self.address)
+        # The node forwards between its pods' bridge and its veth; this machine does not.
+        _run("ip", "netns", "exec", self.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        Path(f"/proc/sys/net/ipv4/conf/{self._host_veth}/route_localnet").write_text("1")
+        rule = [
+            "PREROUTING", "-i", self._host_veth, "-p", "tcp", "-d", self.host_address,
+            "--dport", str(self.ports.apiserver), "-j", "DNAT",
+            "--to-destination", f"127.0.0.1:{self.ports.apiserver}",
+        ]  # fmt: skip
+        if _run("iptables", "-t", "nat", "-C", *rule, check=False).returncode != 0:
+            _run("iptables", "-t", "nat", "-A", *rule)
+
+    # containerd.
+
+    def _containerd_config(self) -> Path:
+        return self.state_dir / "containerd.toml"
+
+    def _containerd_config_text(self) -> str:
+        d = self.state_dir / "containerd"
+        return f"""version = 2
+root = "{d / "root"}"
+state = "{d / "state"}"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "{self.socket}"
+
+[ttrpc]
+  address = "{self.socket}.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{d / "opt"}"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{images.PAUSE_IMAGE}"
+  netns_mounts_under_state_dir = true
+  # Root here lacks CAP_SYS_RESOURCE, so the kernel refuses an oom_score_adj below this
+  # process's own (0): the -998 kubelet gives every pod's sandbox would fail to start.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{_CNI_PLUGINS}"
+    conf_dir = "{self.state_dir / "cni"}"
+"""
+
+    def _cni_config_text(self) -> str:
+        gateway = self.pod_subnet.replace(".0/24", ".1")
+        return f"""{{
+  "cniVersion": "1.0.0",
+  "name": "sandbox-pods",
+  "plugins": [
+    {{
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {{
+        "type": "host-local",
+        "dataDir": "{self.state_dir / "cni-ipam"}",
+        "ranges": [[{{"subnet": "{self.pod_subnet}", "gateway": "{gateway}"}}]],
+        "routes": [{{"dst": "0.0.0.0/0"}}]
+      }}
+    }},
+    {{"type": "portmap", "capabilities": {{"portMappings": true}}}}
+  ]
+}}
+"""
+
+    def _prepare_containerd(self) -> None:
+        self.ensure_network()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._containerd_config().write_text(self._containerd_config_text())
+        cni = self.state_dir / "cni"
+        cni.mkdir(exist_ok=True)
+        (cni / "10-sandbox-pods.conflist").write_text(self._cni_config_text())
+
+    def _containerd_ready(self) -> bool:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(1)
+            try:
+                sock.connect(str(self.socket))
+            except OSError:
+                return False
+        return True
+
+    def import_images(self) -> list[str]:
+        """Imports the node's images into containerd unless it holds them; returns those it
+        imported."""
+        ctr = [built_tool("ctr"), f"--address={self.socket}", "--namespace=k8s.io"]
+        held = set(_run(*ctr, "images", "list", "--quiet").stdout.split())
+        pause = images.build_pause(self.state_dir / "images" / "pause")
+        imported = []
+        for image in images.images(pause):
+            archive = self.state_dir / "images" / f"{image.name.replace('/', '_')}.tar"
+            images.write_archive(image, archive)
+            if image.name in held:
+                continue
+            _run(*ctr, "images", "import", "--no-unpack", str(archive))
+            imported.append(image.name)
+        return imported
+
+    def _clear_containers(self) -> None:
+        """After containerd stops: ends what it started, which outlives it (each container's shim
+        is a session of its own), and lets go of their mounts, so `reset` can delete the state."""
+        for cgroup in _CGROUP_CONTROLLERS.glob(f"*{self.cgroup_root}"):
+            for procs in cgroup.rglob("cgroup.procs"):
+                for pid in procs.read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+        for proc in Path("/proc").glob("[0-9]*"):
+            with contextlib.suppress(OSError):
+                command = (proc / "cmdline").read_bytes().split(b"\0")
+                if (
+                    command[0].endswith(b"containerd-shim-runc-v2")
+                    and str(self.socket).encode() in command
+                ):
+                    os.kill(int(proc.name), signal.SIGKILL)
+        _unmount_under(self.state_dir / "containerd")
+
+    # kubelet.
+
+    def _kubelet_config_text(self) -> str:
+        return f"""apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: {self.address}
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: {self.pki.ca_cert}
+authorization:
+  mode: Webhook
+cgroupDriver: cgroupfs
+cgroupRoot: {self.cgroup_root}
+containerRuntimeEndpoint: unix://{self.socket}
+failSwapOn: false
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+resolvConf: {self.state_dir / "resolv.conf"}
+serializeImagePulls: false
+# The machine's disk is shared with everything else on it: evict on near-full only.
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  nodefs.inodesFree: 1%
+  imagefs.available: 1%
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 98
+"""
+
+    def _prepare_kubelet(self) -> None:
+        self.pki.ensure()
+        (self.state_dir / "kubelet.yaml").write_text(self._kubelet_config_text())
+        # No nameserver: a pod resolves nothing until the cluster's DNS runs, and never asks
+        # this machine's resolver.
+        (self.state_dir / "resolv.conf").write_text("search cluster.local\n")
+        server = f"https://{self.host_address}:{self.ports.apiserver}"
+        config = kubeconfig(self.pki, f"node-{NODE_NAME}", server)
+        # The API server's certificate names loopback and `kubernetes`, not the veth address.
+        config = config.replace(
+            f"    server: {server}\n", f"    server: {server}\n    tls-server-name: kubernetes\n"
+        )
+        path = self.state_dir / "kubelet.kubeconfig"
+        path.write_text(config)
+        path.chmod(0o600)
+        for controller in _CGROUP_CONTROLLERS.iterdir():
+            _make_cgroup(controller, self.cgroup_root.lstrip("/"))
+
+    def _kubelet_ready(self) -> bool:
+        try:
+            client = KubeClient(
+                server=f"https://127.0.0.1:{self.ports.apiserver}",
+                ca=self.pki.ca_cert,
+                cert=self.pki.cert("admin"),
+                key=self.pki.key("admin"),
+                timeout=2,
+            )
+            try:
+                node = client.get(f"/api/v1/nodes/{NODE_NAME}")
+            finally:
+                client.close()
+        except (OSError, httpx.HTTPError, KubeError):
+            return False
+        conditions = node.get("status", {}).get("conditions", [])
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+    def _unmount_volumes(self) -> None:
+        _unmount_under(self.kubelet_dir)
+
+
+def _make_cgroup(controller: Path, name: str) -> None:
+    if not controller.is_dir():
+        return
+    cgroup = controller / name
+    cgroup.mkdir(exist_ok=True)
+    if controller.name == "cpuset":
+        # A v1 cpuset starts with no CPUs and no memory nodes: give it its parent's.
+        for knob in ("cpuset.cpus", "cpuset.mems"):
+            if not (cgroup / knob).read_text().strip():
+                (cgroup / knob).write_text((controller / knob).read_text())
+
+
+def _unmount_under(directory: Path) -> None:
+    """Unmounts everything mounted at or below `directory`, deepest first (lazily: a mount a
+    dying process still holds goes when it does)."""
+    prefix = str(directory.resolve())
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    below = [m for m in mounts if m == prefix or m.startswith(prefix + "/")]
+    for target in sorted(below, key=len, reverse=True):
+        _run("umount", "--lazy", target, check=False)
