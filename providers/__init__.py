@@ -27,5 +27,6 @@ And what they share:
 - `identities`: the forms of names, email addresses and POSIX ids every backend accepts.
 - `kubectl`: runs kubectl's own commands (get, apply, auth can-i), bounded, failing in its words.
 - `processes`: names a process by pid and start time, as /proc says.
+- `progress`: what a provider says while it waits, where the engine shows it.
 - `webhook`: posts to the operators' chat webhook, its URL never printed.
 """

@@ -38,7 +38,7 @@ def up(layout: SandboxLayout) -> int:
         if service.name == "containerd" and (imported := layout.node.import_images()):
             print(f"[sandbox] imported the node's images {', '.join(imported)}")
         if service.name == "kubelet":
-            layout.untaint_real_node()
+            layout.seed_real_node()
         if service.name == "retention-store" and layout.seed_retention_store():
             buckets = ", ".join((BUCKET, LEDGER_BUCKET, STATE_BUCKET))
             print(f"[sandbox] seeded the store's buckets {buckets}")

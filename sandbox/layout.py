@@ -8,6 +8,7 @@ unset for the operator's, `test` for the first worker's, `test-2` and `test-3` f
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from sandbox.authentik.service import (
     seed_parent_group,
     token_file,
 )
+from sandbox.kubernetes import in_cluster
 from sandbox.kubernetes.client import KubeClient
 from sandbox.kubernetes.configmap_volume import NAME as PARTITIONS_CONFIGMAP
 from sandbox.kubernetes.configmap_volume import NAMESPACE as PARTITIONS_NAMESPACE
@@ -44,6 +46,7 @@ from sandbox.slurm import SlurmSettings, client_env, slurm_services, slurmd_serv
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
 from sandbox.supervisor import SandboxError
 from sandbox.temporal import temporal_address, temporal_service
+from sandbox.versions import pinned
 from sandbox.weka.service import (
     admin_password_file,
     seed_root_filesystems,
@@ -52,10 +55,9 @@ from sandbox.weka.service import (
 )
 
 if TYPE_CHECKING:
-    from tenant_stack.platform import Weka
+    from tenant_stack.platform import Platform
 
 PROJECT = Path(__file__).resolve().parents[1]
-KUBERNETES_VERSION_FILE = PROJECT / "toolchain" / "versions.sh"
 PLATFORM_FILE = PROJECT / "Pulumi.prod.yaml"
 # Sizes of the platform's shared filesystems in the emulated cluster of 2 PB.
 SHARED_HOME_BYTES = 100 * 10**12
@@ -72,21 +74,16 @@ def _state_dir() -> Path:
     return Path(os.environ.get("GPU_TENANTS_STATE") or default)
 
 
-def _kubernetes_version() -> str:
-    for line in KUBERNETES_VERSION_FILE.read_text().splitlines():
-        if line.startswith("KUBERNETES_VERSION="):
-            return line.split("=", 1)[1]
-    raise RuntimeError(f"no KUBERNETES_VERSION in {KUBERNETES_VERSION_FILE}")
-
-
-def _platform_weka() -> Weka:
-    """The platform's Weka settings: its shared filesystems' names."""
+@functools.cache
+def _platform() -> Platform:
+    """The platform's settings: the Weka shared filesystems' names, the names by which pods
+    reach slurmctld."""
     # Imported here, not above: the platform's models would slow down every `make -s env`.
     from tenant_stack.errors import PlatformError
     from tenant_stack.platform import load_platform
 
     try:
-        return load_platform(PLATFORM_FILE).weka
+        return load_platform(PLATFORM_FILE)
     except PlatformError as error:
         raise SandboxError(str(error)) from error
 
@@ -127,7 +124,22 @@ class SandboxLayout:
 
     @property
     def node(self) -> RealNode:
-        return RealNode(self.root / "node", self.pki, self.ports)
+        services = self.host_services
+        return RealNode(
+            self.root / "node", self.pki, self.ports, tuple(s.host_port for s in services)
+        )
+
+    @property
+    def host_services(self) -> list[in_cluster.HostService]:
+        """The platform's services that this sandbox runs as processes, which pods reach by the
+        names the platform's settings give them."""
+        slurm = _platform().slurm
+        name, namespace = slurm.controller_host.split(".")[:2]
+        return [
+            in_cluster.HostService(
+                namespace, name, slurm.ports.slurmctld, self.slurm.slurmctld_port
+            ),
+        ]
 
     @property
     def project(self) -> Path:
@@ -153,7 +165,7 @@ class SandboxLayout:
     @property
     def node_scratch(self) -> Path:
         """The Weka emulator's shared scratch filesystem (Root's), which the nodes mount."""
-        return self.weka_mount_root / "Root" / _platform_weka().shared_scratch_filesystem
+        return self.weka_mount_root / "Root" / _platform().weka.shared_scratch_filesystem
 
     @property
     def slurm(self) -> SlurmSettings:
@@ -208,12 +220,16 @@ class SandboxLayout:
 
     def seed_kubernetes(self) -> None:
         with self._admin_client() as client:
-            seed(client, self.root / "kubernetes", _kubernetes_version())
+            seed(client, self.root / "kubernetes", pinned("KUBERNETES_VERSION"))
 
-    def untaint_real_node(self) -> None:
-        """Takes the not-ready taint off the real node, whose kubelet now reports Ready."""
+    def seed_real_node(self) -> None:
+        """Takes the not-ready taint off the real node, whose kubelet now reports Ready, and
+        puts on the cluster what its pods reach by name: the API server and the cluster DNS."""
         with self._admin_client() as client:
             condition_taints(client, f"/api/v1/nodes/{NODE_NAME}", NodeSeed(NODE_NAME))
+            in_cluster.seed(
+                client, self.node.host_address, self.ports.apiserver, self.host_services
+            )
 
     def seed_authentik(self) -> bool:
         """Creates what a tenant's identity hangs under, if missing (so: also after an upgrade)."""
@@ -231,7 +247,7 @@ class SandboxLayout:
     def seed_weka(self) -> list[str]:
         """Creates the platform's shared filesystems in Root, where directory-isolated tenants
         get their directories, if missing. Returns the names it created."""
-        weka = _platform_weka()
+        weka = _platform().weka
         capacities = {
             weka.shared_home_filesystem: SHARED_HOME_BYTES,
             weka.shared_scratch_filesystem: SHARED_SCRATCH_BYTES,

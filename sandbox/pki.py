@@ -7,6 +7,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.kubernetes.addresses import KUBERNETES_SERVICE_IP
+
 
 @dataclass(frozen=True)
 class ClientIdentity:
@@ -21,15 +23,19 @@ class ClientIdentity:
 CLIENTS = (
     ClientIdentity("admin", "sandbox-admin", "system:masters"),
     ClientIdentity("controller-manager", "system:kube-controller-manager"),
+    ClientIdentity("scheduler", "system:kube-scheduler"),
     ClientIdentity("reservation-operator", "system:serviceaccount:reservation-operator:operator"),
     # The real node's kubelet: the Node authorizer and NodeRestriction know it by these names.
     ClientIdentity("node-cpu-01", "system:node:cpu-01", "system:nodes"),
+    ClientIdentity("kube-proxy", "system:kube-proxy"),
     # The API server's identity towards kubelets (logs, exec): platform.yaml binds it to
     # system:kubelet-api-admin, as RKE2 does.
     ClientIdentity("apiserver-kubelet-client", "system:kube-apiserver"),
 )
 
 _SERVER_NAMES = "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+# Pods reach the API server at the `kubernetes` Service's address.
+_SERVER_ADDRESSES = f"IP:127.0.0.1,IP:{KUBERNETES_SERVICE_IP}"
 
 
 def _openssl(*args: str) -> None:
@@ -78,15 +84,21 @@ class Pki:
                 "rsa", "-in", str(self.service_account_key), "-pubout",
                 "-out", str(self.service_account_pub),
             )  # fmt: skip
-        self._issue("apiserver", "/CN=kube-apiserver", f"IP:127.0.0.1,{_SERVER_NAMES}")
-        for server in ("controller-manager-serving", "weka", "authentik"):
+        self._issue("apiserver", "/CN=kube-apiserver", f"{_SERVER_ADDRESSES},{_SERVER_NAMES}")
+        for server in ("controller-manager-serving", "scheduler-serving", "weka", "authentik"):
             self._issue(server, f"/CN={server}", "IP:127.0.0.1,DNS:localhost")
         for client in CLIENTS:
             subject = f"/CN={client.user}" + (f"/O={client.group}" if client.group else "")
             self._issue(client.name, subject, None)
 
     def _issue(self, name: str, subject: str, alt_names: str | None) -> None:
-        if self.cert(name).exists():
+        """Issues the certificate unless one for this subject and these names exists: a server
+        whose names grew gets a new one (the API server reloads it without a restart)."""
+        made_for = self.dir / f"{name}.made-for"
+        wanted = f"{subject} {alt_names or ''}\n"
+        recorded = _read(made_for)
+        # A client's certificate from before these records: its subject never changed.
+        if self.cert(name).exists() and (recorded == wanted or (not recorded and not alt_names)):
             return
         csr = self.dir / f"{name}.csr"
         _openssl(
@@ -106,6 +118,14 @@ class Pki:
         )  # fmt: skip
         csr.unlink()
         extensions.unlink()
+        made_for.write_text(wanted)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def kubeconfig(pki: Pki, client: str, server: str) -> str:

@@ -37,6 +37,10 @@ class Ports:
         return 26257 + self.offset
 
     @property
+    def scheduler(self) -> int:
+        return 26259 + self.offset
+
+    @property
     def weka(self) -> int:
         # Weka's own API port for the operator's sandbox, so URLs look like production's.
         return 14000 + self.offset

@@ -10,7 +10,7 @@ tenant stack exports them, and `gpu-tenants handover <slug>` prints the sheet.
 from __future__ import annotations
 
 from tenant_stack.components.login_pod import ssh_config
-from tenant_stack.platform import Platform
+from tenant_stack.platform import Platform, Support
 from tenant_stack.spec import TenantSpec
 from tenant_stack.spec.quantities import readable_size
 
@@ -112,9 +112,28 @@ def connection_sheet(spec: TenantSpec, platform: Platform, smoke_run: str | None
         f"- Term: {contract.term.start} to {contract.term.end}",
         "",
     ]
+    lines += _support(platform.support)
     if smoke_run is not None:
         lines += ["## Smoke tests (runbook step 7)", "", smoke_run, ""]
     return "\n".join(lines)
+
+
+def _support(support: Support) -> list[str]:
+    sla = support.first_response
+    return [
+        "## Documentation",
+        "",
+        *(f"- [{link.title}]({link.url})" for link in support.docs),
+        "",
+        "## Getting help",
+        "",
+        f"- Email: {support.email}",
+        f"- Chat: {support.chat}",
+        f"- Out of hours, the on-call rota: {support.on_call}",
+        f"- First response: within {sla.business_hours} in business hours,"
+        f" {sla.otherwise} otherwise",
+        "",
+    ]
 
 
 def offboarding_notice(spec: TenantSpec, platform: Platform) -> str:

@@ -27,6 +27,7 @@ from tenant_stack.strict_models import (
     DistinguishedName,
     DnsLabel,
     DnsName,
+    Email,
     HostPort,
     HttpsUrl,
     LdapsUri,
@@ -47,6 +48,7 @@ __all__ = [
     "Platform",
     "Sku",
     "Slurm",
+    "Support",
     "Weka",
     "load_platform",
     "platform_problems",
@@ -173,6 +175,29 @@ class Fleet(StrictModel):
     drift_every_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 240
 
 
+class Link(StrictModel):
+    title: SingleLine
+    url: HttpsUrl
+
+
+class FirstResponse(StrictModel):
+    """How soon the platform team first answers a tenant's issue, as the tenant is told."""
+
+    business_hours: SingleLine
+    otherwise: SingleLine
+
+
+class Support(StrictModel):
+    """What the connection sheet tells every tenant beside their own facts (runbook step 8,
+    items 2 and 3): the public docs, where to take issues, and the SLA on first response."""
+
+    docs: Annotated[list[Link], Field(min_length=1)]
+    email: Email
+    chat: SingleLine
+    on_call: HttpsUrl
+    first_response: FirstResponse
+
+
 class Platform(StrictModel):
     """The cluster-wide facts, keyed as in Pulumi.prod.yaml without the `gpu-tenants:` prefix."""
 
@@ -186,6 +211,7 @@ class Platform(StrictModel):
     slurm: Slurm
     weka: Weka
     login_chart: LoginChart
+    support: Support
     retention: Retention = Retention()
     fleet: Fleet = Fleet()
     # None where the platform gives pods no InfiniBand network: no tenant may ask for `pkey`.

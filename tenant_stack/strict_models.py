@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from providers.identities import MAX_ID
+from providers.identities import EMAIL, MAX_ID
 from tenant_stack.errors import Problem
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "DistinguishedName",
     "DnsLabel",
     "DnsName",
+    "Email",
     "HostPort",
     "HttpsUrl",
     "LdapsUri",
@@ -129,6 +130,12 @@ def _chart_version(value: str) -> str:
     return value
 
 
+def _email(value: str) -> str:
+    if not EMAIL.fullmatch(value):
+        raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
+    return value
+
+
 def _single_line(value: str) -> str:
     if not value.strip() or value != value.strip() or not value.isprintable():
         raise ValueError(
@@ -143,6 +150,7 @@ HostPort = Annotated[str, AfterValidator(_host_port)]
 LdapsUri = Annotated[str, AfterValidator(_ldaps_uri)]
 HttpsUrl = Annotated[str, AfterValidator(_https_url)]
 DistinguishedName = Annotated[str, AfterValidator(_distinguished_name)]
+Email = Annotated[str, AfterValidator(_email)]
 ChartVersion = Annotated[str, AfterValidator(_chart_version)]
 SingleLine = Annotated[str, AfterValidator(_single_line)]
 StartNumber = Annotated[int, Field(ge=1, le=MAX_ID)]

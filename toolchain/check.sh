@@ -24,9 +24,11 @@ got=$(kube-apiserver --version) || fail "kube-apiserver is missing; run make set
 echo "[check] kube-apiserver: $got"
 got=$(kube-controller-manager --version) || fail "kube-controller-manager is missing; run make setup"
 echo "[check] kube-controller-manager: $got"
-got=$(kubelet --version) || fail "kubelet is missing; run make setup"
-[[ $got == "Kubernetes v$KUBERNETES_VERSION" ]] || fail "kubelet reports '$got', want v$KUBERNETES_VERSION"
-echo "[check] kubelet: $got"
+for binary in kube-scheduler kubelet kube-proxy; do
+  got=$("$binary" --version) || fail "$binary is missing; run make setup"
+  [[ $got == "Kubernetes v$KUBERNETES_VERSION" ]] || fail "$binary reports '$got', want v$KUBERNETES_VERSION"
+  echo "[check] $binary: $got"
+done
 # First lines taken in bash: `| head -n1` could end the tool with SIGPIPE, failing under pipefail.
 got=$(kubectl version --client) || fail "kubectl is missing; run make setup"
 got=${got%%$'\n'*}
@@ -44,3 +46,6 @@ got=$(temporal --version) || fail "temporal is missing; run make setup"
 [[ $got == "temporal version $TEMPORAL_CLI_VERSION "* ]] ||
   fail "temporal reports '$got', want $TEMPORAL_CLI_VERSION"
 echo "[check] $got"
+got=$(coredns -version) || fail "coredns is missing; run make setup"
+[[ $got == "CoreDNS-$COREDNS_VERSION"* ]] || fail "coredns reports '${got%%$'\n'*}', want $COREDNS_VERSION"
+echo "[check] ${got%%$'\n'*}"

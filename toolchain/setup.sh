@@ -236,21 +236,28 @@ kubernetes_control_plane() {
   finish_install "$scratch" "$KUBERNETES_DIR"
 }
 
-# The kubelet of the sandbox's real node, from the same module and stamps as the control plane,
-# in a directory of its own so that a control plane already built is kept.
-kubernetes_node() {
-  if [[ -x $KUBERNETES_NODE_DIR/bin/kubelet ]]; then
-    say "kubelet v$KUBERNETES_VERSION: cached"
+# What runs workloads on the sandbox's cluster: the scheduler, and the real node's kubelet and
+# kube-proxy; from the same module and stamps as the control plane, in a directory of their own
+# so that a control plane built before them is kept.
+WORKLOAD_BINARIES=(kube-scheduler kubelet kube-proxy)
+kubernetes_workloads() {
+  local binary missing=()
+  for binary in "${WORKLOAD_BINARIES[@]}"; do
+    [[ -x $KUBERNETES_WORKLOADS_DIR/bin/$binary ]] || missing+=("$binary")
+  done
+  if ((${#missing[@]} == 0)); then
+    say "${WORKLOAD_BINARIES[*]} v$KUBERNETES_VERSION: cached"
     return
   fi
   check_go
-  local scratch="$KUBERNETES_NODE_DIR.partial" v="v$KUBERNETES_VERSION"
+  local scratch="$KUBERNETES_WORKLOADS_DIR.partial" v="v$KUBERNETES_VERSION"
   rm -rf "$scratch" && mkdir -p "$scratch/bin"
-  say "building kubelet $v (first time: about 4 minutes)"
-  (cd "$here/go/kubernetes" && run_logged "kubelet $v" "$GPU_TENANTS_CACHE/logs/kubelet.log" \
+  say "building ${WORKLOAD_BINARIES[*]} $v (first time: about 6 minutes)"
+  (cd "$here/go/kubernetes" && run_logged "${WORKLOAD_BINARIES[*]} $v" \
+    "$GPU_TENANTS_CACHE/logs/kubernetes-workloads.log" \
     env CGO_ENABLED=0 go build -trimpath -tags providerless -ldflags "$(kubernetes_stamps)" \
-    -o "$scratch/bin/" k8s.io/kubernetes/cmd/kubelet)
-  finish_install "$scratch" "$KUBERNETES_NODE_DIR"
+    -o "$scratch/bin/" "${WORKLOAD_BINARIES[@]/#/k8s.io/kubernetes/cmd/}")
+  finish_install "$scratch" "$KUBERNETES_WORKLOADS_DIR"
 }
 
 # A Go module's source directory as the proxy serves it ($1: module@version). Binaries are built
@@ -292,6 +299,14 @@ versitygw() {
     "-X main.Version=v$VERSITYGW_VERSION" "about 80 seconds"
 }
 
+# CoreDNS, which the sandbox runs as the cluster's DNS, in a pod on its real node. Its version is
+# a constant of its source (coremain.CoreVersion); the stamp is the commit it prints beside it.
+coredns() {
+  module_binary "coredns v$COREDNS_VERSION" "$COREDNS_DIR" coredns \
+    "$COREDNS_MODULE@v$COREDNS_VERSION" . \
+    "-X github.com/coredns/coredns/coremain.GitCommit=v$COREDNS_VERSION" "about 3 minutes"
+}
+
 # The Temporal CLI, whose dev server is the sandbox's workflow engine. Unstamped, `temporal
 # --version` says 0.0.0-DEV.
 temporal_cli() {
@@ -321,8 +336,9 @@ main() {
   eval "$("$here/env.sh")"
   kubernetes_plugin
   kubernetes_control_plane
-  kubernetes_node
+  kubernetes_workloads
   versitygw
+  coredns
   temporal_cli
   sandbox_packages
   "$here/check.sh"

@@ -12,6 +12,11 @@ KUBERNETES_PROVIDER_MODULE_VERSION=v4.0.0-20260115033456-f47bc2d6f199
 KUBERNETES_VERSION=1.30.14
 ETCD_VERSION=3.5.21
 
+# CoreDNS, the sandbox cluster's DNS: the version RKE2 v1.30 runs. Built from its own module,
+# whose go.sum pins its dependencies.
+COREDNS_VERSION=1.11.3
+COREDNS_MODULE=github.com/coredns/coredns
+
 # Versity's S3 gateway (Apache-2.0), the sandbox's retention object store; built from its own
 # module, whose go.sum pins its dependencies.
 VERSITYGW_VERSION=1.8.0

@@ -6,10 +6,11 @@ A drain can take days, and no `up` may hold the stack's lock that long, so the w
   sends TERM to the whole of every running job. It records when, so that reruns measure the
   drain from its real start. Moving the mode from graceful to hard later sends the TERM then.
 - `Drained` waits at most `wait_seconds` for the tenant's queue to empty, looking every
-  SLURM_DRAIN_POLL_SECONDS (`Settings.drain_poll`), then fails with the progress (jobs left, the
-  latest expected end) and the instruction to rerun `pulumi up`. In `hard` mode, once
-  `timeout_seconds` have passed since the TERM, it ends what is left (KILL). A graceful drain
-  past `timeout_seconds` says to switch to hard. Made once the queue is empty.
+  SLURM_DRAIN_POLL_SECONDS (`Settings.drain_poll`), saying how it goes (`progress`), then fails
+  with the progress (jobs left, the latest expected end) and the instruction to rerun
+  `pulumi up`. In `hard` mode, once `timeout_seconds` have passed since the TERM, it ends what
+  is left (KILL). A graceful drain past `timeout_seconds` says to switch to hard. Made once the
+  queue is empty.
 
 Both are records of what was done: deleting them (rollback to active, or destroy) does nothing.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
+from providers import progress
 from providers.base import Field, Schema, SchemaProvider
 from providers.errors import SlurmError
 from providers.slurm import values
@@ -137,6 +139,7 @@ class DrainedProvider(_RecordProvider):
         queue = SlurmQueue(settings.make_transport())
         deadline = time.monotonic() + p["wait_seconds"]
         killed = False
+        next_word = time.monotonic() + progress.EVERY
         while True:
             jobs = queue.jobs(p["accounts"])
             if not jobs:
@@ -147,6 +150,9 @@ class DrainedProvider(_RecordProvider):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise SlurmError(doing, _progress(p, jobs), _next_step(p))
+            if time.monotonic() >= next_word:
+                progress.say(f"{doing}: {_progress(p, jobs)}; {left:.0f}s left to wait")
+                next_word += progress.EVERY
             # The last look is at the deadline, not a poll past it.
             time.sleep(min(settings.drain_poll, left))
 

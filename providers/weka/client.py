@@ -42,6 +42,7 @@ import httpx
 from providers.call_log import httpx_hooks
 from providers.errors import WekaError
 from providers.http_retry import NoResponseError, RetryPolicy, send
+from providers.progress import EVERY as PROGRESS_EVERY
 from providers.weka.records import (
     Capacity,
     FileSystem,
@@ -90,8 +91,10 @@ class WekaClient:
         retry_delays: Sequence[float] = RETRY_DELAYS,
         sleep: Callable[[float], None] = time.sleep,
         shared_login: bool = False,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.org = credentials.org
+        self._progress = progress
         self._auth = (shared_auth if shared_login else WekaAuth)(base_url, credentials)
         self._retry = RetryPolicy(tuple(retry_delays))
         self._sleep = sleep
@@ -106,16 +109,22 @@ class WekaClient:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, credentials: Credentials | None = None, shared_login: bool = False
+        cls,
+        settings: Settings,
+        credentials: Credentials | None = None,
+        shared_login: bool = False,
+        progress: Callable[[str], None] | None = None,
     ) -> WekaClient:
         """A client of the cluster in `settings`, as its cluster admin unless `credentials`
         (an organization's admin) are given; with `shared_login`, in the process's one session
-        for those credentials (`shared_auth`)."""
+        for those credentials (`shared_auth`). `progress` is told, every PROGRESS_EVERY
+        seconds of a wait for the cluster's background work, what it waits for and in what state."""
         return cls(
             settings.url,
             credentials or Credentials(settings.username, settings.password),
             verify=settings.tls_verify(),
             shared_login=shared_login,
+            progress=progress,
         )
 
     def __enter__(self) -> WekaClient:
@@ -366,8 +375,10 @@ class WekaClient:
         state: Callable[[], str],
     ) -> _T:
         """What `check` gives once it gives something, asked ever less often up to `timeout`
-        seconds; then a WekaError that says how long it waited and in what state."""
+        seconds, telling `progress` how it goes every PROGRESS_EVERY seconds of pauses; then a
+        WekaError that says how long it waited and in what state."""
         deadline, pause = time.monotonic() + timeout, _POLL_FIRST
+        paused, told = 0.0, 0
         while (found := check()) is None:
             if time.monotonic() + pause > deadline:
                 raise WekaError(
@@ -376,7 +387,11 @@ class WekaClient:
                     "the cluster goes on with it: check `weka status` and the cluster's events "
                     "(`weka events`), then run `pulumi up` again",
                 )
+            if self._progress is not None and paused >= (told + 1) * PROGRESS_EVERY:
+                told = int(paused // PROGRESS_EVERY)
+                self._progress(f"{doing}: still {state()} after {paused:.0f}s")
             self._sleep(pause)
+            paused += pause
             pause = min(pause * 2, _POLL_MOST)
         return found
 

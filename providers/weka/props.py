@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from providers import progress
 from providers.base import Field, Rule, SchemaProvider
 from providers.errors import WekaError
 from providers.weka.settings import ROOT_ORG, Credentials, Settings
@@ -131,7 +132,9 @@ def weka_client(
     # diffs, so neither the program nor the dynamic-provider host loads the HTTP stack for it.
     from providers.weka.client import WekaClient
 
-    return WekaClient.from_settings(settings, login, shared_login=not fresh_login)
+    return WekaClient.from_settings(
+        settings, login, shared_login=not fresh_login, progress=progress.say
+    )
 
 
 def org_client(props: Mapping[str, Any]) -> WekaClient:

@@ -84,7 +84,11 @@ def resource_path(manifest: JSON) -> str:
     namespace: str | None = manifest["metadata"].get("namespace")
     prefix = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     plural = {
+        "ConfigMap": "configmaps",
+        "Deployment": "deployments",
+        "EndpointSlice": "endpointslices",
         "Namespace": "namespaces",
+        "Service": "services",
         "Node": "nodes",
         "Secret": "secrets",
         "ServiceAccount": "serviceaccounts",

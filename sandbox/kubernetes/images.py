@@ -19,11 +19,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.versions import pinned
+
 # The pause image's name is the one kubelet and containerd 1.6 ask for by default, so nothing
 # needs to be told another: containerd never pulls an image it already holds.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
-# A shell and the usual tools (sh, sleep, cat, wget, nc) in one static binary, for test pods.
+# A shell and the usual tools (sh, sleep, wget, nc, httpd, nslookup) in one static binary, for
+# test pods.
 TOOLS_IMAGE = "sandbox.local/tools:1"
+
+
+def coredns_image() -> str:
+    """The cluster DNS's image: the binary `make setup` built, tagged with its version."""
+    return f"sandbox.local/coredns:{pinned('COREDNS_VERSION')}"
+
+
 _EPOCH = 0
 
 
@@ -69,11 +79,13 @@ def build_pause(target: Path) -> Path:
     return target
 
 
-def images(pause: Path) -> list[Image]:
+def images(pause: Path, coredns: Path) -> list[Image]:
     busybox = Path(shutil.which("busybox") or "/usr/bin/busybox")
-    applets = ("sh", "sleep", "cat", "echo", "ls", "id", "wget", "nc", "touch", "mkdir", "env")
+    applets = ("sh", "sleep", "cat", "echo", "ls", "id", "mkdir", "env", "wget", "nc", "httpd",
+               "nslookup")  # fmt: skip
     return [
         Image(PAUSE_IMAGE, {"pause": pause}, ("/pause",)),
+        Image(coredns_image(), {"coredns": coredns}, ("/coredns",)),
         Image(
             TOOLS_IMAGE,
             {"bin/busybox": busybox},

@@ -25,7 +25,9 @@ from pathlib import Path
 import httpx
 
 from sandbox.kubernetes import images
+from sandbox.kubernetes.addresses import DNS_SERVICE_IP
 from sandbox.kubernetes.client import KubeClient, KubeError
+from sandbox.kubernetes.services import REAL_NODE_LABEL
 from sandbox.pki import Pki, kubeconfig
 from sandbox.ports import TEST_SANDBOX_OFFSET, Ports
 from sandbox.service import Service, built_tool
@@ -33,6 +35,7 @@ from sandbox.service import Service, built_tool
 NODE_NAME = "cpu-01"
 _CGROUP_CONTROLLERS = Path("/sys/fs/cgroup")
 _CNI_PLUGINS = "/usr/lib/cni"
+_PROXY_HEALTH_PORT = 10256
 
 
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -47,6 +50,9 @@ class RealNode:
     state_dir: Path
     pki: Pki
     ports: Ports
+    # Ports of this machine's loopback that the node reaches at its gateway: the API server's
+    # and those of the platform's services the sandbox runs as processes (in_cluster).
+    host_ports: tuple[int, ...] = ()
 
     @property
     def index(self) -> int:
@@ -111,7 +117,7 @@ class RealNode:
                 f"--node-ip={self.address}",
                 f"--root-dir={self.kubelet_dir}",
                 f"--cert-dir={self.state_dir / 'kubelet-pki'}",
-                "--node-labels=node.kubernetes.io/instance-type=sandbox-cpu",
+                f"--node-labels=node.kubernetes.io/instance-type=sandbox-cpu,{REAL_NODE_LABEL}=true",
                 "--v=1",
             ),
             ready=self._kubelet_ready,
@@ -120,7 +126,16 @@ class RealNode:
             revision=self._kubelet_config_text,
             ready_timeout=120,
         )
-        return [containerd, kubelet]
+        proxy = Service(
+            name="kube-proxy",
+            argv=self._in_node(
+                built_tool("kube-proxy"), f"--config={self.state_dir / 'kube-proxy.yaml'}"
+            ),
+            ready=self._proxy_ready,
+            prepare=self._prepare_proxy,
+            revision=self._proxy_config_text,
+        )
+        return [containerd, kubelet, proxy]
 
     # The network namespace and the veth pair.
 
@@ -141,13 +156,13 @@ class RealNode:
         # The node forwards between its pods' bridge and its veth; this machine does not.
         _run("ip", "netns", "exec", self.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         Path(f"/proc/sys/net/ipv4/conf/{self._host_veth}/route_localnet").write_text("1")
-        rule = [
-            "PREROUTING", "-i", self._host_veth, "-p", "tcp", "-d", self.host_address,
-            "--dport", str(self.ports.apiserver), "-j", "DNAT",
-            "--to-destination", f"127.0.0.1:{self.ports.apiserver}",
-        ]  # fmt: skip
-        if _run("iptables", "-t", "nat", "-C", *rule, check=False).returncode != 0:
-            _run("iptables", "-t", "nat", "-A", *rule)
+        for port in (self.ports.apiserver, *self.host_ports):
+            rule = [
+                "PREROUTING", "-i", self._host_veth, "-p", "tcp", "-d", self.host_address,
+                "--dport", str(port), "-j", "DNAT", "--to-destination", f"127.0.0.1:{port}",
+            ]  # fmt: skip
+            if _run("iptables", "-t", "nat", "-C", *rule, check=False).returncode != 0:
+                _run("iptables", "-t", "nat", "-A", *rule)
 
     # containerd.
 
@@ -232,16 +247,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         return True
 
     def import_images(self) -> list[str]:
-        """Imports the node's images into containerd unless it holds them; returns those it
-        imported."""
+        """Imports the node's images into containerd unless it holds them as they are made now
+        (same name, same digest); returns those it imported."""
         ctr = [built_tool("ctr"), f"--address={self.socket}", "--namespace=k8s.io"]
-        held = set(_run(*ctr, "images", "list", "--quiet").stdout.split())
+        # REF TYPE DIGEST SIZE PLATFORMS LABELS, one image a line after the header.
+        listed = _run(*ctr, "images", "list").stdout.splitlines()[1:]
+        held = {line.split()[0]: line.split()[2] for line in listed if line.strip()}
         pause = images.build_pause(self.state_dir / "images" / "pause")
         imported = []
-        for image in images.images(pause):
+        for image in images.images(pause, Path(built_tool("coredns"))):
             archive = self.state_dir / "images" / f"{image.name.replace('/', '_')}.tar"
-            images.write_archive(image, archive)
-            if image.name in held:
+            if held.get(image.name) == images.write_archive(image, archive):
                 continue
             _run(*ctr, "images", "import", "--no-unpack", str(archive))
             imported.append(image.name)
@@ -286,6 +302,8 @@ containerRuntimeEndpoint: unix://{self.socket}
 failSwapOn: false
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
+clusterDNS: [{DNS_SERVICE_IP}]
+clusterDomain: cluster.local
 resolvConf: {self.state_dir / "resolv.conf"}
 serializeImagePulls: false
 # The machine's disk is shared with everything else on it: evict on near-full only.
@@ -301,18 +319,10 @@ imageGCLowThresholdPercent: 98
     def _prepare_kubelet(self) -> None:
         self.pki.ensure()
         (self.state_dir / "kubelet.yaml").write_text(self._kubelet_config_text())
-        # No nameserver: a pod resolves nothing until the cluster's DNS runs, and never asks
+        # For pods of dnsPolicy Default (CoreDNS's own): no nameserver, so that no pod ever asks
         # this machine's resolver.
         (self.state_dir / "resolv.conf").write_text("search cluster.local\n")
-        server = f"https://{self.host_address}:{self.ports.apiserver}"
-        config = kubeconfig(self.pki, f"node-{NODE_NAME}", server)
-        # The API server's certificate names loopback and `kubernetes`, not the veth address.
-        config = config.replace(
-            f"    server: {server}\n", f"    server: {server}\n    tls-server-name: kubernetes\n"
-        )
-        path = self.state_dir / "kubelet.kubeconfig"
-        path.write_text(config)
-        path.chmod(0o600)
+        self._write_kubeconfig(f"node-{NODE_NAME}", self.state_dir / "kubelet.kubeconfig")
         for controller in _CGROUP_CONTROLLERS.iterdir():
             _make_cgroup(controller, self.cgroup_root.lstrip("/"))
 
@@ -333,6 +343,46 @@ imageGCLowThresholdPercent: 98
             return False
         conditions = node.get("status", {}).get("conditions", [])
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+    # kube-proxy.
+
+    def _proxy_config_text(self) -> str:
+        return f"""apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: {self.state_dir / "kube-proxy.kubeconfig"}
+mode: iptables
+clusterCIDR: {self.pod_subnet}
+hostnameOverride: {NODE_NAME}
+bindAddress: {self.address}
+healthzBindAddress: {self.address}:{_PROXY_HEALTH_PORT}
+metricsBindAddress: 127.0.0.1:10249
+# The conntrack table is this machine's, not the node's: leave its size alone.
+conntrack:
+  maxPerCore: 0
+"""
+
+    def _prepare_proxy(self) -> None:
+        self.pki.ensure()
+        (self.state_dir / "kube-proxy.yaml").write_text(self._proxy_config_text())
+        self._write_kubeconfig("kube-proxy", self.state_dir / "kube-proxy.kubeconfig")
+
+    def _proxy_ready(self) -> bool:
+        try:
+            url = f"http://{self.address}:{_PROXY_HEALTH_PORT}/healthz"
+            return httpx.get(url, timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _write_kubeconfig(self, client: str, path: Path) -> None:
+        server = f"https://{self.host_address}:{self.ports.apiserver}"
+        config = kubeconfig(self.pki, client, server)
+        # The API server's certificate names loopback and `kubernetes`, not the veth address.
+        config = config.replace(
+            f"    server: {server}\n", f"    server: {server}\n    tls-server-name: kubernetes\n"
+        )
+        path.write_text(config)
+        path.chmod(0o600)
 
     def _unmount_volumes(self) -> None:
         _unmount_under(self.kubelet_dir)

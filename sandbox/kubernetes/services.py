@@ -8,12 +8,14 @@ from pathlib import Path
 
 import httpx
 
+from sandbox.kubernetes.addresses import SERVICE_CIDR
 from sandbox.kubernetes.client import tls_context
 from sandbox.pki import Pki, kubeconfig
 from sandbox.ports import Ports
 from sandbox.service import PYTHON, Service, built_tool, source_revision
 
-SERVICE_CIDR = "10.43.0.0/16"
+# What the kubelet of a real node labels it with (a stand-in node has no such label).
+REAL_NODE_LABEL = "sandbox.gpu-tenants.io/real-node"
 
 
 def _answers(url: str, verify: ssl.SSLContext | bool) -> bool:
@@ -38,9 +40,33 @@ class KubernetesSandbox:
     def admin_kubeconfig(self) -> Path:
         return self.dir / "admin.kubeconfig"
 
+    def _scheduler_config_text(self) -> str:
+        # Only real nodes get pods: a pod bound to a stand-in node could never be deleted, since
+        # no kubelet there confirms it gone, and its namespace would never go.
+        return f"""apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: {self.dir / "scheduler.kubeconfig"}
+leaderElection:
+  leaderElect: false
+profiles:
+  - schedulerName: default-scheduler
+    pluginConfig:
+      - name: NodeAffinity
+        args:
+          addedAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+                - matchExpressions:
+                    - {{key: {REAL_NODE_LABEL}, operator: Exists}}
+"""
+
+    def _write_scheduler_config(self) -> None:
+        (self.dir / "scheduler.yaml").write_text(self._scheduler_config_text())
+
     def _write_kubeconfigs(self) -> None:
         self.pki.ensure()
-        for client in ("admin", "controller-manager"):
+        for client in ("admin", "controller-manager", "scheduler"):
             path = self.dir / f"{client}.kubeconfig"
             path.write_text(kubeconfig(self.pki, client, self.server))
             path.chmod(0o600)
@@ -133,6 +159,26 @@ class KubernetesSandbox:
                 f"https://127.0.0.1:{controller_manager_port}/healthz", tls_context(pki.ca_cert)
             ),
         )
+        scheduler_kubeconfig = str(self.dir / "scheduler.kubeconfig")
+        scheduler = Service(
+            name="kube-scheduler",
+            argv=[
+                built_tool("kube-scheduler"),
+                f"--config={self.dir / 'scheduler.yaml'}",
+                f"--authentication-kubeconfig={scheduler_kubeconfig}",
+                f"--authorization-kubeconfig={scheduler_kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.ports.scheduler}",
+                f"--tls-cert-file={pki.cert('scheduler-serving')}",
+                f"--tls-private-key-file={pki.key('scheduler-serving')}",
+            ],
+            ports=(self.ports.scheduler,),
+            prepare=self._write_scheduler_config,
+            revision=self._scheduler_config_text,
+            ready=lambda: _answers(
+                f"https://127.0.0.1:{self.ports.scheduler}/healthz", tls_context(pki.ca_cert)
+            ),
+        )
         operator = Service(
             name="reservation-operator",
             argv=[
@@ -147,4 +193,4 @@ class KubernetesSandbox:
             # The supervisor fails a process that exits; alive with a reachable API is ready.
             ready=self.apiserver_ready,
         )
-        return [etcd, apiserver, controller_manager, operator]
+        return [etcd, apiserver, controller_manager, scheduler, operator]

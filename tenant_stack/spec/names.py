@@ -1,5 +1,6 @@
 """Names and free text of a spec: slugs, usernames, Slurm account names, descriptions, people's
-names, email addresses, change tickets and QoS flags. Each ends up in a system with a grammar of
+names, email addresses (whose type the platform's settings share, in strict_models), change
+tickets and QoS flags. Each ends up in a system with a grammar of
 its own (Slurm, sacctmgr, passwd), so each is checked against that grammar here, where the
 problem can name its spec field, rather than failing halfway through an update.
 """
@@ -11,8 +12,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from providers.identities import EMAIL, HYPHENATED
+from providers.identities import HYPHENATED
 from providers.slurm.values import QOS_FLAGS
+from tenant_stack.strict_models import Email as Email  # the platform's too: defined below both
 
 # A slug names the tenant's namespace, Slurm account and partition, Authentik group, Weka
 # organization and retention store prefix at once, so it may be none of the names those systems
@@ -100,12 +102,6 @@ def _person_name(value: str) -> str:
     return value
 
 
-def _email(value: str) -> str:
-    if not EMAIL.fullmatch(value):
-        raise ValueError(f"{value!r} is not an email address such as 'alice@tenant-foo.example'")
-    return value
-
-
 def _ticket(value: str) -> str:
     if not re.fullmatch(r"[A-Z][A-Z0-9]+-[0-9]+", value):
         raise ValueError(f"{value!r} is not a change ticket id such as 'OPS-1234'")
@@ -117,7 +113,6 @@ Username = Annotated[str, AfterValidator(_username)]
 AccountName = Annotated[str, AfterValidator(_account_name)]
 SacctmgrText = Annotated[str, AfterValidator(_sacctmgr_text)]
 PersonName = Annotated[str, AfterValidator(_person_name)]
-Email = Annotated[str, AfterValidator(_email)]
 Ticket = Annotated[str, AfterValidator(_ticket)]
 
 

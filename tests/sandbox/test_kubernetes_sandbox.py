@@ -103,6 +103,94 @@ def test_the_real_node_runs_a_pod_that_logs_execs_and_goes(sandbox: SandboxLayou
     assert kubectl("get", "pod", name, check=False).returncode != 0
 
 
+SERVICES = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: NAMESPACE, labels: {app: web}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: web
+      image: IMAGE
+      imagePullPolicy: Never
+      command:
+        - /bin/sh
+        - -c
+        - mkdir /www && echo hello > /www/index.html && exec httpd -f -p 8080 -h /www
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: NAMESPACE}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: NAMESPACE}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: client
+      image: IMAGE
+      imagePullPolicy: Never
+      command: [sleep, "600"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: wants-a-gpu, namespace: NAMESPACE}
+spec:
+  containers:
+    - name: job
+      image: IMAGE
+      imagePullPolicy: Never
+      resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_pods_are_scheduled_and_reach_services_by_name_as_on_rke2() -> None:
+    """The scheduler places pods on the real node only; from a pod, the cluster DNS resolves
+    Services, kube-proxy routes a Service's address to its pods, and the names the platform's
+    settings give (slurmctld.slurm-control.svc, the API server's `kubernetes`) reach the
+    sandbox's processes."""
+    namespace = f"net-{uuid.uuid4().hex[:6]}"
+    kubectl("create", "namespace", namespace)
+    try:
+        manifests = SERVICES.replace("NAMESPACE", namespace).replace("IMAGE", TOOLS_IMAGE)
+        kubectl("apply", "-f", "-", stdin=manifests)
+        kubectl("-n", namespace, "wait", "--for=condition=Ready", "pod/web", "pod/client",
+                "--timeout=60s")  # fmt: skip
+        placed = kubectl_json("-n", namespace, "get", "pods")["items"]
+        nodes = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in placed}
+        # A stand-in node's 8 GPUs are no place for it: no kubelet there could ever run it.
+        assert nodes == {"web": NODE_NAME, "client": NODE_NAME, "wants-a-gpu": None}
+
+        def in_client(script: str) -> str:
+            return kubectl("-n", namespace, "exec", "client", "--", "sh", "-c", script).stdout
+
+        def resolved(name: str) -> str:
+            """The address the cluster DNS gives `name`, asked from the pod with busybox's own
+            resolver (its wget and nc, static, cannot load glibc's resolver), and checked to be
+            the Service's."""
+            answer = in_client(f"nslookup {name}.svc.cluster.local").split("Name:")[-1]
+            address = answer.split("Address:")[1].split()[0]
+            service, service_namespace = name.split(".")
+            found = kubectl_json("-n", service_namespace, "get", "service", service)
+            assert address == found["spec"]["clusterIP"]
+            return address
+
+        web = resolved(f"web.{namespace}")
+        # (Not wget -T: Debian's static busybox 1.35 crashes on it.)
+        assert in_client(f"timeout 10 wget -q -O - http://{web}/") == "hello\n"
+        # slurmctld answers on the port the platform's settings name (its own is the sandbox's).
+        slurmctld = resolved("slurmctld.slurm-control")
+        assert in_client(f"echo | nc -w 5 {slurmctld} 6817 >/dev/null; echo $?") == "0\n"
+        api_server = resolved("kubernetes.default")
+        assert in_client(f"echo | nc -w 5 {api_server} 443 >/dev/null; echo $?") == "0\n"
+    finally:
+        kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=60s")
+
+
 def test_shared_namespaces_and_ldap_bind_secret_exist() -> None:
     for namespace in ("auth", "slurm-control", "reservation-operator"):
         kubectl("get", "namespace", namespace)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tenant_stack.commands import main
@@ -31,6 +33,30 @@ def test_connection_sheet_carries_the_runbook_fields() -> None:
         "- Partition nodes: `gpu-[01-08]`",
     ):
         assert line in sheet
+
+
+def test_the_sheet_says_where_the_docs_are_where_to_get_help_and_how_soon(
+    tmp_path: Path,
+) -> None:
+    """Runbook step 8, items 2 and 3, from the platform's settings: another platform's support
+    is another sheet's."""
+    spec = load_spec(ROOT / "tenants", "tenant-foo", PLATFORM)
+    sheet = connection_sheet(spec, PLATFORM)
+    for line in (
+        "- [Running jobs with Slurm](https://docs.example.internal/gpu/slurm)",
+        "- Email: gpu-support@example.internal",
+        "- Out of hours, the on-call rota: https://oncall.example.internal/schedules/gpu-platform",
+        "- First response: within 1 hour in business hours, 4 hours otherwise",
+    ):
+        assert line in sheet
+    text = (
+        (ROOT / "Pulumi.prod.yaml")
+        .read_text()
+        .replace("business_hours: 1 hour", "business_hours: 30 minutes")
+    )
+    (tmp_path / "Pulumi.prod.yaml").write_text(text)
+    other = load_platform(tmp_path / "Pulumi.prod.yaml")
+    assert "- First response: within 30 minutes in business hours" in connection_sheet(spec, other)
 
 
 def test_smoke_tests_target_the_tenant_partition_account_and_scratch() -> None:

@@ -83,6 +83,7 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
         ("cluster_name", "production", "cluster_name", "namespaced"),
         ("gpu-tenants:dns_domain", "Example", "gpu-tenants:dns_domain", "DNS name"),
         ("gpu-tenants:login_chart", {"version": "x"}, "gpu-tenants:login_chart.version", "chart"),
+        ("gpu-tenants:support", {"email": "help"}, "gpu-tenants:support.email", "email address"),
     ],
 )
 def test_bad_values_are_located(

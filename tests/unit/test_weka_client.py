@@ -439,3 +439,22 @@ def test_a_filesystem_is_made_from_a_locator_and_the_locator_read() -> None:
             },
         ),
     ]
+
+
+def test_a_long_wait_says_every_ten_seconds_what_it_waits_for_and_in_what_state() -> None:
+    making = {**FS, "is_ready": False, "is_creating": True, "status": "CREATING"}
+    ready = {**FS, "is_ready": True, "status": "READY"}
+    # Pauses of 0.25, 0.5, 1 and then 2 s: 11.75 s of them before the ninth look, 21.75 s
+    # before the fourteenth; the fifteenth finds it ready.
+    script = Script(
+        {("GET", "fileSystems/u1"): [(200, {"data": making})] * 14 + [(200, {"data": ready})]}
+    )
+    said: list[str] = []
+    client = script.client()
+    client._sleep = lambda _: None
+    client._progress = said.append
+    assert client.wait_ready(FileSystem.from_json(making)).is_ready
+    assert said == [
+        "waiting for Weka filesystem 'home' (u1) to be ready: still CREATING after 12s",
+        "waiting for Weka filesystem 'home' (u1) to be ready: still CREATING after 22s",
+    ]
