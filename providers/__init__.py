@@ -8,7 +8,8 @@ package's `settings` for the variable names; `make -s env` exports the sandbox's
 One package per backend:
 
 - `authentik`: the tenant's groups and users in Authentik (REST API).
-- `kubernetes`: the tenant's workloads as offboarding stops them, and a Lease as a lock (kubectl).
+- `kubernetes`: the tenant's workloads as offboarding stops them, the login release's pods as
+  step 5a waits for them, and a Lease as a lock (kubectl).
 - `offboarding`: the gate that stops `pulumi destroy` before the runbook's order allows it.
 - `retention`: what offboarding keeps in the S3-compatible retention store, and its ledger.
 - `slurm`: the tenant's Slurm accounting and partitions, its queue, usage, job records, drain,

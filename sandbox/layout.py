@@ -22,11 +22,12 @@ from sandbox.authentik.service import (
     seed_parent_group,
     token_file,
 )
-from sandbox.kubernetes import in_cluster
+from sandbox.kubernetes import images, in_cluster
 from sandbox.kubernetes.client import KubeClient
 from sandbox.kubernetes.configmap_volume import NAME as PARTITIONS_CONFIGMAP
 from sandbox.kubernetes.configmap_volume import NAMESPACE as PARTITIONS_NAMESPACE
 from sandbox.kubernetes.configmap_volume import configmap_volume_service
+from sandbox.kubernetes.login_release import login_release_service
 from sandbox.kubernetes.node import NODE_NAME, RealNode
 from sandbox.kubernetes.seed import NodeSeed, condition_taints, seed
 from sandbox.kubernetes.services import KubernetesSandbox
@@ -120,7 +121,9 @@ class SandboxLayout:
 
     @property
     def kubernetes(self) -> KubernetesSandbox:
-        return KubernetesSandbox(self.root / "kubernetes", self.pki, self.ports)
+        return KubernetesSandbox(
+            self.root / "kubernetes", self.pki, self.ports, _platform().login_chart.runtime_class
+        )
 
     @property
     def node(self) -> RealNode:
@@ -176,6 +179,12 @@ class SandboxLayout:
         return [
             *self.kubernetes.services(),
             *self.node.services(),
+            login_release_service(
+                self.kubernetes.server,
+                self.pki,
+                images.login_image(),
+                self.kubernetes.apiserver_ready,
+            ),
             *slurm_services(self.root / "slurm", self.ports.offset),
             configmap_volume_service(
                 self.kubernetes.server,
@@ -220,7 +229,12 @@ class SandboxLayout:
 
     def seed_kubernetes(self) -> None:
         with self._admin_client() as client:
-            seed(client, self.root / "kubernetes", pinned("KUBERNETES_VERSION"))
+            seed(
+                client,
+                self.root / "kubernetes",
+                pinned("KUBERNETES_VERSION"),
+                _platform().login_chart.runtime_class,
+            )
 
     def seed_real_node(self) -> None:
         """Takes the not-ready taint off the real node, whose kubelet now reports Ready, and

@@ -25,6 +25,8 @@ CLIENTS = (
     ClientIdentity("controller-manager", "system:kube-controller-manager"),
     ClientIdentity("scheduler", "system:kube-scheduler"),
     ClientIdentity("reservation-operator", "system:serviceaccount:reservation-operator:operator"),
+    # The platform's Helm controller (for the login chart): cluster-admin, as such controllers are.
+    ClientIdentity("helm-controller", "system:serviceaccount:helm-system:helm-controller"),
     # The real node's kubelet: the Node authorizer and NodeRestriction know it by these names.
     ClientIdentity("node-cpu-01", "system:node:cpu-01", "system:nodes"),
     ClientIdentity("kube-proxy", "system:kube-proxy"),

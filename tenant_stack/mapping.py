@@ -92,6 +92,7 @@ def namespace_args(
         storage_class=storage_class_name(spec.slug),
         dns_subdomain=f"{spec.slug}.{platform.dns_domain}",
         login_release=release_name(spec.slug),
+        login_runtime_class=platform.login_chart.runtime_class,
         ldap_bind_secret_name=names.ldap_bind_secret,
         ldap_bind_data=ldap_bind_data,
         retained=retained,
@@ -376,6 +377,12 @@ def filesystems(spec: TenantSpec, platform: Platform) -> tuple[str, str]:
     return f"{weka.shared_home_filesystem}/{spec.slug}", weka.shared_scratch_filesystem
 
 
+def login_replicas(spec: TenantSpec) -> int:
+    """How many login pods the release runs: from stage snapshotted nothing may write after the
+    snapshot, so none."""
+    return 0 if spec.lifecycle.reached("snapshotted") else spec.login.replicas
+
+
 def login_args(
     spec: TenantSpec, platform: Platform, namespace: TenantNamespace, identity: IdentityGroup
 ) -> LoginPodArgs:
@@ -385,8 +392,8 @@ def login_args(
         namespace=namespace.name,
         chart_name=platform.login_chart.name,
         chart_version=platform.login_chart.version,
-        # From stage snapshotted nothing may write after the snapshot: the login release stops.
-        replicas=0 if spec.lifecycle.reached("snapshotted") else spec.login.replicas,
+        runtime_class=platform.login_chart.runtime_class,
+        replicas=login_replicas(spec),
         hostname=spec.login.hostname,
         ldap=Ldap(
             uri=platform.ldap.uri, base_dn=platform.ldap.base_dn, bind_dn=platform.ldap.bind_dn

@@ -158,6 +158,9 @@ class InfiniBand(StrictModel):
 class LoginChart(StrictModel):
     name: DnsLabel
     version: ChartVersion
+    # The RuntimeClass the release's pods run under, which the API server's Pod Security
+    # configuration exempts (docs/design.md, "Where the login release runs").
+    runtime_class: DnsLabel
 
 
 class Retention(StrictModel):

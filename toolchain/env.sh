@@ -37,6 +37,7 @@ cat <<ENV
 export GPU_TENANTS_STATE='$GPU_TENANTS_STATE'
 export PULUMI_BACKEND_URL='file://$GPU_TENANTS_STATE/pulumi-state'
 export PULUMI_CONFIG_PASSPHRASE_FILE='$passphrase_file'
+export GPU_TENANTS_LOGIN_IMAGE='$LOGIN_IMAGE_DIR/rootfs.tar'
 ENV
 # The sandbox's endpoints and credentials (files, so no secret prints), once the venv exists.
 if [[ -x $root/venv/bin/python ]]; then

@@ -320,6 +320,21 @@ sandbox_packages() {
   "$root/sandbox/install.sh" | sed 's/^/[setup] /'
 }
 
+# The login release's image on the sandbox's real node, from Debian's packages (mmdebstrap, which
+# sandbox_packages installs). It holds no key; a changed package list is a new directory.
+login_image() {
+  if [[ -f $LOGIN_IMAGE_DIR/rootfs.tar ]]; then
+    say "login image: cached in $LOGIN_IMAGE_DIR"
+    return
+  fi
+  local scratch="$LOGIN_IMAGE_DIR.partial"
+  rm -rf "$scratch" && mkdir -p "$scratch"
+  say "making the login image from Debian's packages (first time: about 2 minutes)"
+  run_logged "login image" "$GPU_TENANTS_CACHE/logs/login-image.log" \
+    "$LOGIN_IMAGE_SCRIPT" "$scratch/rootfs.tar"
+  finish_install "$scratch" "$LOGIN_IMAGE_DIR"
+}
+
 main() {
   mkdir -p "$GPU_TENANTS_CACHE/logs" "$PULUMI_HOME" "$GPU_TENANTS_STATE"
   # toolchain/benchmark.sh runs single build steps by name.
@@ -341,6 +356,7 @@ main() {
   coredns
   temporal_cli
   sandbox_packages
+  login_image
   "$here/check.sh"
   say "done in $((SECONDS - started))s; run: eval \"\$(make -s env)\""
 }

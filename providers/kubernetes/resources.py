@@ -7,9 +7,10 @@ from collections.abc import Mapping
 import pulumi
 from pulumi.dynamic import Resource
 
+from providers.kubernetes.login_pods_provider import LoginPodsReadyProvider
 from providers.kubernetes.workloads_provider import WorkloadsStoppedProvider
 
-__all__ = ["WorkloadsStopped"]
+__all__ = ["LoginPodsReady", "WorkloadsStopped"]
 
 
 class WorkloadsStopped(Resource, module="kubernetes", name="WorkloadsStopped"):
@@ -42,3 +43,30 @@ class WorkloadsStopped(Resource, module="kubernetes", name="WorkloadsStopped"):
             "deleted_pods": None,
         }
         super().__init__(WorkloadsStoppedProvider(), resource_name, inputs, opts)
+
+
+class LoginPodsReady(Resource, module="kubernetes", name="LoginPodsReady"):
+    """The login release `release` in `namespace` serving: `replicas` pods Ready with sshd
+    listening (none, for 0), waited for at each change of `release_values` (a digest of the
+    release's values) or `replicas`."""
+
+    pods: pulumi.Output[list[str]]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        namespace: pulumi.Input[str],
+        release: str,
+        replicas: int,
+        release_values: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        inputs = {
+            "namespace": namespace,
+            "release": release,
+            "replicas": replicas,
+            "release_values": release_values,
+            "pods": None,
+        }
+        super().__init__(LoginPodsReadyProvider(), resource_name, inputs, opts)

@@ -89,6 +89,7 @@ def resource_path(manifest: JSON) -> str:
         "EndpointSlice": "endpointslices",
         "Namespace": "namespaces",
         "Service": "services",
+        "StatefulSet": "statefulsets",
         "Node": "nodes",
         "Secret": "secrets",
         "ServiceAccount": "serviceaccounts",
@@ -96,6 +97,7 @@ def resource_path(manifest: JSON) -> str:
         "ClusterRoleBinding": "clusterrolebindings",
         "CustomResourceDefinition": "customresourcedefinitions",
         "StorageClass": "storageclasses",
+        "RuntimeClass": "runtimeclasses",
         "Reservation": "reservations",
     }[kind]
     scope = f"/namespaces/{namespace}" if namespace else ""

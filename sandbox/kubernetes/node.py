@@ -15,6 +15,7 @@ docs/sandbox.md says which node runs what.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import signal
 import socket
@@ -87,7 +88,10 @@ class RealNode:
 
     @property
     def cgroup_root(self) -> str:
-        return f"/gpu-tenants-node-{self.index}"
+        # Named by the state directory too: stopping a sandbox kills what runs in these cgroups,
+        # which must never be another sandbox's of the same number (a test's copy under /tmp).
+        owner = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:8]
+        return f"/gpu-tenants-node-{self.index}-{owner}"
 
     @property
     def kubelet_dir(self) -> Path:
@@ -256,8 +260,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         pause = images.build_pause(self.state_dir / "images" / "pause")
         imported = []
         for image in images.images(pause, Path(built_tool("coredns"))):
-            archive = self.state_dir / "images" / f"{image.name.replace('/', '_')}.tar"
-            if held.get(image.name) == images.write_archive(image, archive):
+            archive, digest = images.archive(image, self.state_dir / "images")
+            if held.get(image.name) == digest:
                 continue
             _run(*ctr, "images", "import", "--no-unpack", str(archive))
             imported.append(image.name)
@@ -305,6 +309,9 @@ healthzBindAddress: 127.0.0.1
 clusterDNS: [{DNS_SERVICE_IP}]
 clusterDomain: cluster.local
 resolvConf: {self.state_dir / "resolv.conf"}
+# Not /var/log/pods: each kubelet deletes what it finds there of pods it does not run, so the
+# four sandboxes' kubelets would delete each other's logs.
+podLogsDir: {self.state_dir / "pod-logs"}
 serializeImagePulls: false
 # The machine's disk is shared with everything else on it: evict on near-full only.
 evictionHard:

@@ -130,8 +130,25 @@ def ldap_bind_password(state_dir: Path) -> str:
     return path.read_text().strip()
 
 
-def seed(client: KubeClient, state_dir: Path, kubernetes_version: str) -> None:
-    for manifest in (*manifests("platform.yaml"), *manifests("crds.yaml")):
+def runtime_class(name: str) -> JSON:
+    """The login release's RuntimeClass: containerd's runc as any pod's, exempt from Pod
+    Security by the API server's admission configuration."""
+    return {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": name},
+        "handler": "runc",
+    }
+
+
+def seed(
+    client: KubeClient, state_dir: Path, kubernetes_version: str, login_runtime_class: str
+) -> None:
+    for manifest in (
+        *manifests("platform.yaml"),
+        *manifests("crds.yaml"),
+        runtime_class(login_runtime_class),
+    ):
         client.apply(resource_path(manifest), manifest)
     for crd in manifests("crds.yaml"):
         _wait_established(client, crd["metadata"]["name"])

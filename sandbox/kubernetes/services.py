@@ -27,10 +27,11 @@ def _answers(url: str, verify: ssl.SSLContext | bool) -> bool:
 
 
 class KubernetesSandbox:
-    def __init__(self, state_dir: Path, pki: Pki, ports: Ports) -> None:
+    def __init__(self, state_dir: Path, pki: Pki, ports: Ports, login_runtime_class: str) -> None:
         self.dir = state_dir
         self.pki = pki
         self.ports = ports
+        self.login_runtime_class = login_runtime_class
 
     @property
     def server(self) -> str:
@@ -64,7 +65,25 @@ profiles:
     def _write_scheduler_config(self) -> None:
         (self.dir / "scheduler.yaml").write_text(self._scheduler_config_text())
 
-    def _write_kubeconfigs(self) -> None:
+    def _admission_config_text(self) -> str:
+        # As RKE2's pod-security-admission-config-file: namespaces without a label enforce
+        # nothing, and the login release's RuntimeClass is exempt (docs/design.md).
+        return f"""apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+  - name: PodSecurity
+    configuration:
+      apiVersion: pod-security.admission.config.k8s.io/v1
+      kind: PodSecurityConfiguration
+      defaults: {{enforce: privileged, enforce-version: latest}}
+      exemptions:
+        usernames: []
+        namespaces: []
+        runtimeClasses: [{self.login_runtime_class}]
+"""
+
+    def _prepare_apiserver(self) -> None:
+        (self.dir / "admission.yaml").write_text(self._admission_config_text())
         self.pki.ensure()
         for client in ("admin", "controller-manager", "scheduler"):
             path = self.dir / f"{client}.kubeconfig"
@@ -120,6 +139,7 @@ profiles:
                 # Privileged pods are allowed, so PodSecurity labels are what refuses them.
                 "--allow-privileged=true",
                 "--enable-admission-plugins=NodeRestriction",
+                f"--admission-control-config-file={self.dir / 'admission.yaml'}",
                 # How `kubectl logs` and `exec` reach the real node's kubelet: at its address,
                 # since no DNS here knows a node's name.
                 "--kubelet-preferred-address-types=InternalIP",
@@ -128,7 +148,8 @@ profiles:
                 "--profiling=false",
             ],
             ports=(apiserver_port,),
-            prepare=self._write_kubeconfigs,
+            prepare=self._prepare_apiserver,
+            revision=self._admission_config_text,
             ready=self.apiserver_ready,
             ready_timeout=90,
         )

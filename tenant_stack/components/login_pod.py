@@ -4,10 +4,14 @@ config snippet sent to each user."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
+from providers.kubernetes.resources import LoginPodsReady
 from tenant_stack.components.kubernetes_objects import (
     SECRET_FIELDS,
     KubernetesObject,
@@ -30,6 +34,7 @@ class LoginPodArgs:
     namespace: pulumi.Input[str]
     chart_name: str
     chart_version: str
+    runtime_class: str  # exempt from Pod Security: sshd switches users
     replicas: int
     hostname: str
     ldap: Ldap
@@ -55,6 +60,10 @@ def ssh_config(alias: str, hostname: str, username: str) -> str:
         "    ServerAliveInterval 30\n"
         "    ServerAliveCountMax 4\n"
     )
+
+
+def _digest(values: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
 
 
 def release_name(tenant: str) -> str:
@@ -89,6 +98,29 @@ class LoginPod(pulumi.ComponentResource):
             opts=child,
         )
         keys_name = keys.metadata.apply(lambda m: str(m["name"]))
+        values = {
+            "tenant": tenant,
+            "replicas": args.replicas,
+            "runtimeClassName": args.runtime_class,
+            "ldap": {
+                "uri": args.ldap.uri,
+                "baseDN": args.ldap.base_dn,
+                "bindDN": args.ldap.bind_dn,
+                "bindPasswordSecret": args.ldap_bind_secret,
+            },
+            "slurm": {"controllerHost": args.slurm_controller_host},
+            "sshKeysSecret": keys_name,
+            "homeMount": {"type": "weka", "path": "/home", "filesystem": args.home_filesystem},
+            "scratchMount": {
+                "type": "weka",
+                "path": "/scratch",
+                "filesystem": args.scratch_filesystem,
+            },
+            "service": {
+                "type": "LoadBalancer",
+                "annotations": {"external-dns.alpha.kubernetes.io/hostname": args.hostname},
+            },
+        }
         release = KubernetesObject(
             f"{name}-release",
             api_version="helm.example.io/v1",
@@ -97,37 +129,19 @@ class LoginPod(pulumi.ComponentResource):
             manifest={
                 "spec": {
                     "chart": {"name": args.chart_name, "version": args.chart_version},
-                    "values": {
-                        "tenant": tenant,
-                        "replicas": args.replicas,
-                        "ldap": {
-                            "uri": args.ldap.uri,
-                            "baseDN": args.ldap.base_dn,
-                            "bindDN": args.ldap.bind_dn,
-                            "bindPasswordSecret": args.ldap_bind_secret,
-                        },
-                        "slurm": {"controllerHost": args.slurm_controller_host},
-                        "sshKeysSecret": keys_name,
-                        "homeMount": {
-                            "type": "weka",
-                            "path": "/home",
-                            "filesystem": args.home_filesystem,
-                        },
-                        "scratchMount": {
-                            "type": "weka",
-                            "path": "/scratch",
-                            "filesystem": args.scratch_filesystem,
-                        },
-                        "service": {
-                            "type": "LoadBalancer",
-                            "annotations": {
-                                "external-dns.alpha.kubernetes.io/hostname": args.hostname
-                            },
-                        },
-                    },
+                    "values": values,
                 }
             },
             opts=child,
+        )
+        # Runbook 5a: `up` ends once users can log in, not when the release is only written.
+        LoginPodsReady(
+            f"{name}-ready",
+            namespace=args.namespace,
+            release=release_name(tenant),
+            replicas=args.replicas,
+            release_values=pulumi.Output.from_input(values).apply(_digest),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.after, release]),
         )
         self.release = release.urn.apply(lambda _: release_name(tenant))
         self.authorized_keys_secret = keys_name

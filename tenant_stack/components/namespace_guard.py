@@ -28,11 +28,12 @@ Where pods run and what names they claim are the tenant's only:
 And offboarding holds: from stage frozen on (the namespace's stage annotation), the admins
 start no work: no pod or workload created or changed, nothing scaled.
 
-The login release runs in the namespace but is the platform's: its pods hold the LDAP bind, and
-offboarding's drain leaves it running until stage snapshotted. The admins may not exec into,
-attach to or port-forward to its pods (a CONNECT names only the pod, so the release's names are
-reserved: no object of theirs is named `<release>` or `<release>-...`), change or delete what it
-made, or label anything as its (`app.kubernetes.io/instance: <release>`).
+The login release runs in the namespace but is the platform's: its pods hold the LDAP bind and
+run under a RuntimeClass that Pod Security exempts (their sshd switches users), which no other
+pod may name; offboarding's drain leaves it running until stage snapshotted. The admins may not
+exec into, attach to or port-forward to its pods (a CONNECT names only the pod, so the release's
+names are reserved: no object of theirs is named `<release>` or `<release>-...`), change or
+delete what it made, or label anything as its (`app.kubernetes.io/instance: <release>`).
 """
 
 from __future__ import annotations
@@ -268,6 +269,30 @@ def _offboarding(tenant: str) -> list[tuple[str, str]]:
     ]
 
 
+def _release_names(release: str) -> str:
+    """CEL: `n` is one of the login release's names, `<release>` or `<release>-...`."""
+    return f"(n == {_quoted(release)} || n.startsWith({_quoted(release + '-')}))"
+
+
+def _login_runtime(tenant: str, release: str, runtime_class: str) -> dict[str, Any]:
+    """Pod Security exempts the login release's RuntimeClass (its sshd switches users, which
+    `restricted` refuses), so no other pod may name it. Only the platform makes objects under the
+    release's names (the admins' rule below), so a name of the release's is the platform's."""
+    return {
+        "expression": (
+            "variables.pod == null || !has(variables.pod.runtimeClassName) || "
+            f"variables.pod.runtimeClassName != {_quoted(runtime_class)} || "
+            "(has(object.metadata.name) && "
+            f"[object.metadata.name].all(n, {_release_names(release)}))"
+        ),
+        "message": (
+            f"RuntimeClass {runtime_class} is the login release {release}'s, exempt from Pod "
+            f"Security: no other pod or pod template in namespace {tenant} may name it"
+        ),
+        "reason": "Forbidden",
+    }
+
+
 def _login_release(release: str) -> list[tuple[str, str]]:
     """The login release is the platform's, though it runs in the tenant's namespace: its pods
     hold the LDAP bind and, for smoke, a Slurm client. The admins do not connect to its pods (a
@@ -275,7 +300,7 @@ def _login_release(release: str) -> list[tuple[str, str]]:
     the admins is named `<release>` or `<release>-...`), change or delete what it made (labelled
     as its instance), or label anything as its."""
     instance, name = _quoted(_INSTANCE_LABEL), _quoted(release)
-    ours = f"(n == {name} || n.startsWith({_quoted(release + '-')}))"
+    ours = _release_names(release)
 
     def labelled(which: str) -> str:
         return (
@@ -317,10 +342,12 @@ def admission_policy(
     admins_group: str | None,
     subdomain: str,
     login_release: str,
+    login_runtime_class: str,
 ) -> dict[str, Any]:
     """The `spec` of the tenant's ValidatingAdmissionPolicy (named as its binding's
     `policyName`), over the namespaced objects of namespace `tenant` only; `subdomain` is the
-    tenant's own DNS subdomain, `login_release` the name of the stack's login release."""
+    tenant's own DNS subdomain, `login_release` the name of the stack's login release and
+    `login_runtime_class` the RuntimeClass its pods run under."""
     mark = next(iter(OWNED))
     validations = [
         {
@@ -339,6 +366,7 @@ def admission_policy(
     ]
     validations += _placement(tenant)
     validations.append(_networks(tenant))
+    validations.append(_login_runtime(tenant, login_release, login_runtime_class))
     if admins_group is not None:
         checks = _addresses(subdomain) + _offboarding(tenant) + _login_release(login_release)
         validations += _admins(tenant, admins_group, checks)

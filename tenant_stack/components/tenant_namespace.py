@@ -89,6 +89,7 @@ class TenantNamespaceArgs:
     # The DNS names the admins' Services and Ingresses may claim: this and names under it.
     dns_subdomain: str
     login_release: str  # the stack's login release, whose label the admins may not use
+    login_runtime_class: str  # exempt from Pod Security, so the release's pods' only
     ldap_bind_secret_name: str
     # The platform's LDAP bind Secret's data, read from the auth namespace by the program.
     ldap_bind_data: pulumi.Input[dict[str, str]]
@@ -255,6 +256,7 @@ class TenantNamespace(pulumi.ComponentResource):
                     args.admins_group,
                     args.dns_subdomain,
                     args.login_release,
+                    args.login_runtime_class,
                 ),
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),

@@ -15,6 +15,7 @@ from typing import Any
 from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.kubectl import Kubectl, kubectl_get
+from providers.kubernetes.login_pods import LoginPods
 from providers.slurm import values
 from providers.slurm.accounting_export import export
 from providers.slurm.settings import Settings as SlurmSettings
@@ -27,7 +28,7 @@ from tenant_stack.diagnosis.findings import Finding
 from tenant_stack.diagnosis.gpu_usage import Usage, read_usage
 from tenant_stack.fleet.live_numbers import handed_out
 from tenant_stack.live import TENANT_LABEL
-from tenant_stack.mapping import filesystems
+from tenant_stack.mapping import filesystems, login_replicas
 from tenant_stack.platform import Platform
 from tenant_stack.spec import TenantSpec
 
@@ -233,6 +234,27 @@ def authorized_keys(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
             "the login pod's authorized_keys come from this Secret: those users cannot log in",
             _UP.format(slug=spec.slug) + "; then restart the login pod to remount the Secret",
         )
+
+
+def login_pods(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """Runbook 5a: the release's pods Ready, as many as it asks for, with sshd listening."""
+    if spec.lifecycle.stage == "destroy" or not _namespace_usable(spec):
+        return
+    release, wanted = release_name(spec.slug), login_replicas(spec)
+    pods = LoginPods(spec.namespace, release)
+    look = pods.look()
+    if look.serving(wanted):
+        return
+    yield Finding(
+        "login-pods-not-ready",
+        "LoginPod",
+        55,
+        f"{pods.name}: {look.summary(wanted)}",
+        "users log in through these pods (runbook 5a): one not Ready, or missing, takes them "
+        "away from the users it would serve",
+        f"`kubectl -n {spec.namespace} describe pods -l app.kubernetes.io/instance={release}` "
+        "names why; the platform's Helm controller restores the release's own objects",
+    )
 
 
 def admin_rights(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
@@ -533,6 +555,7 @@ CHECKS = (
     Check("binding", "kubernetes", binding),
     Check("ldap-bind-secret", "kubernetes", ldap_bind_secret),
     Check("authorized-keys", "kubernetes", authorized_keys),
+    Check("login-pods", "kubernetes", login_pods),
     Check("admin-rights", "kubernetes", admin_rights),
     Check("partition-time", "slurm", partition_time),
     Check("slurm-accounts", "slurm", slurm_accounts),

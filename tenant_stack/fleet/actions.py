@@ -36,6 +36,7 @@ _NOUNS: dict[str, tuple[str, str]] = {
     "retention:DirectoryCopy": ("retention store", "directory copy"),
     "offboarding:Gate": ("offboarding", "gate"),
     "kubernetes:WorkloadsStopped": ("Kubernetes", "workloads scaled to zero"),
+    "kubernetes:LoginPodsReady": ("Kubernetes", "login pods serving SSH"),
 }
 # What a delete does, where the runbook says more than "delete".
 _DELETES = {

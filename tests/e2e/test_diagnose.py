@@ -180,6 +180,25 @@ def test_empty_authorized_keys(bar: Bar) -> None:
     assert bar.diagnose() == []
 
 
+def test_a_login_pod_that_no_node_takes(bar: Bar) -> None:
+    # Runbook 5a's failure: the release's pod gone and no node to run it again (a node lost).
+    pod = f"login-{SLUG}-0"
+    kubectl("cordon", "cpu-01")
+    try:
+        kubectl("-n", SLUG, "delete", "pod", pod, "--wait=true")
+        found = only(bar.diagnose())
+        assert (found["check"], found["layer"]) == ("login-pods-not-ready", "LoginPod")
+        assert found["evidence"].startswith(
+            f"login release {SLUG}/login-{SLUG}: 0 of 1 pods ready ({pod} "
+        ), found["evidence"]
+        conditions = {c["type"]: c["status"] for c in bar.status()["conditions"]}
+        assert conditions["LoginPodReady"] == "False"
+    finally:
+        kubectl("uncordon", "cpu-01")
+    kubectl("-n", SLUG, "wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=120s")
+    assert bar.diagnose() == []
+
+
 def test_a_partition_maxtime_shorter_than_the_contract(bar: Bar) -> None:
     run("scontrol", "update", f"PartitionName={SLUG}", "MaxTime=1-00:00:00")
     found = only(bar.diagnose())

@@ -154,6 +154,7 @@ spec:
   values:
     tenant: {SLUG}
     replicas: 1
+    runtimeClassName: gpu-tenants-login
     service:
       type: LoadBalancer
       annotations: {{external-dns.alpha.kubernetes.io/hostname: login.{SLUG}.example.internal}}

@@ -545,14 +545,10 @@ def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
 
 def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant, tmp_path: Path) -> None:
     bar.walk_to("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
-    # Step 4d: nothing goes while a tenant pod runs. The sandbox has no kubelet: a pod object
-    # whose status says Running stands for one.
+    # Step 4d: nothing goes while a tenant pod runs (on the sandbox's node, cpu-01).
     before = bar.resources()
     run("kubectl", "-n", SLUG, "apply", "-f", str(RUNNING_POD))
-    run(
-        "kubectl", "-n", SLUG, "patch", "pod", "tenant-job", "--subresource=status",
-        "--type=merge", "--patch", '{"status": {"phase": "Running"}}',
-    )  # fmt: skip
+    run("kubectl", "-n", SLUG, "wait", "--for=condition=Ready", "pod/tenant-job", "--timeout=120s")
     report = bar.status()
     assert (report["stage"], report["next_stage"]) == ("destroy", None)
     assert report["blockers"] == [

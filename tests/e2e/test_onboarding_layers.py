@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
+from sandbox.kubernetes.images import TOOLS_IMAGE
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
 from tests.backends import (
@@ -81,8 +82,9 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
 
 
 def test_preview_plans_every_layer_and_up_exports_the_handover(foo: Onboarded) -> None:
-    # The six layers, the offboarding gate and its component, the (empty) retention component.
-    assert foo.planned == {"create": 53}
+    # The six layers (the login pods waited for), the offboarding gate and its component, the
+    # (empty) retention component.
+    assert foo.planned == {"create": 54}
     assert foo.outputs["reserved_nodes"] == [f"gpu-0{i}" for i in range(1, 9)]
     assert "User           alice" in foo.outputs["ssh_config"]["alice"]
 
@@ -409,26 +411,31 @@ def test_step_3_admins_cannot_run_pods_on_another_tenants_nodes_or_claim_others_
 LOGIN_POD = "login-tenant-foo-0"
 
 
-def running_pod(name: str, *identity: str, **labels: str) -> None:
-    """A pod `name` made by `identity` (the operator when none), whose status says Running: the
-    sandbox has no kubelet, and kubectl connects only to a running pod."""
+def running_pod(name: str, *identity: str) -> None:
+    """A pod `name` made by `identity` (the operator when none), running on the real node as
+    restricted's rules allow: a shell that sleeps, as uid 1000."""
     pod = workload("Pod")
-    pod["metadata"] = {"name": name, "labels": labels}
+    pod["metadata"] = {"name": name}
+    spec = pod["spec"]  # a shallow copy of _POD's: replace, never change, what it holds
+    spec["securityContext"] = {**spec["securityContext"], "runAsUser": 1000}
+    [container] = spec["containers"]
+    spec["containers"] = [
+        {**container, "image": TOOLS_IMAGE, "imagePullPolicy": "Never", "command": ["sleep", "600"]}
+    ]
     made = kubectl("create", "--namespace=tenant-foo", "-f", "-", *identity, stdin=json.dumps(pod))
     assert made.returncode == 0, made.stderr
-    status = kubectl(
-        "patch", "pod", name, "--namespace=tenant-foo", "--subresource=status", "--type=merge",
-        "--patch", '{"status": {"phase": "Running"}}',
-    )  # fmt: skip
-    assert status.returncode == 0, status.stderr
+    ready = kubectl("--namespace=tenant-foo", "wait", "--for=condition=Ready", f"pod/{name}",
+                    "--timeout=120s")  # fmt: skip
+    assert ready.returncode == 0, ready.stderr
 
 
 def test_step_3_admins_cannot_reach_into_rewrite_or_imitate_the_login_releases_pods(
     foo: Onboarded,
 ) -> None:
     ns = "--namespace=tenant-foo"
-    # What the platform's Helm controller makes of the login release (the sandbox has none).
-    running_pod(LOGIN_POD, **{"app.kubernetes.io/instance": "login-tenant-foo"})
+    # The release's own pod, as the platform's Helm controller runs it.
+    ready = kubectl(ns, "wait", "--for=condition=Ready", f"pod/{LOGIN_POD}", "--timeout=120s")
+    assert ready.returncode == 0, ready.stderr
     running_pod("train", *ADMIN)
     try:
         for connect in (
@@ -441,10 +448,9 @@ def test_step_3_admins_cannot_reach_into_rewrite_or_imitate_the_login_releases_p
             assert (
                 "the pods of the login release login-tenant-foo are the platform's"
             ) in refused.stderr, (connect, refused.stderr)
-        # Their own pod is theirs to exec into: admission lets it through, and only the want of
-        # a node (the sandbox's pods are objects) stops it.
-        own = kubectl(ns, *ADMIN, "exec", "train", "--", "id")
-        assert "does not have a host assigned" in own.stderr, own.stderr
+        # Their own pod is theirs to exec into.
+        own = kubectl(ns, *ADMIN, "exec", "train", "--", "id", "-u")
+        assert (own.returncode, own.stdout) == (0, "1000\n"), own.stderr
         for attempt in (
             ("label", "pod", LOGIN_POD, "app.kubernetes.io/instance-"),
             ("annotate", "pod", LOGIN_POD, "debug=yes"),
@@ -465,7 +471,77 @@ def test_step_3_admins_cannot_reach_into_rewrite_or_imitate_the_login_releases_p
                 "names login-tenant-foo and login-tenant-foo-... are the login release's"
             ) in refused.stderr, (kind, refused.stderr)
     finally:
-        kubectl("delete", "pod", LOGIN_POD, "train", ns, "--force", "--grace-period=0")
+        kubectl("delete", "pod", "train", ns, "--force", "--grace-period=0")
+
+
+LOGIN_RUNTIME = "gpu-tenants-login"
+
+
+def test_step_5a_the_login_release_runs_sshd_with_its_host_key_and_the_users_keys(
+    foo: Onboarded,
+) -> None:
+    ns = "--namespace=tenant-foo"
+    pods = ("login-tenant-foo-0", "login-tenant-foo-1")  # the spec's two replicas
+    ready = kubectl(ns, "wait", "--for=condition=Ready", *(f"pod/{p}" for p in pods),
+                    "--timeout=120s")  # fmt: skip
+    assert ready.returncode == 0, ready.stderr
+    pod = kubectl_json(ns, "get", "pod", LOGIN_POD)
+    assert (pod["spec"]["nodeName"], pod["spec"]["runtimeClassName"]) == ("cpu-01", LOGIN_RUNTIME)
+
+    def inside(*command: str) -> str:
+        done = kubectl(ns, "exec", LOGIN_POD, "--", *command)
+        assert done.returncode == 0, (command, done.stderr)
+        return done.stdout
+
+    # sshd answers with the release's own host key, made once and kept in its Secret.
+    secret = kubectl_json(ns, "get", "secret", "login-tenant-foo-host-keys")
+    public = base64.b64decode(secret["data"]["ssh_host_ed25519_key.pub"]).decode().split()[1]
+    assert public in inside("ssh-keyscan", "-t", "ed25519", "127.0.0.1")
+    # Keys only, and each user's keys are the authorized-keys Secret's entry of their name.
+    effective = inside("/usr/sbin/sshd", "-T", "-f", "/etc/sunk-login/sshd_config").splitlines()
+    for setting in ("passwordauthentication no", "permitrootlogin no",
+                    "authorizedkeysfile /etc/ssh/authorized_keys.d/%u"):  # fmt: skip
+        assert setting in effective, setting
+    keys = base64.b64decode(secret_data("tenant-foo-authorized-keys")["alice"]).decode()
+    assert keys.startswith("ssh-ed25519 ")
+    assert inside("cat", "/etc/ssh/authorized_keys.d/alice") == keys
+
+
+def as_root(name: str, runtime_class: str | None = None) -> dict[str, Any]:
+    """A pod `name` as sshd runs: root, which the namespace's Pod Security level refuses."""
+    pod = workload("Pod", securityContext={"runAsUser": 0})
+    pod["metadata"]["name"] = name
+    if runtime_class:
+        pod["spec"]["runtimeClassName"] = runtime_class
+    return pod
+
+
+def test_step_3_only_the_login_release_runs_under_the_runtime_class_pod_security_exempts(
+    foo: Onboarded,
+) -> None:
+    # The namespace enforces `restricted`: a root pod is refused, even the platform's.
+    release_pod = "login-tenant-foo-7"  # a name of the release's that no replica has yet
+    refused = create(as_root(release_pod))
+    assert 'violates PodSecurity "restricted:latest"' in refused.stderr, refused.stderr
+    # Under the RuntimeClass the API server's Pod Security configuration exempts, the release's
+    # pod (made by the platform) is admitted...
+    admitted = create(as_root(release_pod, LOGIN_RUNTIME))
+    assert admitted.returncode == 0, admitted.stderr
+    # ...and nothing else: not the platform's other pods, not the admins' pods or templates.
+    refusal = f"RuntimeClass {LOGIN_RUNTIME} is the login release login-tenant-foo's"
+    assert refusal in create(as_root("debug", LOGIN_RUNTIME)).stderr
+    for kind in ("Pod", "Deployment", "Job", "CronJob"):
+        manifest = workload(kind)
+        template = (
+            manifest["spec"]
+            if kind == "Pod"
+            else manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+            if kind == "CronJob"
+            else manifest["spec"]["template"]["spec"]
+        )
+        template["runtimeClassName"] = LOGIN_RUNTIME
+        refused = create(manifest, *ADMIN)
+        assert refusal in refused.stderr, (kind, refused.stderr)
 
 
 CLAIM = """{{"apiVersion": "v1", "kind": "PersistentVolumeClaim",

@@ -137,6 +137,8 @@ WORKLOADS = [
     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "scratchpad"}, "spec": POD},
 ]
 RUNNING = {
+    # The stack's own login release (spec login.replicas), which the drain leaves running.
+    f"StatefulSet/login-{SLUG}": 1,
     "Deployment/web": 2,
     "StatefulSet/db": 1,
     "ReplicaSet/rs": 3,
@@ -193,6 +195,7 @@ def test_drained_stops_every_workload_and_frozen_holds_the_admins_from_starting_
     tenant.at_stage("drained")
     tenant.pulumi("up", "--yes", "--skip-preview")
     assert as_run() == {
+        f"StatefulSet/login-{SLUG}": 1,
         "Deployment/web": 0,
         "StatefulSet/db": 0,
         "ReplicaSet/rs": 0,

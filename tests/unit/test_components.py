@@ -68,6 +68,7 @@ K8S_ADMISSION_BINDING = (
 )
 K8S_SECRET = "kubernetes:core/v1:Secret"
 K8S_RELEASE = "kubernetes:helm.example.io/v1:HelmRelease"
+LOGIN_READY = "pulumi-python:dynamic/kubernetes:LoginPodsReady"
 
 # The LDAP bind Secret as the mocks read it from auth/ldap-bind-creds.
 BIND_DATA = {"password": "cGFzc3dvcmQ="}
@@ -408,6 +409,9 @@ def test_login_release_is_the_runbooks(foo: Deployment) -> None:
         "values": {
             "tenant": "tenant-foo",
             "replicas": 2,
+            # Exempt from Pod Security, so sshd may switch users; the admission policy keeps it
+            # the release's (docs/design.md).
+            "runtimeClassName": "gpu-tenants-login",
             "ldap": {
                 "uri": "ldaps://authentik-ldap-outpost.auth.svc:636",
                 "baseDN": "dc=auth,dc=example,dc=internal",
@@ -467,7 +471,11 @@ FOO_CHILDREN = {
         (AUTHENTIK_USER, "tenant-foo-user-bob"),
         (AUTHENTIK_USER, "tenant-foo-user-carol"),
     },
-    LOGIN: {(K8S_SECRET, "tenant-foo-authorized-keys"), (K8S_RELEASE, "tenant-foo-release")},
+    LOGIN: {
+        (K8S_SECRET, "tenant-foo-authorized-keys"),
+        (K8S_RELEASE, "tenant-foo-release"),
+        (LOGIN_READY, "tenant-foo-ready"),
+    },
     SLURM: {
         (SLURM_QOS, "tenant-foo-qos-normal-foo"),
         (SLURM_QOS, "tenant-foo-qos-interactive-foo"),
@@ -577,12 +585,16 @@ def test_identity_comes_after_slurm_and_before_the_login(foo: Deployment) -> Non
 def test_login_children_depend_on_the_whole_namespace_component(foo: Deployment) -> None:
     namespace_children = {r.urn for r in foo.recorder.children(foo.one(NAMESPACE, "tenant-foo"))}
     login = foo.recorder.children(foo.one(LOGIN, "tenant-foo"))
-    assert len(login) == 2
+    assert len(login) == 3
     for child in login:
         assert namespace_children <= child.dependencies, child.name
     release = foo.one(K8S_RELEASE, "tenant-foo-release")
     keys = foo.one(K8S_SECRET, "tenant-foo-authorized-keys")
     assert keys.urn in release.property_dependencies["spec"]
+    # `up` waits for the release's pods once the release is written, for the replicas it asks.
+    ready = foo.one(LOGIN_READY, "tenant-foo-ready")
+    assert release.urn in ready.dependencies
+    assert (ready.inputs["release"], ready.inputs["replicas"]) == ("login-tenant-foo", 2)
 
 
 # --- tenant-bar: shared directories, and a tenant without admins ---------------------------------
@@ -944,6 +956,7 @@ def test_snapshotted_uploads_each_own_filesystem_and_gates_it_on_the_locator(
         assert (upload.inputs["org"], upload.inputs["object_store"]) == ("tenant-foo", "retention")
     release = snapshotted.one(K8S_RELEASE, "tenant-foo-release")
     assert release.inputs["spec"]["values"]["replicas"] == 0
+    assert snapshotted.one(LOGIN_READY, "tenant-foo-ready").inputs["replicas"] == 0
 
 
 def test_snapshotted_copies_a_directory_tenants_own_directories(

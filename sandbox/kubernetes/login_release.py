@@ -1,0 +1,314 @@
+"""A stand-in for the platform's Helm controller, for the one chart tenant stacks install: it
+renders each HelmRelease of chart `sunk-login` into what that chart makes, and keeps it so.
+
+What the chart makes is known only in part. The runbook's commands name the StatefulSet's first
+pod `login-<slug>-0`, so the StatefulSet is `login-<slug>`; the values name the rest. Guessed,
+and written in docs/sandbox.md as guesses: the Service's name (the release's), the ConfigMap
+`<release>-config` and the Secret `<release>-host-keys`, the files' places in the pod, and the
+key `password` of the LDAP bind Secret. Every object carries the release's instance label (which
+the tenant's admission policy reserves to the platform) and an owner reference to the release,
+so deleting the release deletes them.
+
+Each pod runs the login image (sandbox/kubernetes/login-image.sh): nslcd, then sshd in the
+foreground as the container's first process, so a pod stops as soon as it is asked to. The pods
+run under the release's RuntimeClass, which Pod Security exempts: sshd runs as root and switches
+users.
+
+It polls, as the reservation operator does, and writes a release's objects again when the
+release changed since it last wrote them, and every RESYNC_SECONDS as Flux's helm-controller
+does at each interval, which puts back what someone changed by hand (a StatefulSet scaled down).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from sandbox.kubernetes.client import JSON, KubeClient, KubeError, resource_path
+from sandbox.pki import Pki
+from sandbox.service import PYTHON, Service, source_revision
+
+CHART = "sunk-login"
+RELEASES = "/apis/helm.example.io/v1/helmreleases"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+# Where the pod finds what the release mounts.
+CONFIG_DIR = "/etc/sunk-login"
+HOST_KEYS_DIR = "/etc/ssh/host-keys"
+AUTHORIZED_KEYS_DIR = "/etc/ssh/authorized_keys.d"
+LDAP_SECRET_DIR = "/run/secrets/ldap-bind"
+SSH_PORT = 22
+RESYNC_SECONDS = 30.0
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def _sshd_config() -> str:
+    return f"""# Rendered by the login release. Keys only: a user's public keys are the
+# Secret's entry of their name, mounted read-only; nobody logs in as root.
+Port {SSH_PORT}
+HostKey {HOST_KEYS_DIR}/ssh_host_ed25519_key
+AuthorizedKeysFile {AUTHORIZED_KEYS_DIR}/%u
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin no
+UsePAM yes
+X11Forwarding no
+AllowTcpForwarding no
+PidFile /run/sshd.pid
+"""
+
+
+def _nslcd_config(ldap: JSON) -> str:
+    # The bind password is appended by the entry point from the mounted Secret, so it is never
+    # in a ConfigMap; nslcd reads the result as root and keeps it 0600.
+    return f"""uid nslcd
+gid nslcd
+uri {ldap["uri"]}
+base {ldap["baseDN"]}
+binddn {ldap["bindDN"]}
+tls_reqcert demand
+tls_cacertfile /etc/ssl/certs/ca-certificates.crt
+"""
+
+
+_NSSWITCH = """passwd: files ldap
+group: files ldap
+shadow: files ldap
+hosts: files dns
+"""
+
+_ENTRYPOINT = f"""#!/bin/sh
+# The login pod's entry point: nslcd with its bind password, then sshd as this process.
+set -eu
+umask 077
+{{ cat {CONFIG_DIR}/nslcd.conf; printf 'bindpw %s\\n' "$(cat {LDAP_SECRET_DIR}/password)"; }} \\
+  > /etc/nslcd.conf
+chown root:nslcd /etc/nslcd.conf
+chmod 0640 /etc/nslcd.conf
+cp {CONFIG_DIR}/nsswitch.conf /etc/nsswitch.conf
+chmod 0644 /etc/nsswitch.conf
+mkdir -p /run/sshd /run/nslcd
+chown nslcd:nslcd /run/nslcd
+nslcd
+exec /usr/sbin/sshd -D -e -f {CONFIG_DIR}/sshd_config
+"""
+
+
+def _owned(release: JSON, kind: str, api_version: str, name: str) -> JSON:
+    meta = release["metadata"]
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": {
+                INSTANCE_LABEL: meta["name"],
+                "app.kubernetes.io/name": CHART,
+                "app.kubernetes.io/managed-by": "Helm",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": release["apiVersion"],
+                    "kind": release["kind"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+    }
+
+
+def render(release: JSON, image: str) -> list[JSON]:
+    """What the chart makes of `release`, but its host key (made once: `host_keys`)."""
+    name = release["metadata"]["name"]
+    values: JSON = release["spec"].get("values") or {}
+    labels = {INSTANCE_LABEL: name, "app.kubernetes.io/name": CHART}
+    config = _owned(release, "ConfigMap", "v1", f"{name}-config")
+    config["data"] = {
+        "sshd_config": _sshd_config(),
+        "nslcd.conf": _nslcd_config(values["ldap"]),
+        "nsswitch.conf": _NSSWITCH,
+        "entrypoint.sh": _ENTRYPOINT,
+    }
+    service_values: JSON = values.get("service") or {}
+    service = _owned(release, "Service", "v1", name)
+    service["metadata"]["annotations"] = service_values.get("annotations") or {}
+    service["spec"] = {
+        "type": service_values.get("type", "ClusterIP"),
+        "selector": labels,
+        "ports": [{"name": "ssh", "port": SSH_PORT, "targetPort": SSH_PORT, "protocol": "TCP"}],
+    }
+    pod: JSON = {
+        "terminationGracePeriodSeconds": 10,
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "containers": [
+            {
+                "name": "sshd",
+                "image": image,
+                "imagePullPolicy": "Never",
+                "command": ["/bin/sh", f"{CONFIG_DIR}/entrypoint.sh"],
+                "ports": [{"name": "ssh", "containerPort": SSH_PORT}],
+                "readinessProbe": {"tcpSocket": {"port": SSH_PORT}, "periodSeconds": 2},
+                "resources": {
+                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                    "limits": {"cpu": "1", "memory": "512Mi"},
+                },
+                "volumeMounts": [
+                    {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                    {"name": "host-keys", "mountPath": HOST_KEYS_DIR, "readOnly": True},
+                    {"name": "authorized-keys", "mountPath": AUTHORIZED_KEYS_DIR, "readOnly": True},
+                    {"name": "ldap-bind", "mountPath": LDAP_SECRET_DIR, "readOnly": True},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "config", "configMap": {"name": config["metadata"]["name"]}},
+            {
+                "name": "host-keys",
+                "secret": {"secretName": f"{name}-host-keys", "defaultMode": 0o600},
+            },
+            {
+                "name": "authorized-keys",
+                "secret": {"secretName": values["sshKeysSecret"], "defaultMode": 0o644},
+            },
+            {
+                "name": "ldap-bind",
+                "secret": {
+                    "secretName": values["ldap"]["bindPasswordSecret"],
+                    "defaultMode": 0o600,
+                },
+            },
+        ],
+    }
+    if "runtimeClassName" in values:
+        pod["runtimeClassName"] = values["runtimeClassName"]
+    stateful_set = _owned(release, "StatefulSet", "apps/v1", name)
+    stateful_set["spec"] = {
+        "replicas": int(values.get("replicas", 1)),
+        "serviceName": name,
+        "podManagementPolicy": "Parallel",
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": pod},
+    }
+    return [config, service, stateful_set]
+
+
+def host_keys(release: JSON) -> JSON:
+    """The release's SSH host key, made once: users' known_hosts must keep matching it."""
+    with tempfile.TemporaryDirectory() as scratch:
+        key = Path(scratch) / "key"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", release["metadata"]["name"],
+             "-f", str(key)],
+            check=True,
+        )  # fmt: skip
+        secret = _owned(release, "Secret", "v1", f"{release['metadata']['name']}-host-keys")
+        secret["type"] = "Opaque"
+        secret["stringData"] = {
+            "ssh_host_ed25519_key": key.read_text(),
+            "ssh_host_ed25519_key.pub": Path(f"{key}.pub").read_text(),
+        }
+    return secret
+
+
+class LoginReleaseController:
+    def __init__(self, client: KubeClient, image: str) -> None:
+        self.client = client
+        self.image = image
+        # (namespace, name) -> the resourceVersion last rendered, and when.
+        self.rendered: dict[tuple[str, str], tuple[str, float]] = {}
+
+    def reconcile_all(self) -> None:
+        releases = self.client.get(RELEASES)["items"]
+        for release in releases:
+            if release["spec"]["chart"]["name"] != CHART:
+                continue
+            meta = release["metadata"]
+            key = (meta["namespace"], meta["name"])
+            version, at = self.rendered.get(key, ("", 0.0))
+            fresh = version == meta["resourceVersion"] and time.monotonic() - at < RESYNC_SECONDS
+            if fresh or meta.get("deletionTimestamp"):
+                continue
+            try:
+                self.reconcile(release)
+            except (KubeError, KeyError) as err:
+                log(f"release {key[0]}/{key[1]}: {err!r}")
+                continue
+            if version != meta["resourceVersion"]:
+                log(f"rendered release {key[0]}/{key[1]} at version {meta['resourceVersion']}")
+            self.rendered[key] = (meta["resourceVersion"], time.monotonic())
+        present = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in releases}
+        for gone in set(self.rendered) - present:
+            del self.rendered[gone]
+
+    def reconcile(self, release: JSON) -> None:
+        meta = release["metadata"]
+        secrets = f"/api/v1/namespaces/{meta['namespace']}/secrets"
+        try:
+            self.client.get(f"{secrets}/{meta['name']}-host-keys")
+        except KubeError as err:
+            if err.status != 404:
+                raise
+            self.client.request("POST", secrets, body=host_keys(release))
+        for manifest in render(release, self.image):
+            self.client.apply(resource_path(manifest), manifest)
+
+
+def login_release_service(server: str, pki: Pki, image: str, ready: Callable[[], bool]) -> Service:
+    return Service(
+        name="login-release-controller",
+        argv=[
+            PYTHON,
+            "-m",
+            "sandbox.kubernetes.login_release",
+            f"--server={server}",
+            f"--pki-dir={pki.dir}",
+            f"--image={image}",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        revision=source_revision(Path(__file__).parent),
+        # The supervisor fails a process that exits; alive with a reachable API is ready.
+        ready=ready,
+    )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--pki-dir", type=Path, required=True)
+    parser.add_argument("--image", required=True)
+    parser.add_argument("--interval", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    pki: Path = args.pki_dir
+    client = KubeClient(
+        server=args.server,
+        ca=pki / "ca.crt",
+        cert=pki / "helm-controller.crt",
+        key=pki / "helm-controller.key",
+    )
+    controller = LoginReleaseController(client, args.image)
+    log(f"login release controller started (chart {CHART}, image {args.image})")
+    while True:
+        try:
+            controller.reconcile_all()
+        except (KubeError, httpx.HTTPError) as err:
+            log(f"reconcile pass failed, retrying: {err}")
+        time.sleep(args.interval)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
