@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -19,6 +21,31 @@ def tls_context(ca: Path, cert: Path | None = None, key: Path | None = None) -> 
     if cert is not None:
         context.load_cert_chain(str(cert), str(key) if key else None)
     return context
+
+
+def log(message: str) -> None:
+    """A stand-in controller's log line, timestamped as its service log shows it."""
+    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def identity_client(server: str, pki_dir: Path, identity: str) -> KubeClient:
+    """A client that presents `identity`'s certificate from the sandbox's PKI directory."""
+    return KubeClient(
+        server=server,
+        ca=pki_dir / "ca.crt",
+        cert=pki_dir / f"{identity}.crt",
+        key=pki_dir / f"{identity}.key",
+    )
+
+
+def reconcile_forever(reconcile_all: Callable[[], object], interval: float) -> NoReturn:
+    """A controller's loop: a failed pass is logged and the next one retries it."""
+    while True:
+        try:
+            reconcile_all()
+        except (KubeError, httpx.HTTPError) as err:
+            log(f"reconcile pass failed, retrying: {err}")
+        time.sleep(interval)
 
 
 class KubeError(RuntimeError):

@@ -29,9 +29,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-
-from sandbox.kubernetes.client import JSON, KubeClient, KubeError, resource_path
+from sandbox.kubernetes.client import (
+    JSON,
+    KubeClient,
+    KubeError,
+    identity_client,
+    log,
+    reconcile_forever,
+    resource_path,
+)
 from sandbox.pki import Pki
 from sandbox.service import PYTHON, Service, source_revision
 
@@ -45,10 +51,6 @@ AUTHORIZED_KEYS_DIR = "/etc/ssh/authorized_keys.d"
 LDAP_SECRET_DIR = "/run/secrets/ldap-bind"
 SSH_PORT = 22
 RESYNC_SECONDS = 30.0
-
-
-def log(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
 
 
 def _sshd_config() -> str:
@@ -293,21 +295,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--image", required=True)
     parser.add_argument("--interval", type=float, default=1.0)
     args = parser.parse_args(argv)
-    pki: Path = args.pki_dir
-    client = KubeClient(
-        server=args.server,
-        ca=pki / "ca.crt",
-        cert=pki / "helm-controller.crt",
-        key=pki / "helm-controller.key",
-    )
+    client = identity_client(args.server, args.pki_dir, "helm-controller")
     controller = LoginReleaseController(client, args.image)
     log(f"login release controller started (chart {CHART}, image {args.image})")
-    while True:
-        try:
-            controller.reconcile_all()
-        except (KubeError, httpx.HTTPError) as err:
-            log(f"reconcile pass failed, retrying: {err}")
-        time.sleep(args.interval)
+    reconcile_forever(controller.reconcile_all, args.interval)
 
 
 if __name__ == "__main__":

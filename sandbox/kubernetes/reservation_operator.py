@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from sandbox.kubernetes.client import JSON, KubeClient, KubeError
+from sandbox.kubernetes.client import (
+    JSON,
+    KubeClient,
+    KubeError,
+    identity_client,
+    log,
+    reconcile_forever,
+)
 
 # The operator's own names, written from its side: the product reads its copies
 # (`tenant_stack.live`), so that a product reading the wrong name fails against the sandbox.
@@ -30,10 +35,6 @@ TENANT_LABEL = "reserved.tenant"
 RESERVATION_ANNOTATION = "scheduling.example.io/reservation"
 FINALIZER = "scheduling.example.io/release-nodes"
 RESERVATIONS = "/apis/scheduling.example.io/v1alpha1/reservations"
-
-
-def log(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
 
 
 @dataclass
@@ -252,21 +253,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--identity", default="reservation-operator")
     parser.add_argument("--interval", type=float, default=1.0)
     args = parser.parse_args(argv)
-    pki: Path = args.pki_dir
-    client = KubeClient(
-        server=args.server,
-        ca=pki / "ca.crt",
-        cert=pki / f"{args.identity}.crt",
-        key=pki / f"{args.identity}.key",
-    )
-    operator = ReservationOperator(client)
+    operator = ReservationOperator(identity_client(args.server, args.pki_dir, args.identity))
     log("reservation operator started")
-    while True:
-        try:
-            operator.reconcile_all()
-        except (KubeError, httpx.HTTPError) as err:
-            log(f"reconcile pass failed, retrying: {err}")
-        time.sleep(args.interval)
+    reconcile_forever(operator.reconcile_all, args.interval)
 
 
 if __name__ == "__main__":
