@@ -223,6 +223,14 @@ def nonempty_text(value: Any) -> str:
     return value
 
 
+def whole_number(value: Any, unit: str) -> int:
+    """A field's parse for a count of `unit`s. Numbers reach a dynamic provider from the engine
+    as floats (2.0), so a float with no fraction is that whole number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ValueError(f"{value!r} is not a whole number of {unit}")
+    return int(value)
+
+
 def gone() -> ReadResult:
     """What read answers for an object that no longer exists: the engine drops it from the
     state (a fresh dict, which the engine's glue writes into)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers.base import LIFECYCLE, Field, Schema
+from providers.base import LIFECYCLE, Field, Schema, whole_number
 from providers.identities import EMAIL, HYPHENATED, MAX_ID
 
 __all__ = [
@@ -163,12 +163,10 @@ def _true_or_false(value: Any) -> bool:
 def _retention_days(value: Any) -> int | None:
     if value is None:
         return None
-    # Numbers reach a dynamic provider as floats.
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise ValueError(f"{value!r} is not a whole number of days")
-    if value < 1:
+    days = whole_number(value, "days")
+    if days < 1:
         raise ValueError(f"{value!r} is not a number of days, 1 or more")
-    return int(value)
+    return days
 
 
 GROUP = Schema(

@@ -10,7 +10,7 @@ from typing import Any
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from providers import progress
-from providers.base import Field, Schema, SchemaProvider, nonempty_text
+from providers.base import Field, Schema, SchemaProvider, nonempty_text, whole_number
 from providers.errors import KubernetesError
 from providers.kubernetes.login_pods import LoginPods
 
@@ -18,12 +18,10 @@ __all__ = ["LoginPodsReadyProvider"]
 
 
 def _replicas(value: Any) -> int:
-    # A number comes back from the engine as a float (2.0).
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise ValueError(f"{value!r} is not a whole number of replicas")
-    if value < 0:
+    replicas = whole_number(value, "replicas")
+    if replicas < 0:
         raise ValueError(f"{value!r} replicas is fewer than none")
-    return int(value)
+    return replicas
 
 
 READY = Schema(
