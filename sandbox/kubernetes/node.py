@@ -20,7 +20,9 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -332,6 +334,11 @@ imageGCLowThresholdPercent: 98
         self._write_kubeconfig(f"node-{NODE_NAME}", self.state_dir / "kubelet.kubeconfig")
         for controller in _CGROUP_CONTROLLERS.iterdir():
             _make_cgroup(controller, self.cgroup_root.lstrip("/"))
+        self._kubelet_started.write_text(f"{int(time.time())}\n")
+
+    @property
+    def _kubelet_started(self) -> Path:
+        return self.state_dir / "kubelet.started"
 
     def _kubelet_ready(self) -> bool:
         try:
@@ -348,8 +355,18 @@ imageGCLowThresholdPercent: 98
                 client.close()
         except (OSError, httpx.HTTPError, KubeError):
             return False
-        conditions = node.get("status", {}).get("conditions", [])
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+        # The node stays Ready for a while after its kubelet dies, and a restarted kubelet first
+        # reports it not ready: only a Ready posted since this kubelet started counts.
+        try:
+            started = int(self._kubelet_started.read_text())
+        except (OSError, ValueError):
+            started = 0
+        return any(
+            c["type"] == "Ready"
+            and c["status"] == "True"
+            and datetime.fromisoformat(c["lastHeartbeatTime"]).timestamp() >= started
+            for c in node.get("status", {}).get("conditions", [])
+        )
 
     # kube-proxy.
 
