@@ -121,15 +121,31 @@ def images(pause: Path, coredns: Path) -> list[Image]:
 
 def archive(image: Image, directory: Path) -> tuple[Path, str]:
     """The image's archive and its manifest's digest. A root filesystem's is made once, beside
-    it (its directory is named by what went into it); the others' are made again in `directory`,
-    which costs little."""
-    if image.rootfs is None:
-        target = directory / f"{image.name.replace('/', '_')}.tar"
-    else:
+    it (its directory is named by what went into it); the others' in `directory`, again only
+    when what goes into them changed (compressing CoreDNS takes seconds, and every `up` asks)."""
+    if image.rootfs is not None:
         target = image.rootfs.with_name("image.oci.tar")
         if target.exists():
             return target, archive_digest(target)
-    return target, write_archive(image, target)
+        return target, write_archive(image, target)
+    target = directory / f"{image.name.replace('/', '_')}.tar"
+    made_from = target.with_name(f"{target.name}.made-from")
+    inputs = _inputs(image)
+    if target.exists() and made_from.exists() and made_from.read_text() == inputs:
+        return target, archive_digest(target)
+    digest = write_archive(image, target)
+    made_from.write_text(inputs)
+    return target, digest
+
+
+def _inputs(image: Image) -> str:
+    """What an archive of `image` is made from: its files by path, size and change time."""
+    files = {}
+    for inside, source in sorted(image.files.items()):
+        status = source.stat()
+        files[inside] = [str(source), status.st_size, status.st_mtime_ns]
+    made_of = [image.name, list(image.entrypoint), dict(sorted(image.links.items())), files]
+    return json.dumps(made_of) + "\n"
 
 
 def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
