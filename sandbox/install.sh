@@ -2,8 +2,9 @@
 # Installs the Debian packages the sandbox runs: munge, MariaDB, slurmdbd, slurmctld, slurmd and the
 # Slurm clients; and for its real Kubernetes node, containerd with runc, the CNI plugins, iptables,
 # iproute2, busybox (the test pods' tools), a C compiler (the pause binary) and mmdebstrap (the
-# login image, from Debian's packages: sandbox/kubernetes/login-image.sh). Idempotent: does
-# nothing when every binary is already there.
+# login image, from Debian's packages: sandbox/kubernetes/login-image.sh); slapd and the LDAP
+# clients, the LDAP face of the Authentik emulator (sandbox/authentik/ldap_server.py). Idempotent:
+# does nothing when every binary is already there.
 # Starts nothing: the sandbox runs the daemons itself as plain processes, so the packages' own
 # services must not run.
 set -euo pipefail
@@ -12,12 +13,12 @@ set -euo pipefail
 # package has; the smoke test's `srun --mpi=pmix` (runbook 7b) needs it.
 PACKAGES=(slurmdbd slurmctld slurmd slurm-client munge mariadb-server mariadb-client coreutils
   util-linux libpmix-dev containerd runc containernetworking-plugins iptables conntrack iproute2
-  busybox-static gcc libc6-dev mmdebstrap)
+  busybox-static gcc libc6-dev mmdebstrap slapd ldap-utils)
 # The binaries the sandbox calls; a missing one means a package is missing.
 BINARIES=(munged mungekey munge unmunge mariadbd mariadb-install-db mariadb mariadb-admin
   slurmdbd slurmctld slurmd sacctmgr scontrol sinfo sbatch squeue scancel sacct srun timeout
   unshare nsenter containerd containerd-shim-runc-v2 ctr runc iptables conntrack ip busybox cc
-  mmdebstrap)
+  mmdebstrap slapd slaptest ldapmodify ldapsearch ldapdelete)
 # Packages of files no binary check on PATH finds missing: a library the daemons open at run time,
 # and the CNI plugins containerd runs from /usr/lib/cni.
 LIBRARIES=(libpmix-dev containernetworking-plugins)
@@ -31,7 +32,7 @@ library_missing() {
   done
 }
 # Packages' daemons that postinst scripts could start; checked before and after installing.
-DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld slurmd containerd)
+DAEMONS=(munged mariadbd mysqld slurmdbd slurmctld slurmd containerd slapd)
 
 missing=()
 for bin in "${BINARIES[@]}"; do
@@ -56,11 +57,16 @@ if ! command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 
-# Read from /proc rather than with pgrep, which may itself be missing on a minimal system.
+# Read from /proc rather than with pgrep, which may itself be missing on a minimal system. A
+# sandbox's own daemons (the supervisor marks their environment: sandbox/supervisor.py) are left
+# out: one may start while this runs, and is no package script's.
 daemon_pids() {
   local dir comm name
   for dir in /proc/[0-9]*; do
     comm="$(cat "$dir/comm" 2>/dev/null)" || continue
+    if tr '\0' '\n' <"$dir/environ" 2>/dev/null | grep -q '^GPU_TENANTS_SANDBOX_SERVICE='; then
+      continue
+    fi
     for name in "${DAEMONS[@]}"; do
       if [ "$comm" = "$name" ]; then echo "${dir#/proc/}"; fi
     done

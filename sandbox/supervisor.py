@@ -18,6 +18,10 @@ from pathlib import Path
 from providers.processes import start_time
 from sandbox.service import Service
 
+# Set in every process the supervisor starts, to its service's name: what tells the sandbox's own
+# daemons from those a package's install script started (sandbox/install.sh).
+SERVICE_MARK = "GPU_TENANTS_SANDBOX_SERVICE"
+
 
 class SandboxError(RuntimeError):
     """A sandbox process could not be started or stopped; the message says what to do."""
@@ -101,7 +105,7 @@ class Supervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **service.env},
+                env={**os.environ, **service.env, SERVICE_MARK: service.name},
                 cwd=service.cwd,
                 start_new_session=True,
             )
