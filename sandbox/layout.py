@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
+from sandbox.authentik.ldap_server import LdapServer
 from sandbox.authentik.service import (
     authentik_service,
     authentik_url,
@@ -138,11 +140,31 @@ class SandboxLayout:
         names the platform's settings give them."""
         slurm = _platform().slurm
         name, namespace = slurm.controller_host.split(".")[:2]
+        ldap = urlsplit(_platform().ldap.uri)
+        ldap_name, ldap_namespace = (ldap.hostname or "").split(".")[:2]
         return [
             in_cluster.HostService(
                 namespace, name, slurm.ports.slurmctld, self.slurm.slurmctld_port
             ),
+            in_cluster.HostService(
+                ldap_namespace, ldap_name, ldap.port or 636, self.ports.ldap_outpost
+            ),
         ]
+
+    @property
+    def ldap_server(self) -> LdapServer:
+        """The Authentik emulator's LDAP face, which pods reach as the platform's outpost."""
+        ldap = _platform().ldap
+        return LdapServer(
+            self.root / "ldap", self.pki, self.ports.ldap_outpost, ldap.base_dn, ldap.bind_dn
+        )
+
+    @property
+    def ldap_server_names(self) -> list[str]:
+        """The outpost Service's names, which its certificate must carry: the one in the
+        platform's LDAP URI and the cluster's full one."""
+        host = urlsplit(_platform().ldap.uri).hostname or ""
+        return [host, f"{host}.cluster.local"]
 
     @property
     def project(self) -> Path:
@@ -204,7 +226,8 @@ class SandboxLayout:
             ),
             # After Weka: each node mounts the shared scratch filesystem the emulator makes.
             *slurmd_services(self.root / "slurm", self.ports.offset, self.node_scratch),
-            authentik_service(self.root / "authentik", self.ports.authentik),
+            self.ldap_server.service(self.ldap_server_names),
+            authentik_service(self.root / "authentik", self.ports.authentik, self.ldap_server),
             temporal_service(
                 self.root / "temporal",
                 self.ports.temporal,
@@ -231,7 +254,7 @@ class SandboxLayout:
         with self._admin_client() as client:
             seed(
                 client,
-                self.root / "kubernetes",
+                self.ldap_server.bind_password(),
                 pinned("KUBERNETES_VERSION"),
                 _platform().login_chart.runtime_class,
             )

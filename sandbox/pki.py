@@ -88,10 +88,15 @@ class Pki:
             )  # fmt: skip
         self._issue("apiserver", "/CN=kube-apiserver", f"{_SERVER_ADDRESSES},{_SERVER_NAMES}")
         for server in ("controller-manager-serving", "scheduler-serving", "weka", "authentik"):
-            self._issue(server, f"/CN={server}", "IP:127.0.0.1,DNS:localhost")
+            self.issue_server(server, ["localhost"])
         for client in CLIENTS:
             subject = f"/CN={client.user}" + (f"/O={client.group}" if client.group else "")
             self._issue(client.name, subject, None)
+
+    def issue_server(self, name: str, hosts: list[str]) -> None:
+        """A server certificate `name` for 127.0.0.1 and the DNS names `hosts`, unless one is."""
+        alt_names = ",".join(["IP:127.0.0.1", *(f"DNS:{host}" for host in hosts)])
+        self._issue(name, f"/CN={name}", alt_names)
 
     def _issue(self, name: str, subject: str, alt_names: str | None) -> None:
         """Issues the certificate unless one for this subject and these names exists: a server

@@ -50,6 +50,10 @@ class Ports:
         return 29000 + self.offset
 
     @property
+    def ldap_outpost(self) -> int:
+        return 29010 + self.offset
+
+    @property
     def retention_store(self) -> int:
         return 29100 + self.offset
 

@@ -13,6 +13,7 @@ from sandbox.authentik.api import Api
 from sandbox.authentik.bootstrap import ensure_defaults, read_or_create_key
 from sandbox.authentik.endpoints import ROUTES
 from sandbox.authentik.ldap_numbering import LdapSettings
+from sandbox.authentik.ldap_publisher import Directory, Publisher, directory, ssha
 from sandbox.authentik.server import make_server
 from sandbox.authentik.store import Store
 
@@ -33,7 +34,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=LdapSettings.base_dn,
         help="base DN of the emulated LDAP outpost's entries",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--ldap-url",
+        help="where to publish the outpost's entries: an LDAP server's local socket "
+        "(ldapi://...) on which this process is its root; none: publish nowhere",
+    )
+    parser.add_argument("--ldap-bind-dn", help="the outpost's bind account, made in the server")
+    parser.add_argument(
+        "--ldap-bind-password-file", type=Path, help="the bind account's password (one line)"
+    )
+    args = parser.parse_args(argv)
+    if args.ldap_url and not (args.ldap_bind_dn and args.ldap_bind_password_file):
+        parser.error("--ldap-url needs --ldap-bind-dn and --ldap-bind-password-file")
+    return args
+
+
+def _publisher(args: argparse.Namespace, store: Store, settings: LdapSettings) -> Publisher:
+    password = ssha(args.ldap_bind_password_file.read_text().strip())
+
+    def compute() -> Directory:
+        with store.lock:
+            return directory(store, settings, args.ldap_bind_dn, password)
+
+    return Publisher(args.ldap_url, settings.base_dn, compute)
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
@@ -44,7 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     store = Store.open(args.state_dir)
     ensure_defaults(store, read_or_create_key(args.bootstrap_token_file))
-    api = Api(store, LdapSettings(base_dn=args.ldap_base_dn), [*ROUTES, *audit.ROUTES])
+    settings = LdapSettings(base_dn=args.ldap_base_dn)
+    publisher = _publisher(args, store, settings) if args.ldap_url else None
+    changed = publisher.changed if publisher else None
+    api = Api(store, settings, [*ROUTES, *audit.ROUTES], changed)
+    if publisher:
+        publisher.start()
     server = make_server(args.host, args.port, api)
     signal.signal(signal.SIGTERM, _stop)
     host, port = server.server_address[:2]

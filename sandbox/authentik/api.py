@@ -107,10 +107,18 @@ def authenticate(store: Store, header: str | None) -> User | None:
 class Api:
     """Dispatches requests to the routes, one at a time, saving the state after each change."""
 
-    def __init__(self, store: Store, ldap: LdapSettings, routes: list[Route]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        ldap: LdapSettings,
+        routes: list[Route],
+        changed: Callable[[], None] | None = None,
+    ) -> None:
         self.store = store
         self.ldap = ldap
         self.routes = routes
+        # Told after each saved change (the LDAP face publishes it).
+        self.changed = changed
 
     def handle(self, request: Request) -> Response:
         with self.store.lock:
@@ -140,5 +148,7 @@ class Api:
             response = handler(ctx, **params)
             if request.method != "GET":
                 self.store.save()
+                if self.changed is not None:
+                    self.changed()
             return response
         raise not_found()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 
+from sandbox.authentik.ldap_server import LdapServer
 from sandbox.service import PYTHON, Service, source_revision
 
 
@@ -17,7 +18,9 @@ def token_file(state_dir: Path) -> Path:
     return state_dir / "bootstrap-token"
 
 
-def authentik_service(state_dir: Path, port: int) -> Service:
+def authentik_service(state_dir: Path, port: int, ldap: LdapServer) -> Service:
+    """The emulator, publishing what its outpost would into `ldap` (started before it)."""
+
     def ready() -> bool:
         try:
             reply = httpx.get(f"{authentik_url(port)}/api/v3/root/config/", timeout=2)
@@ -35,6 +38,10 @@ def authentik_service(state_dir: Path, port: int) -> Service:
             f"--port={port}",
             f"--state-dir={state_dir}",
             f"--bootstrap-token-file={token_file(state_dir)}",
+            f"--ldap-base-dn={ldap.base_dn}",
+            f"--ldap-url={ldap.local_url}",
+            f"--ldap-bind-dn={ldap.bind_dn}",
+            f"--ldap-bind-password-file={ldap.bind_password_file}",
         ],
         ports=(port,),
         cwd=Path(__file__).resolve().parents[2],

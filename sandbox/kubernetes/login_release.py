@@ -22,6 +22,8 @@ does at each interval, which puts back what someone changed by hand (a StatefulS
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import subprocess
 import sys
 import tempfile
@@ -49,16 +51,25 @@ CONFIG_DIR = "/etc/sunk-login"
 HOST_KEYS_DIR = "/etc/ssh/host-keys"
 AUTHORIZED_KEYS_DIR = "/etc/ssh/authorized_keys.d"
 LDAP_SECRET_DIR = "/run/secrets/ldap-bind"
+# The CA the outpost's certificate chains to: in the sandbox, the cluster's, which every namespace
+# has as this ConfigMap.
+CA_CONFIG_MAP = "kube-root-ca.crt"
+CA_DIR = "/etc/ldap/outpost-ca"
 SSH_PORT = 22
 RESYNC_SECONDS = 30.0
 
 
 def _sshd_config() -> str:
+    # A Secret's volume is a world-writable directory, which sshd's StrictModes refuses as an
+    # AuthorizedKeysFile's: the keys are read by a command instead, as nobody, from the Secret
+    # as the kubelet keeps it current.
     return f"""# Rendered by the login release. Keys only: a user's public keys are the
 # Secret's entry of their name, mounted read-only; nobody logs in as root.
 Port {SSH_PORT}
 HostKey {HOST_KEYS_DIR}/ssh_host_ed25519_key
-AuthorizedKeysFile {AUTHORIZED_KEYS_DIR}/%u
+AuthorizedKeysFile none
+AuthorizedKeysCommand /bin/cat {AUTHORIZED_KEYS_DIR}/%u
+AuthorizedKeysCommandUser nobody
 PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -72,14 +83,22 @@ PidFile /run/sshd.pid
 
 def _nslcd_config(ldap: JSON) -> str:
     # The bind password is appended by the entry point from the mounted Secret, so it is never
-    # in a ConfigMap; nslcd reads the result as root and keeps it 0600.
+    # in a ConfigMap; nslcd reads the result as root and keeps it 0600. The outpost's uid is a
+    # hash of Authentik's: a user's login name is their cn. Groups come from ou=groups only: the
+    # outpost also publishes each user as a group of one (ou=virtual-groups) with the user's
+    # gidNumber, which the spec pins to the tenant group's, so a lookup of that number could
+    # name a user instead of the group. A disabled user still resolves (their files keep an
+    # owner) but PAM refuses them: Authentik's ak-active says which.
     return f"""uid nslcd
 gid nslcd
 uri {ldap["uri"]}
 base {ldap["baseDN"]}
+base group ou=groups,{ldap["baseDN"]}
 binddn {ldap["bindDN"]}
 tls_reqcert demand
-tls_cacertfile /etc/ssl/certs/ca-certificates.crt
+tls_cacertfile {CA_DIR}/ca.crt
+map passwd uid cn
+pam_authz_search (&(objectClass=posixAccount)(cn=$username)(ak-active=TRUE))
 """
 
 
@@ -99,8 +118,9 @@ chown root:nslcd /etc/nslcd.conf
 chmod 0640 /etc/nslcd.conf
 cp {CONFIG_DIR}/nsswitch.conf /etc/nsswitch.conf
 chmod 0644 /etc/nsswitch.conf
-mkdir -p /run/sshd /run/nslcd
-chown nslcd:nslcd /run/nslcd
+mkdir -p /run/sshd
+# Every user's lookups go through nslcd's socket in here, so not 0700 as the umask would make it.
+install -d -o nslcd -g nslcd -m 0755 /run/nslcd
 nslcd
 exec /usr/sbin/sshd -D -e -f {CONFIG_DIR}/sshd_config
 """
@@ -174,11 +194,13 @@ def render(release: JSON, image: str) -> list[JSON]:
                     {"name": "host-keys", "mountPath": HOST_KEYS_DIR, "readOnly": True},
                     {"name": "authorized-keys", "mountPath": AUTHORIZED_KEYS_DIR, "readOnly": True},
                     {"name": "ldap-bind", "mountPath": LDAP_SECRET_DIR, "readOnly": True},
+                    {"name": "ca", "mountPath": CA_DIR, "readOnly": True},
                 ],
             }
         ],
         "volumes": [
             {"name": "config", "configMap": {"name": config["metadata"]["name"]}},
+            {"name": "ca", "configMap": {"name": CA_CONFIG_MAP}},
             {
                 "name": "host-keys",
                 "secret": {"secretName": f"{name}-host-keys", "defaultMode": 0o600},
@@ -204,9 +226,17 @@ def render(release: JSON, image: str) -> list[JSON]:
         "serviceName": name,
         "podManagementPolicy": "Parallel",
         "selector": {"matchLabels": labels},
-        "template": {"metadata": {"labels": labels}, "spec": pod},
+        # As charts do: a changed configuration rolls the pods, which read it only as they start.
+        "template": {
+            "metadata": {"labels": labels, "annotations": {"checksum/config": _checksum(config)}},
+            "spec": pod,
+        },
     }
     return [config, service, stateful_set]
+
+
+def _checksum(config: JSON) -> str:
+    return hashlib.sha256(json.dumps(config["data"], sort_keys=True).encode()).hexdigest()
 
 
 def host_keys(release: JSON) -> JSON:

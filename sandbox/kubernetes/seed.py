@@ -5,7 +5,6 @@ operator, a tenant stack) added."""
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -120,16 +119,6 @@ def _wait_established(client: KubeClient, crd: str, timeout: float = 30) -> None
     raise TimeoutError(f"CustomResourceDefinition {crd} was not Established within {timeout}s")
 
 
-def ldap_bind_password(state_dir: Path) -> str:
-    """The sandbox's LDAP bind password, made once and kept in a 0600 file."""
-    path = state_dir / "ldap-bind-password"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_urlsafe(24))
-    return path.read_text().strip()
-
-
 def runtime_class(name: str) -> JSON:
     """The login release's RuntimeClass: containerd's runc as any pod's, exempt from Pod
     Security by the API server's admission configuration."""
@@ -142,8 +131,10 @@ def runtime_class(name: str) -> JSON:
 
 
 def seed(
-    client: KubeClient, state_dir: Path, kubernetes_version: str, login_runtime_class: str
+    client: KubeClient, ldap_bind_password: str, kubernetes_version: str, login_runtime_class: str
 ) -> None:
+    """The platform's objects, its LDAP bind Secret (the outpost's bind account's password) and
+    the stand-in nodes."""
     for manifest in (
         *manifests("platform.yaml"),
         *manifests("crds.yaml"),
@@ -157,7 +148,7 @@ def seed(
         "kind": "Secret",
         "metadata": {"name": LDAP_BIND_SECRET, "namespace": "auth"},
         "type": "Opaque",
-        "stringData": {"password": ldap_bind_password(state_dir)},
+        "stringData": {"password": ldap_bind_password},
     }
     client.apply(resource_path(secret), secret)
     for node in NODES:

@@ -25,7 +25,10 @@ START_TIMEOUT = 20.0
 class Emulator:
     """One emulator process over a state directory that outlives restarts."""
 
-    def __init__(self, workdir: Path, *, key: str | None = BOOTSTRAP_KEY) -> None:
+    def __init__(
+        self, workdir: Path, *, key: str | None = BOOTSTRAP_KEY, options: tuple[str, ...] = ()
+    ) -> None:
+        self.options = options  # more of `python -m sandbox.authentik`'s options
         self.state_dir = workdir / "state"
         self.key_file = workdir / "bootstrap-token"
         self.log = workdir / "emulator.log"
@@ -56,6 +59,7 @@ class Emulator:
             str(self.state_dir),
             "--bootstrap-token-file",
             str(self.key_file),
+            *self.options,
         ]
         with self.log.open("ab") as sink:
             self.process = subprocess.Popen(argv, cwd=ROOT, stdout=sink, stderr=sink)

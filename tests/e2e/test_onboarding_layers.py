@@ -8,7 +8,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +51,8 @@ class Onboarded:
     planned: dict[Any, int]  # the first preview's change summary (op -> count)
     outputs: dict[str, Any]
     printed: str  # what the engine printed in that preview and the up
+    # alice's private key: the spec's public key for her is replaced by this pair's.
+    alice_key: Path
     destroyed: bool = False
 
 
@@ -62,6 +66,13 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
     work = tmp_path_factory.mktemp("onboarding")
     env = file_backend(work / "backend")
     project = project_copy(work / "project", rehearsals=("tenant-foo",))
+    alice_key = work / "alice"
+    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "alice@test", "-f", str(alice_key))
+    spec = project / "tenants" / "tenant-foo.yaml"
+    own_key = alice_key.with_suffix(".pub").read_text().strip()
+    text, replaced = re.subn(r"ssh-ed25519 \S+ alice@laptop", own_key, spec.read_text())
+    assert replaced == 1
+    spec.write_text(text)
     stack = auto.create_stack(
         "tenant-foo", work_dir=str(project), opts=auto.LocalWorkspaceOptions(env_vars=env)
     )
@@ -75,6 +86,7 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
         dict(preview.change_summary),
         {key: output.value for key, output in up.outputs.items()},
         preview.stdout + preview.stderr + up.stdout + up.stderr,
+        alice_key,
     )
     yield onboarded
     if not onboarded.destroyed:
@@ -500,11 +512,83 @@ def test_step_5a_the_login_release_runs_sshd_with_its_host_key_and_the_users_key
     # Keys only, and each user's keys are the authorized-keys Secret's entry of their name.
     effective = inside("/usr/sbin/sshd", "-T", "-f", "/etc/sunk-login/sshd_config").splitlines()
     for setting in ("passwordauthentication no", "permitrootlogin no",
-                    "authorizedkeysfile /etc/ssh/authorized_keys.d/%u"):  # fmt: skip
+                    "authorizedkeyscommand /bin/cat /etc/ssh/authorized_keys.d/%u"):  # fmt: skip
         assert setting in effective, setting
     keys = base64.b64decode(secret_data("tenant-foo-authorized-keys")["alice"]).decode()
     assert keys.startswith("ssh-ed25519 ")
     assert inside("cat", "/etc/ssh/authorized_keys.d/alice") == keys
+
+
+def test_step_5b_each_user_and_the_group_resolve_in_the_login_pod_through_ldap(
+    foo: Onboarded,
+) -> None:
+    """nslcd in the login pod asks the outpost (the Authentik emulator's LDAP server, over ldaps
+    through the outpost's Service) as the runbook's step 5b checks: the numbers are the spec's."""
+
+    def getent(database: str, key: str) -> list[str]:
+        done = kubectl("--namespace=tenant-foo", "exec", LOGIN_POD, "--", "getent", database, key)
+        assert done.returncode == 0, (database, key, done.stderr)
+        return done.stdout.strip().split(":")
+
+    for user, uid in (("alice", "2147"), ("bob", "2148"), ("carol", "2149")):
+        name, _, number, group, _, home, _ = getent("passwd", user)
+        assert (name, number, group, home) == (user, uid, "4099", f"/home/{user}")
+    name, _, number, members = getent("group", "tenant-foo")
+    assert (name, number, sorted(members.split(","))) == (
+        "tenant-foo",
+        "4099",
+        ["alice", "bob", "carol"],
+    )
+
+
+def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
+    foo: Onboarded, sandbox: SandboxLayout, tmp_path: Path
+) -> None:
+    """From the node (its network namespace: a machine of the cluster), to the login Service's
+    address, checking the release's host key as a user's known_hosts would."""
+    address = kubectl_json("-n", "tenant-foo", "get", "service", "login-tenant-foo")["spec"][
+        "clusterIP"
+    ]
+    host_key = base64.b64decode(
+        secret_data("login-tenant-foo-host-keys")["ssh_host_ed25519_key.pub"]
+    )
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(f"{address} {' '.join(host_key.decode().split()[:2])}\n")
+
+    def ssh(user: str, *command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["nsenter", f"--net=/run/netns/{sandbox.node.netns}", "--",
+             "ssh", "-i", str(foo.alice_key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+             "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known_hosts}",
+             "-o", "ConnectTimeout=20", f"{user}@{address}", *command],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    logged_in = ssh("alice", "id")
+    assert logged_in.returncode == 0, logged_in.stderr
+    assert logged_in.stdout.split()[:2] == ["uid=2147(alice)", "gid=4099(tenant-foo)"]
+    # bob's keys are his own: alice's key does not open his account.
+    refused = ssh("bob", "id")
+    assert refused.returncode == 255
+    assert "Permission denied (publickey)" in refused.stderr
+    # Disabled in Authentik (as offboarding's revocation does), alice still resolves, so her
+    # files keep their owner, but her key no longer logs her in.
+    with authentik() as api:
+        pk = authentik_user("alice")["pk"]
+        api.patch(f"/core/users/{pk}/", json={"is_active": False}).raise_for_status()
+        try:
+            # The outpost publishes the change a moment after Authentik made it.
+            deadline = time.monotonic() + 10
+            while (disabled := ssh("alice", "id")).returncode == 0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            resolved = kubectl(
+                "-n", "tenant-foo", "exec", LOGIN_POD, "--", "getent", "passwd", "alice"
+            )
+        finally:
+            api.patch(f"/core/users/{pk}/", json={"is_active": True}).raise_for_status()
+    assert disabled.returncode == 255
+    assert "LDAP authorisation check failed" in disabled.stderr
+    assert resolved.stdout.split(":")[2] == "2147"
 
 
 def as_root(name: str, runtime_class: str | None = None) -> dict[str, Any]:

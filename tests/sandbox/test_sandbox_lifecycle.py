@@ -79,6 +79,7 @@ def test_up_restarts_a_process_made_from_an_older_definition(
         "weka-emulator",
         "slurmd-gpu-14",
         "slurmd-gpu-15",
+        "ldap-outpost",
         "authentik-emulator",
     ],
 )
