@@ -29,6 +29,7 @@ WAIT_SECONDS = 600.0
 SSH_PORT = 22
 _LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp prints a socket's state
 _EVENTS_SHOWN = 3
+_GETENT_NOT_FOUND = 2  # getent's exit status for a key the database does not hold
 
 
 @dataclass(frozen=True)
@@ -116,13 +117,29 @@ class LoginPods:
         deaf = [s.name for s in states if s.ready and not self._sshd_listens(s.name)]
         return Look(states, deaf)
 
-    def _sshd_listens(self, pod: str) -> bool:
-        in_pod = KubectlExecTransport(
+    def _in(self, pod: str) -> KubectlExecTransport:
+        return KubectlExecTransport(
             backend=BACKEND, timeout=TIMEOUT, namespace=self.namespace, target=pod
         )
+
+    def _sshd_listens(self, pod: str) -> bool:
         # tcp6 is absent where IPv6 is off: cat prints tcp and fails on the other. A pod that
         # stops meanwhile answers nothing, and the next look tells.
-        return listens(in_pod.run(["cat", "/proc/net/tcp", "/proc/net/tcp6"]).stdout)
+        return listens(self._in(pod).run(["cat", "/proc/net/tcp", "/proc/net/tcp6"]).stdout)
+
+    def getent(self, pod: str, database: str, key: str) -> list[str] | None:
+        """`getent database key` in `pod`, as its users' processes resolve names (nslcd, from
+        LDAP): the entry's fields, or None when nothing answers to `key`."""
+        done = self._in(pod).run(["getent", database, key])
+        if done.returncode == _GETENT_NOT_FOUND:
+            return None
+        if not done.ok:
+            raise KubernetesError(
+                f"resolving {database} {key} in pod {self.namespace}/{pod}",
+                done.stderr.strip() or f"getent exited {done.returncode}",
+                f"kubectl -n {self.namespace} logs {pod} shows what nslcd says",
+            )
+        return done.stdout.strip().split(":")
 
     def events(self, pod: str) -> list[str]:
         listed = kubectl_json(

@@ -352,19 +352,17 @@ def identity(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
     if spec.lifecycle.stage == "destroy":
         return
     ldap = platform.ldap
-    pinned = {spec.slug: ("identity.gid", spec.identity.gid)}
-    if spec.identity.admins_gid is not None:
-        pinned[spec.admins_group] = ("identity.admins_gid", spec.identity.admins_gid)
     missing = []
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
-        for name, (field, gid) in pinned.items():
+        for name, (field, gid) in _pinned_groups(spec).items():
             group = directory.find_group(name)
             if group is None:
                 missing.append(f"group {name}")
                 continue
             (live,) = handed_out([], [group], ldap.uid_start_number, ldap.gid_start_number)
             if live.number != gid:
-                yield _number_differs(spec, f"group {name} has gidNumber {live.number}", field, gid)
+                said = f"Authentik group {name} has gidNumber {live.number}"
+                yield _number_differs(spec, said, field, gid)
         for i, user in enumerate(spec.users):
             found = directory.find_user(user.username)
             if found is None:
@@ -372,27 +370,72 @@ def identity(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
                 continue
             held = handed_out([found], [], ldap.uid_start_number, ldap.gid_start_number)
             if held[0].number != user.uid:
-                said = f"user {user.username} has uidNumber {held[0].number}"
+                said = f"Authentik user {user.username} has uidNumber {held[0].number}"
                 yield _number_differs(spec, said, f"users.{i}.uid", user.uid)
     if missing:
-        yield Finding(
-            "identity-missing",
-            "IdentityGroup",
-            25,
-            f"Authentik has no {', '.join(missing)}",
-            "deleted by hand, or declared by a spec change not applied yet: the login pod "
-            "(through LDAP) knows no such user or group, so those users cannot log in and "
-            "their files show as bare numbers",
-            _UP.format(slug=spec.slug) + " (makes them again, with the spec's numbers)",
-        )
+        yield _identity_missing(spec, f"Authentik has no {', '.join(missing)}")
 
 
-def _number_differs(spec: TenantSpec, live: str, field: str, pinned: int) -> Finding:
+def login_pod_identity(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """Runbook 5b: each user and the tenant's groups as a Ready login pod resolves them
+    (`getent`, through nslcd and the LDAP outpost), against the spec's numbers: the owners the
+    users' files and processes show there."""
+    if spec.lifecycle.stage == "destroy" or not _namespace_usable(spec):
+        return
+    pods = LoginPods(spec.namespace, release_name(spec.slug))
+    ready = pods.look().ready
+    if not ready:
+        return  # login-pods-not-ready says why
+    pod = ready[0]
+    source = f"login pod {pod}"
+    unknown = []
+    for i, user in enumerate(spec.users):
+        entry = pods.getent(pod, "passwd", user.username)
+        if entry is None:
+            unknown.append(f"user {user.username}")
+        elif entry[2] != str(user.uid):
+            said = f"resolves user {user.username} as uid {entry[2]} (getent passwd)"
+            yield _number_differs(spec, f"{source} {said}", f"users.{i}.uid", user.uid, "LoginPod")
+    for name, (field, gid) in _pinned_groups(spec).items():
+        entry = pods.getent(pod, "group", name)
+        if entry is None:
+            unknown.append(f"group {name}")
+        elif entry[2] != str(gid):
+            said = f"resolves group {name} as gid {entry[2]} (getent group)"
+            yield _number_differs(spec, f"{source} {said}", field, gid, "LoginPod")
+    if unknown:
+        yield _identity_missing(spec, f"{source} resolves no {', '.join(unknown)} (getent)")
+
+
+def _pinned_groups(spec: TenantSpec) -> dict[str, tuple[str, int]]:
+    """The tenant's groups by name, with the spec's field and gid for each."""
+    pinned = {spec.slug: ("identity.gid", spec.identity.gid)}
+    if spec.identity.admins_gid is not None:
+        pinned[spec.admins_group] = ("identity.admins_gid", spec.identity.admins_gid)
+    return pinned
+
+
+def _identity_missing(spec: TenantSpec, evidence: str) -> Finding:
+    return Finding(
+        "identity-missing",
+        "IdentityGroup",
+        25,
+        evidence,
+        "deleted by hand, or declared by a spec change not applied yet: the login pod "
+        "(through LDAP) knows no such user or group, so those users cannot log in and "
+        "their files show as bare numbers",
+        _UP.format(slug=spec.slug) + " (makes them again, with the spec's numbers)",
+    )
+
+
+def _number_differs(
+    spec: TenantSpec, evidence: str, field: str, pinned: int, layer: str = "IdentityGroup"
+) -> Finding:
     return Finding(
         "uid-mismatch" if field.startswith("users.") else "gid-mismatch",
-        "IdentityGroup",
+        layer,
         30,
-        f"Authentik {live}; {field} is {pinned}",
+        f"{evidence}; {field} is {pinned}",
         "the login pod (through LDAP) and Slurm's accounting and the Weka directories (through "
         "the spec) see different owners: files appear as nobody:nogroup and jobs are charged "
         "to another number",
@@ -556,6 +599,7 @@ CHECKS = (
     Check("ldap-bind-secret", "kubernetes", ldap_bind_secret),
     Check("authorized-keys", "kubernetes", authorized_keys),
     Check("login-pods", "kubernetes", login_pods),
+    Check("login-pod-identity", "kubernetes", login_pod_identity),
     Check("admin-rights", "kubernetes", admin_rights),
     Check("partition-time", "slurm", partition_time),
     Check("slurm-accounts", "slurm", slurm_accounts),

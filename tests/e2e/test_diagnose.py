@@ -37,6 +37,7 @@ SLUG = "tenant-diag"
 RENAMED = {"tenant-bar": SLUG, "dave": "diana", "erin": "dinah", "2201": "2301", "2202": "2302",
            "4102": "4302", "4103": "4303"}  # fmt: skip
 ADMIN = "diana"
+LOGIN_POD = f"login-{SLUG}-0"
 HOLD = "tests.example.io/hold"
 RUNNING_POD = Path(__file__).resolve().parent / "tenant_job_pod.yaml"
 
@@ -233,9 +234,13 @@ def test_a_uid_that_differs_between_ldap_and_the_spec(bar: Bar) -> None:
     with authentik() as api:
         attributes = {**user["attributes"], "uidNumber": "2999"}
         api.patch(f"/core/users/{user['pk']}/", json={"attributes": attributes})
-    found = only(bar.diagnose())
-    assert found["check"] == "uid-mismatch"
-    assert found["evidence"] == f"Authentik user {ADMIN} has uidNumber 2999; users.0.uid is 2301"
+    # Both views: Authentik's number, and the login pod's, which nslcd read from the outpost.
+    assert sorted((f["check"], f["layer"], f["evidence"]) for f in bar.diagnose()) == [
+        ("uid-mismatch", "IdentityGroup",
+         f"Authentik user {ADMIN} has uidNumber 2999; users.0.uid is 2301"),
+        ("uid-mismatch", "LoginPod", f"login pod {LOGIN_POD} resolves user {ADMIN} as uid 2999 "
+         "(getent passwd); users.0.uid is 2301"),
+    ]  # fmt: skip
     bar.up()
     assert bar.diagnose() == []
 
@@ -253,12 +258,17 @@ def test_a_deleted_user_a_group_number_that_differs_and_a_deleted_slurm_account(
     # Slurm keeps an account that is a user's default: its users go first, as by hand.
     run("sacctmgr", "-i", "delete", "user", "diana,dinah")
     run("sacctmgr", "-i", "delete", "account", SLUG)
-    findings = {f["check"]: f for f in bar.diagnose()}
-    assert sorted(findings) == ["gid-mismatch", "identity-missing", "slurm-account-missing"]
-    assert findings["identity-missing"]["evidence"] == "Authentik has no user dinah"
-    assert findings["gid-mismatch"]["evidence"] == (
-        f"Authentik group {SLUG} has gidNumber 4999; identity.gid is 4302"
-    )
+    found = bar.diagnose()
+    findings = {f["check"]: f for f in found}
+    identity = [(f["check"], f["evidence"]) for f in found if f["check"] != "slurm-account-missing"]
+    # Both views of each: Authentik's, and the login pod's, which nslcd read from the outpost.
+    assert sorted(identity) == [
+        ("gid-mismatch", f"Authentik group {SLUG} has gidNumber 4999; identity.gid is 4302"),
+        ("gid-mismatch", f"login pod {LOGIN_POD} resolves group {SLUG} as gid 4999 "
+         "(getent group); identity.gid is 4302"),
+        ("identity-missing", "Authentik has no user dinah"),
+        ("identity-missing", f"login pod {LOGIN_POD} resolves no user dinah (getent)"),
+    ]  # fmt: skip
     assert findings["slurm-account-missing"]["evidence"].startswith(
         f"`sacctmgr show account {SLUG}`: not found on cluster"
     )
