@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.kubernetes.client import (
@@ -55,6 +56,7 @@ LDAP_SECRET_DIR = "/run/secrets/ldap-bind"
 # has as this ConfigMap.
 CA_CONFIG_MAP = "kube-root-ca.crt"
 CA_DIR = "/etc/ldap/outpost-ca"
+MUNGE_DIR = "/run/munge"
 SSH_PORT = 22
 RESYNC_SECONDS = 30.0
 
@@ -117,7 +119,10 @@ umask 077
 chown root:nslcd /etc/nslcd.conf
 chmod 0640 /etc/nslcd.conf
 cp {CONFIG_DIR}/nsswitch.conf /etc/nsswitch.conf
-chmod 0644 /etc/nsswitch.conf
+mkdir -p /etc/slurm
+cp {CONFIG_DIR}/slurm.conf /etc/slurm/slurm.conf
+chmod 0644 /etc/nsswitch.conf /etc/slurm/slurm.conf
+chmod 0755 /etc/slurm
 mkdir -p /run/sshd
 # Every user's lookups go through nslcd's socket in here, so not 0700 as the umask would make it.
 install -d -o nslcd -g nslcd -m 0755 /run/nslcd
@@ -153,7 +158,31 @@ def _owned(release: JSON, kind: str, api_version: str, name: str) -> JSON:
     }
 
 
-def render(release: JSON, image: str) -> list[JSON]:
+@dataclass(frozen=True)
+class Cluster:
+    """What the platform gives the chart besides a release's values: its image, the Slurm
+    cluster's name and slurmctld's port (the platform's Slurm settings), and the directory of
+    the node's munge socket, through which the login pods' Slurm clients sign their requests
+    (a hostPath, which only the release's exempt pods may mount: docs/sandbox.md)."""
+
+    image: str
+    slurm_cluster: str
+    slurmctld_port: int
+    munge_dir: Path
+
+
+def _slurm_config(cluster: Cluster, controller: str) -> str:
+    # A client needs no node lines: sinfo, squeue and sbatch ask slurmctld.
+    return f"""# Rendered by the login release: the Slurm client's configuration.
+ClusterName={cluster.slurm_cluster}
+SlurmctldHost={controller.split(".")[0]}({controller})
+SlurmctldPort={cluster.slurmctld_port}
+AuthType=auth/munge
+AuthInfo=socket={MUNGE_DIR}/munge.socket.2
+"""
+
+
+def render(release: JSON, cluster: Cluster) -> list[JSON]:
     """What the chart makes of `release`, but its host key (made once: `host_keys`)."""
     name = release["metadata"]["name"]
     values: JSON = release["spec"].get("values") or {}
@@ -164,6 +193,7 @@ def render(release: JSON, image: str) -> list[JSON]:
         "nslcd.conf": _nslcd_config(values["ldap"]),
         "nsswitch.conf": _NSSWITCH,
         "entrypoint.sh": _ENTRYPOINT,
+        "slurm.conf": _slurm_config(cluster, values["slurm"]["controllerHost"]),
     }
     service_values: JSON = values.get("service") or {}
     service = _owned(release, "Service", "v1", name)
@@ -180,7 +210,7 @@ def render(release: JSON, image: str) -> list[JSON]:
         "containers": [
             {
                 "name": "sshd",
-                "image": image,
+                "image": cluster.image,
                 "imagePullPolicy": "Never",
                 "command": ["/bin/sh", f"{CONFIG_DIR}/entrypoint.sh"],
                 "ports": [{"name": "ssh", "containerPort": SSH_PORT}],
@@ -195,12 +225,14 @@ def render(release: JSON, image: str) -> list[JSON]:
                     {"name": "authorized-keys", "mountPath": AUTHORIZED_KEYS_DIR, "readOnly": True},
                     {"name": "ldap-bind", "mountPath": LDAP_SECRET_DIR, "readOnly": True},
                     {"name": "ca", "mountPath": CA_DIR, "readOnly": True},
+                    {"name": "munge", "mountPath": MUNGE_DIR, "readOnly": True},
                 ],
             }
         ],
         "volumes": [
             {"name": "config", "configMap": {"name": config["metadata"]["name"]}},
             {"name": "ca", "configMap": {"name": CA_CONFIG_MAP}},
+            {"name": "munge", "hostPath": {"path": str(cluster.munge_dir), "type": "Directory"}},
             {
                 "name": "host-keys",
                 "secret": {"secretName": f"{name}-host-keys", "defaultMode": 0o600},
@@ -258,9 +290,9 @@ def host_keys(release: JSON) -> JSON:
 
 
 class LoginReleaseController:
-    def __init__(self, client: KubeClient, image: str) -> None:
+    def __init__(self, client: KubeClient, cluster: Cluster) -> None:
         self.client = client
-        self.image = image
+        self.cluster = cluster
         # (namespace, name) -> the resourceVersion last rendered, and when.
         self.rendered: dict[tuple[str, str], tuple[str, float]] = {}
 
@@ -296,11 +328,13 @@ class LoginReleaseController:
             if err.status != 404:
                 raise
             self.client.request("POST", secrets, body=host_keys(release))
-        for manifest in render(release, self.image):
+        for manifest in render(release, self.cluster):
             self.client.apply(resource_path(manifest), manifest)
 
 
-def login_release_service(server: str, pki: Pki, image: str, ready: Callable[[], bool]) -> Service:
+def login_release_service(
+    server: str, pki: Pki, cluster: Cluster, ready: Callable[[], bool]
+) -> Service:
     return Service(
         name="login-release-controller",
         argv=[
@@ -309,7 +343,10 @@ def login_release_service(server: str, pki: Pki, image: str, ready: Callable[[],
             "sandbox.kubernetes.login_release",
             f"--server={server}",
             f"--pki-dir={pki.dir}",
-            f"--image={image}",
+            f"--image={cluster.image}",
+            f"--slurm-cluster={cluster.slurm_cluster}",
+            f"--slurmctld-port={cluster.slurmctld_port}",
+            f"--munge-dir={cluster.munge_dir}",
         ],
         cwd=Path(__file__).resolve().parents[2],
         revision=source_revision(Path(__file__).parent),
@@ -323,10 +360,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--server", required=True)
     parser.add_argument("--pki-dir", type=Path, required=True)
     parser.add_argument("--image", required=True)
+    parser.add_argument("--slurm-cluster", required=True)
+    parser.add_argument("--slurmctld-port", type=int, required=True)
+    parser.add_argument("--munge-dir", type=Path, required=True)
     parser.add_argument("--interval", type=float, default=1.0)
     args = parser.parse_args(argv)
     client = identity_client(args.server, args.pki_dir, "helm-controller")
-    controller = LoginReleaseController(client, args.image)
+    cluster = Cluster(args.image, args.slurm_cluster, args.slurmctld_port, args.munge_dir)
+    controller = LoginReleaseController(client, cluster)
     log(f"login release controller started (chart {CHART}, image {args.image})")
     reconcile_forever(controller.reconcile_all, args.interval)
 

@@ -567,6 +567,11 @@ def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
     logged_in = ssh("alice", "id")
     assert logged_in.returncode == 0, logged_in.stderr
     assert logged_in.stdout.split()[:2] == ["uid=2147(alice)", "gid=4099(tenant-foo)"]
+    # Runbook 5b's sinfo, as alice: the pod's Slurm client reaches slurmctld through its
+    # Service and signs with munge.
+    partition = ssh("alice", "sinfo", "--noheader", "--partition=tenant-foo", "--format=%P,%D")
+    assert partition.returncode == 0, partition.stderr
+    assert partition.stdout.split() == ["tenant-foo,8"]
     # bob's keys are his own: alice's key does not open his account.
     refused = ssh("bob", "id")
     assert refused.returncode == 255
