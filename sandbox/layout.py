@@ -29,6 +29,7 @@ from sandbox.kubernetes.client import KubeClient
 from sandbox.kubernetes.configmap_volume import NAME as PARTITIONS_CONFIGMAP
 from sandbox.kubernetes.configmap_volume import NAMESPACE as PARTITIONS_NAMESPACE
 from sandbox.kubernetes.configmap_volume import configmap_volume_service
+from sandbox.kubernetes.load_balancer import load_balancer_service
 from sandbox.kubernetes.login_release import Cluster as LoginCluster
 from sandbox.kubernetes.login_release import login_release_service
 from sandbox.kubernetes.node import NODE_NAME, RealNode
@@ -211,6 +212,12 @@ class SandboxLayout:
                     _platform().slurm.ports.slurmctld,
                     self.slurm.munge_socket.parent,
                 ),
+                self.kubernetes.apiserver_ready,
+            ),
+            load_balancer_service(
+                self.kubernetes.server,
+                self.pki,
+                self.node.load_balancer_pool,
                 self.kubernetes.apiserver_ready,
             ),
             *slurm_services(self.root / "slurm", self.ports.offset),

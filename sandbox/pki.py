@@ -25,6 +25,7 @@ CLIENTS = (
     ClientIdentity("controller-manager", "system:kube-controller-manager"),
     ClientIdentity("scheduler", "system:kube-scheduler"),
     ClientIdentity("reservation-operator", "system:serviceaccount:reservation-operator:operator"),
+    ClientIdentity("load-balancer", "system:serviceaccount:metallb-system:controller"),
     # The platform's Helm controller (for the login chart): cluster-admin, as such controllers are.
     ClientIdentity("helm-controller", "system:serviceaccount:helm-system:helm-controller"),
     # The real node's kubelet: the Node authorizer and NodeRestriction know it by these names.

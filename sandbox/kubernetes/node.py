@@ -81,6 +81,11 @@ class RealNode:
         return f"10.232.{self.index}.0/24"
 
     @property
+    def load_balancer_pool(self) -> str:
+        """The addresses LoadBalancer Services get, which this machine routes to the node."""
+        return f"10.233.{self.index}.0/24"
+
+    @property
     def _host_veth(self) -> str:
         return f"gtnode{self.index}"
 
@@ -159,6 +164,7 @@ class RealNode:
         _run(*node, "link", "set", "lo", "up")
         _run(*node, "route", "replace", "default", "via", self.host_address)
         _run("ip", "route", "replace", self.pod_subnet, "via", self.address)
+        _run("ip", "route", "replace", self.load_balancer_pool, "via", self.address)
         # The node forwards between its pods' bridge and its veth; this machine does not.
         _run("ip", "netns", "exec", self.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         Path(f"/proc/sys/net/ipv4/conf/{self._host_veth}/route_localnet").write_text("1")

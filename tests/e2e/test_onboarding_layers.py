@@ -542,13 +542,15 @@ def test_step_5b_each_user_and_the_group_resolve_in_the_login_pod_through_ldap(
 
 
 def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
-    foo: Onboarded, sandbox: SandboxLayout, tmp_path: Path
+    foo: Onboarded, tmp_path: Path
 ) -> None:
-    """From the node (its network namespace: a machine of the cluster), to the login Service's
-    address, checking the release's host key as a user's known_hosts would."""
-    address = kubectl_json("-n", "tenant-foo", "get", "service", "login-tenant-foo")["spec"][
-        "clusterIP"
-    ]
+    """From this machine, to the address the load balancer gave the login Service, as a user
+    does, checking the release's host key as a user's known_hosts would."""
+    deadline = time.monotonic() + 30
+    while not (ingress := _login_ingress()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ingress, "the login Service got no address from the load balancer"
+    address = ingress[0]["ip"]
     host_key = base64.b64decode(
         secret_data("login-tenant-foo-host-keys")["ssh_host_ed25519_key.pub"]
     )
@@ -557,8 +559,7 @@ def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
 
     def ssh(user: str, *command: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["nsenter", f"--net=/run/netns/{sandbox.node.netns}", "--",
-             "ssh", "-i", str(foo.alice_key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+            ["ssh", "-i", str(foo.alice_key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
              "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known_hosts}",
              "-o", "ConnectTimeout=20", f"{user}@{address}", *command],
             capture_output=True, text=True, timeout=60, check=False,
@@ -594,6 +595,12 @@ def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
     assert disabled.returncode == 255
     assert "LDAP authorisation check failed" in disabled.stderr
     assert resolved.stdout.split(":")[2] == "2147"
+
+
+def _login_ingress() -> list[dict[str, str]]:
+    service = kubectl_json("-n", "tenant-foo", "get", "service", "login-tenant-foo")
+    ingress: list[dict[str, str]] = service["status"].get("loadBalancer", {}).get("ingress", [])
+    return ingress
 
 
 def as_root(name: str, runtime_class: str | None = None) -> dict[str, Any]:

@@ -67,6 +67,7 @@ def test_up_restarts_a_process_made_from_an_older_definition(
         "kube-controller-manager",
         "kube-scheduler",
         "reservation-operator",
+        "load-balancer",
         "containerd",
         "kubelet",
         "kube-proxy",
