@@ -32,8 +32,9 @@ def up(layout: SandboxLayout) -> int:
         if supervisor.start(service):
             started.append(service.name)
             print(f"[sandbox] started {service.name} (pid {supervisor.pid(service.name)})")
-        if service.name == "kube-controller-manager" and started:
-            layout.seed_kubernetes()
+        if service.name == "kube-controller-manager" and layout.seed_kubernetes(
+            always=bool(started)
+        ):
             print("[sandbox] seeded nodes, namespaces, CRDs and the LDAP bind Secret")
         if service.name == "containerd" and (imported := layout.node.import_images()):
             print(f"[sandbox] imported the node's images {', '.join(imported)}")

@@ -33,7 +33,7 @@ from sandbox.kubernetes.load_balancer import load_balancer_service
 from sandbox.kubernetes.login_release import Cluster as LoginCluster
 from sandbox.kubernetes.login_release import login_release_service
 from sandbox.kubernetes.node import NODE_NAME, RealNode
-from sandbox.kubernetes.seed import NodeSeed, condition_taints, seed
+from sandbox.kubernetes.seed import NodeSeed, condition_taints, seed, seed_digest
 from sandbox.kubernetes.services import KubernetesSandbox
 from sandbox.pki import Pki
 from sandbox.ports import TEST_SANDBOX_OFFSET, TEST_SANDBOXES, Ports
@@ -263,14 +263,23 @@ class SandboxLayout:
         finally:
             client.close()
 
-    def seed_kubernetes(self) -> None:
+    def seed_kubernetes(self, *, always: bool) -> bool:
+        """Seeds the cluster (`seed`) if `always` (its control plane just started, maybe on an
+        empty etcd) or if what it seeded last differs from what it would seed now. Returns
+        whether it seeded."""
+        inputs = (
+            self.ldap_server.bind_password(),
+            pinned("KUBERNETES_VERSION"),
+            _platform().login_chart.runtime_class,
+        )
+        record = self.root / "kubernetes" / "seeded"
+        digest = seed_digest(*inputs)
+        if not always and record.exists() and record.read_text().strip() == digest:
+            return False
         with self._admin_client() as client:
-            seed(
-                client,
-                self.ldap_server.bind_password(),
-                pinned("KUBERNETES_VERSION"),
-                _platform().login_chart.runtime_class,
-            )
+            seed(client, *inputs)
+        record.write_text(digest + "\n")
+        return True
 
     def seed_real_node(self) -> None:
         """Takes the not-ready taint off the real node, whose kubelet now reports Ready, and

@@ -5,6 +5,8 @@ operator, a tenant stack) added."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -128,6 +130,20 @@ def runtime_class(name: str) -> JSON:
         "metadata": {"name": name},
         "handler": "runc",
     }
+
+
+def seed_digest(ldap_bind_password: str, kubernetes_version: str, login_runtime_class: str) -> str:
+    """What `seed` would write, as a digest: a sandbox whose cluster holds an older seed (made
+    by an earlier version of the sandbox) is seeded again."""
+    made_of = [
+        (MANIFESTS / "platform.yaml").read_text(),
+        (MANIFESTS / "crds.yaml").read_text(),
+        ldap_bind_password,
+        kubernetes_version,
+        login_runtime_class,
+        repr(NODES),
+    ]
+    return hashlib.sha256(json.dumps(made_of).encode()).hexdigest()
 
 
 def seed(

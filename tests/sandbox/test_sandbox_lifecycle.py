@@ -59,6 +59,20 @@ def test_up_restarts_a_process_made_from_an_older_definition(
     assert state_marks() == before
 
 
+def test_a_cluster_seeded_by_an_older_sandbox_is_seeded_again(
+    sandbox: SandboxLayout, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An upgrade that changes what the sandbox seeds (a new controller's RBAC, the LDAP bind
+    password's new home) reaches a running cluster without a restart of its control plane."""
+    record = sandbox.root / "kubernetes" / "seeded"
+    record.write_text("seeded by an older sandbox\n")
+    up(sandbox)
+    assert "seeded nodes, namespaces, CRDs and the LDAP bind Secret" in capsys.readouterr().out
+    assert record.read_text() != "seeded by an older sandbox\n"
+    up(sandbox)
+    assert "already up; nothing to do" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "name",
     [
