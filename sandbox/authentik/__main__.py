@@ -13,7 +13,13 @@ from sandbox.authentik.api import Api
 from sandbox.authentik.bootstrap import ensure_defaults, read_or_create_key
 from sandbox.authentik.endpoints import ROUTES
 from sandbox.authentik.ldap_numbering import LdapSettings
-from sandbox.authentik.ldap_publisher import Directory, Publisher, directory, ssha
+from sandbox.authentik.ldap_publisher import (
+    Directory,
+    Publisher,
+    bind_account,
+    directory,
+    ssha,
+)
 from sandbox.authentik.server import make_server
 from sandbox.authentik.store import Store
 
@@ -68,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     store = Store.open(args.state_dir)
     ensure_defaults(store, read_or_create_key(args.bootstrap_token_file))
     settings = LdapSettings(base_dn=args.ldap_base_dn)
+    if args.ldap_bind_dn:
+        with store.lock:
+            bind_account(store, settings, args.ldap_bind_dn)
     publisher = _publisher(args, store, settings) if args.ldap_url else None
     changed = publisher.changed if publisher else None
     api = Api(store, settings, [*ROUTES, *audit.ROUTES], changed)

@@ -91,13 +91,6 @@ def directory(
             "objectClass": ["top", "organizationalUnit"],
             "ou": [container],
         }
-    bind_name = _rdn(bind_dn)[1]
-    entries[bind_dn] = {
-        "objectClass": ["top", "person"],
-        "cn": [bind_name],
-        "sn": [bind_name],
-        "userPassword": [bind_password_hash],
-    }
     for user in store.users.values():
         entry = _held(user_entry(store, settings, user), USER_ATTRIBUTES, USER_CLASSES)
         # person needs a surname, which a user without a name would not give.
@@ -110,7 +103,33 @@ def directory(
     for group in store.groups.values():
         entry = group_entry(store, settings, group)
         entries[settings.group_dn(group.name)] = _held(entry, GROUP_ATTRIBUTES, GROUP_CLASSES)
+    # The bind account is an Authentik user (`bind_account`): its entry also carries the
+    # password slapd checks, which the outpost checks against Authentik instead.
+    bind_name = _rdn(bind_dn)[1]
+    bind_entry = entries.setdefault(
+        bind_dn, {"objectClass": ["top", "person"], "cn": [bind_name], "sn": [bind_name]}
+    )
+    bind_entry["userPassword"] = [bind_password_hash]
     return entries
+
+
+def bind_account(store: Store, settings: LdapSettings, bind_dn: str) -> None:
+    """Makes the outpost's bind account, as the platform did, if missing: a service account
+    named by `bind_dn`'s cn, which therefore no tenant's spec can take (the product refuses to
+    adopt a service account). Its numbers are pinned below the outpost's start numbers, where
+    no spec may pin one: numbered by its pk, it could take a number a tenant's user has."""
+    name = _rdn(bind_dn)[1]
+    if settings.user_dn(name) != bind_dn:
+        raise ValueError(f"bind DN {bind_dn!r} is not a user's DN under {settings.base_dn!r}")
+    if store.user_by_username(name) is None:
+        number = str(min(settings.uid_start_number, settings.gid_start_number) - 1)
+        store.add_user(
+            username=name,
+            name="LDAP outpost bind",
+            type="service_account",
+            attributes={"uidNumber": number, "gidNumber": number},
+        )
+        store.save()
 
 
 def _line(name: str, value: str) -> str:

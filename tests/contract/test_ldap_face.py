@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from providers.authentik.client import AuthentikClient
 from sandbox.authentik.ldap_server import LdapServer
 from sandbox.pki import Pki
 from sandbox.supervisor import Supervisor
@@ -214,3 +215,21 @@ def test_a_restarted_emulator_puts_back_what_was_changed_behind_its_back(
     found = face.until(query, lambda f: f.keys() == {user_dn})
     assert found.keys() == {user_dn}
     assert found[user_dn]["uidNumber"] == ["2304"]
+
+
+def test_the_bind_account_is_an_authentik_service_account_no_tenant_may_adopt(
+    face: Face, api: httpx.Client
+) -> None:
+    """As on the platform, the outpost binds as an Authentik user: a spec naming a user
+    `ldap-bind` finds it taken and is refused (a service account is never adopted), rather than
+    taking over the account every login pod binds with."""
+    (account,) = api.get("/core/users/", params={"username": "ldap-bind"}).json()["results"]
+    assert account["type"] == "service_account"
+    with AuthentikClient(base_url=face.emulator.url, token=face.emulator.key) as client:
+        found = client.find_user("ldap-bind")
+    assert found is not None
+    assert found.never_adopted(set(), {}) == "is a service account (type service_account)"
+    entry = face.search("(cn=ldap-bind)")[BIND]
+    assert "posixAccount" in entry["objectClass"]
+    # Below the outpost's start numbers, where no spec may pin one.
+    assert entry["uidNumber"] == ["1999"]

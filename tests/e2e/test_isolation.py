@@ -121,8 +121,14 @@ def test_a_number_or_a_user_authentik_holds_for_someone_else_is_refused(
     data["users"][0]["uid"] = number
     data["users"][1]["username"] = "akadmin"
     data["identity"]["admins"] = ["akadmin"]
+    # The LDAP outpost's bind account, which every login pod binds with.
+    data["users"][0]["username"] = "ldap-bind"
     spec.write_text(yaml.safe_dump(data, sort_keys=False))
     printed = refused_up(pulumi_backend, project, "tenant-quux")
+    assert (
+        f"{spec}: users.0.username: Authentik user 'ldap-bind' already exists and is not marked "
+        "as any tenant's"
+    ) in printed, printed
     assert (
         f"{spec}: users.0.uid: {number} is already the number of Authentik user 'akadmin' in the "
         "directory"
