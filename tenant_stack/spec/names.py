@@ -29,7 +29,13 @@ RESERVED_SLUGS = {
 }
 # Kubernetes keeps `kube-*` namespaces for itself (kube-system, kube-public, kube-node-lease).
 RESERVED_SLUG_PREFIX = "kube-"
-SYSTEM_USERNAMES = frozenset({"root", "daemon", "bin", "sys", "nobody", "slurm", "munge", "admin"})
+# The accounts of the login pods' image (Debian's base-passwd and its daemons'): its nsswitch asks
+# its files before LDAP, so a tenant's user of such a name would be the system account there.
+SYSTEM_USERNAMES = frozenset({
+    "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp",
+    "proxy", "www-data", "backup", "list", "irc", "nobody", "slurm", "munge", "nslcd", "sshd",
+    "admin",
+})  # fmt: skip
 # sacctmgr splits its arguments on ',' and '=', its -P output on '|', and reads a leading '-' as
 # an option; quotes and line breaks survive neither its parser nor ours.
 _SACCTMGR_UNSAFE = set("|,=\"'`\\")

@@ -162,6 +162,10 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("username", {"users.0.username": "Alice"}, "users.0.username", "not a username"),
     ("username-system", {"users.0.username": "root"}, "users.0.username", "system account"),
+    # The login image's own accounts, which its nsswitch finds before LDAP's.
+    ("username-sshd", {"users.0.username": "sshd"}, "users.0.username", "system account"),
+    ("username-nslcd", {"users.0.username": "nslcd"}, "users.0.username", "system account"),
+    ("username-games", {"users.0.username": "games"}, "users.0.username", "system account"),
     ("email", {"users.0.email": "alice-at-example"}, "users.0.email", "not an email"),
     ("uid-too-big", {"users.0.uid": 2**31}, "users.0.uid", "less than or equal to 2147483647"),
     ("name-colon", {"users.0.name": "Alice: R"}, "users.0.name", "passwd"),
