@@ -29,7 +29,7 @@ WAIT_SECONDS = 600.0
 SSH_PORT = 22
 _LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp prints a socket's state
 _EVENTS_SHOWN = 3
-_GETENT_NOT_FOUND = 2  # getent's exit status for a key the database does not hold
+_GETENT_NOT_FOUND = 2  # getent's exit status when a key is not in the database
 
 
 @dataclass(frozen=True)
@@ -127,19 +127,19 @@ class LoginPods:
         # stops meanwhile answers nothing, and the next look tells.
         return listens(self._in(pod).run(["cat", "/proc/net/tcp", "/proc/net/tcp6"]).stdout)
 
-    def getent(self, pod: str, database: str, key: str) -> list[str] | None:
-        """`getent database key` in `pod`, as its users' processes resolve names (nslcd, from
-        LDAP): the entry's fields, or None when nothing answers to `key`."""
-        done = self._in(pod).run(["getent", database, key])
-        if done.returncode == _GETENT_NOT_FOUND:
-            return None
-        if not done.ok:
+    def getent(self, pod: str, database: str, keys: list[str]) -> dict[str, list[str]]:
+        """`getent database keys...` in `pod` (one exec), as its users' processes resolve names
+        (nslcd, from LDAP): each entry's fields by its name; a key nothing answers to is
+        missing."""
+        done = self._in(pod).run(["getent", database, *keys])
+        if not done.ok and done.returncode != _GETENT_NOT_FOUND:
             raise KubernetesError(
-                f"resolving {database} {key} in pod {self.namespace}/{pod}",
+                f"resolving {database} {' '.join(keys)} in pod {self.namespace}/{pod}",
                 done.stderr.strip() or f"getent exited {done.returncode}",
                 f"kubectl -n {self.namespace} logs {pod} shows what nslcd says",
             )
-        return done.stdout.strip().split(":")
+        entries = (line.split(":") for line in done.stdout.splitlines() if line)
+        return {fields[0]: fields for fields in entries}
 
     def events(self, pod: str) -> list[str]:
         listed = kubectl_json(

@@ -389,15 +389,18 @@ def login_pod_identity(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
     pod = ready[0]
     source = f"login pod {pod}"
     unknown = []
+    users = pods.getent(pod, "passwd", [user.username for user in spec.users])
     for i, user in enumerate(spec.users):
-        entry = pods.getent(pod, "passwd", user.username)
+        entry = users.get(user.username)
         if entry is None:
             unknown.append(f"user {user.username}")
         elif entry[2] != str(user.uid):
             said = f"resolves user {user.username} as uid {entry[2]} (getent passwd)"
             yield _number_differs(spec, f"{source} {said}", f"users.{i}.uid", user.uid, "LoginPod")
-    for name, (field, gid) in _pinned_groups(spec).items():
-        entry = pods.getent(pod, "group", name)
+    pinned = _pinned_groups(spec)
+    groups = pods.getent(pod, "group", list(pinned))
+    for name, (field, gid) in pinned.items():
+        entry = groups.get(name)
         if entry is None:
             unknown.append(f"group {name}")
         elif entry[2] != str(gid):
