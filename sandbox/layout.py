@@ -93,6 +93,12 @@ def _platform() -> Platform:
         raise SandboxError(str(error)) from error
 
 
+def _ldap_outpost() -> tuple[str, int]:
+    """The LDAP outpost Service's host name and port, from the platform's LDAP URI."""
+    uri = urlsplit(_platform().ldap.uri)
+    return uri.hostname or "", uri.port or 636
+
+
 @dataclass(frozen=True)
 class SandboxLayout:
     root: Path
@@ -142,15 +148,13 @@ class SandboxLayout:
         names the platform's settings give them."""
         slurm = _platform().slurm
         name, namespace = slurm.controller_host.split(".")[:2]
-        ldap = urlsplit(_platform().ldap.uri)
-        ldap_name, ldap_namespace = (ldap.hostname or "").split(".")[:2]
+        ldap_host, ldap_port = _ldap_outpost()
+        ldap_name, ldap_namespace = ldap_host.split(".")[:2]
         return [
             in_cluster.HostService(
                 namespace, name, slurm.ports.slurmctld, self.slurm.slurmctld_port
             ),
-            in_cluster.HostService(
-                ldap_namespace, ldap_name, ldap.port or 636, self.ports.ldap_outpost
-            ),
+            in_cluster.HostService(ldap_namespace, ldap_name, ldap_port, self.ports.ldap_outpost),
         ]
 
     @property
@@ -165,7 +169,7 @@ class SandboxLayout:
     def ldap_server_names(self) -> list[str]:
         """The outpost Service's names, which its certificate must carry: the one in the
         platform's LDAP URI and the cluster's full one."""
-        host = urlsplit(_platform().ldap.uri).hostname or ""
+        host = _ldap_outpost()[0]
         return [host, f"{host}.cluster.local"]
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import ssl
 import time
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import httpx
+
+from sandbox.service import PYTHON, Service, source_revision
 
 JSON = dict[str, Any]
 FIELD_MANAGER = "gpu-tenants-sandbox"
@@ -36,6 +39,37 @@ def identity_client(server: str, pki_dir: Path, identity: str) -> KubeClient:
         cert=pki_dir / f"{identity}.crt",
         key=pki_dir / f"{identity}.key",
     )
+
+
+def controller_service(
+    name: str,
+    module: str,
+    server: str,
+    pki_dir: Path,
+    ready: Callable[[], bool],
+    *options: str,
+    prepare: Callable[[], None] | None = None,
+) -> Service:
+    """A stand-in controller of this package (`python -m module`) as a sandbox service, told
+    the API server and the PKI directory its identity is in, then `options`."""
+    return Service(
+        name=name,
+        argv=[PYTHON, "-m", module, f"--server={server}", f"--pki-dir={pki_dir}", *options],
+        cwd=Path(__file__).resolve().parents[2],
+        prepare=prepare,
+        revision=source_revision(Path(__file__).parent),
+        # The supervisor fails a process that exits; alive with a reachable API is ready.
+        ready=ready,
+    )
+
+
+def controller_arguments(description: str) -> argparse.ArgumentParser:
+    """A stand-in controller's command line: --server, --pki-dir and --interval, to add to."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--pki-dir", type=Path, required=True)
+    parser.add_argument("--interval", type=float, default=1.0)
+    return parser
 
 
 def reconcile_forever(reconcile_all: Callable[[], object], interval: float) -> NoReturn:

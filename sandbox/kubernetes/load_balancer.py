@@ -11,22 +11,22 @@ Like the reservation operator it polls: one list of Services a second.
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from sandbox.kubernetes.client import (
     JSON,
     KubeClient,
     KubeError,
+    controller_arguments,
+    controller_service,
     identity_client,
     log,
     reconcile_forever,
 )
 from sandbox.pki import Pki
-from sandbox.service import PYTHON, Service, source_revision
+from sandbox.service import Service
 
 SERVICES = "/api/v1/services"
 IDENTITY = "load-balancer"
@@ -81,31 +81,16 @@ class LoadBalancer:
 
 
 def load_balancer_service(server: str, pki: Pki, pool: str, ready: Callable[[], bool]) -> Service:
-    return Service(
-        name="load-balancer",
-        argv=[
-            PYTHON,
-            "-m",
-            "sandbox.kubernetes.load_balancer",
-            f"--server={server}",
-            f"--pki-dir={pki.dir}",
-            f"--pool={pool}",
-        ],
-        cwd=Path(__file__).resolve().parents[2],
-        # Its identity's certificate, new to a sandbox made before it.
-        prepare=pki.ensure,
-        revision=source_revision(Path(__file__).parent),
-        # The supervisor fails a process that exits; alive with a reachable API is ready.
-        ready=ready,
-    )
+    # Its identity's certificate is new to a sandbox made before it.
+    return controller_service(
+        "load-balancer", "sandbox.kubernetes.load_balancer", server, pki.dir, ready,
+        f"--pool={pool}", prepare=pki.ensure,
+    )  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--pki-dir", type=Path, required=True)
+    parser = controller_arguments(__doc__.splitlines()[0])
     parser.add_argument("--pool", type=ipaddress.IPv4Network, required=True)
-    parser.add_argument("--interval", type=float, default=1.0)
     args = parser.parse_args(argv)
     balancer = LoadBalancer(identity_client(args.server, args.pki_dir, IDENTITY), args.pool)
     log(f"load balancer started (pool {args.pool})")

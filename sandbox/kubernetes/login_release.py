@@ -21,7 +21,6 @@ does at each interval, which puts back what someone changed by hand (a StatefulS
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import subprocess
@@ -36,13 +35,15 @@ from sandbox.kubernetes.client import (
     JSON,
     KubeClient,
     KubeError,
+    controller_arguments,
+    controller_service,
     identity_client,
     log,
     reconcile_forever,
     resource_path,
 )
 from sandbox.pki import Pki
-from sandbox.service import PYTHON, Service, source_revision
+from sandbox.service import Service
 
 CHART = "sunk-login"
 RELEASES = "/apis/helm.example.io/v1/helmreleases"
@@ -335,35 +336,19 @@ class LoginReleaseController:
 def login_release_service(
     server: str, pki: Pki, cluster: Cluster, ready: Callable[[], bool]
 ) -> Service:
-    return Service(
-        name="login-release-controller",
-        argv=[
-            PYTHON,
-            "-m",
-            "sandbox.kubernetes.login_release",
-            f"--server={server}",
-            f"--pki-dir={pki.dir}",
-            f"--image={cluster.image}",
-            f"--slurm-cluster={cluster.slurm_cluster}",
-            f"--slurmctld-port={cluster.slurmctld_port}",
-            f"--munge-dir={cluster.munge_dir}",
-        ],
-        cwd=Path(__file__).resolve().parents[2],
-        revision=source_revision(Path(__file__).parent),
-        # The supervisor fails a process that exits; alive with a reachable API is ready.
-        ready=ready,
-    )
+    return controller_service(
+        "login-release-controller", "sandbox.kubernetes.login_release", server, pki.dir, ready,
+        f"--image={cluster.image}", f"--slurm-cluster={cluster.slurm_cluster}",
+        f"--slurmctld-port={cluster.slurmctld_port}", f"--munge-dir={cluster.munge_dir}",
+    )  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--pki-dir", type=Path, required=True)
+    parser = controller_arguments(__doc__.splitlines()[0])
     parser.add_argument("--image", required=True)
     parser.add_argument("--slurm-cluster", required=True)
     parser.add_argument("--slurmctld-port", type=int, required=True)
     parser.add_argument("--munge-dir", type=Path, required=True)
-    parser.add_argument("--interval", type=float, default=1.0)
     args = parser.parse_args(argv)
     client = identity_client(args.server, args.pki_dir, "helm-controller")
     cluster = Cluster(args.image, args.slurm_cluster, args.slurmctld_port, args.munge_dir)

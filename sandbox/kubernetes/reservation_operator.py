@@ -13,17 +13,16 @@ leaves no watch state to get wrong.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sandbox.kubernetes.client import (
     JSON,
     KubeClient,
     KubeError,
+    controller_arguments,
     identity_client,
     log,
     reconcile_forever,
@@ -247,11 +246,8 @@ def _describe(conflict: JSON) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--pki-dir", type=Path, required=True)
+    parser = controller_arguments(__doc__.splitlines()[0])
     parser.add_argument("--identity", default="reservation-operator")
-    parser.add_argument("--interval", type=float, default=1.0)
     args = parser.parse_args(argv)
     operator = ReservationOperator(identity_client(args.server, args.pki_dir, args.identity))
     log("reservation operator started")

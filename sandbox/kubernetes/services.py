@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 
 from sandbox.kubernetes.addresses import SERVICE_CIDR
-from sandbox.kubernetes.client import tls_context
+from sandbox.kubernetes.client import controller_service, tls_context
 from sandbox.pki import Pki, kubeconfig
 from sandbox.ports import Ports
-from sandbox.service import PYTHON, Service, built_tool, source_revision
+from sandbox.service import Service, built_tool
 
 # What the kubelet of a real node labels it with (a stand-in node has no such label).
 REAL_NODE_LABEL = "sandbox.gpu-tenants.io/real-node"
@@ -200,18 +200,11 @@ plugins:
                 f"https://127.0.0.1:{self.ports.scheduler}/healthz", tls_context(pki.ca_cert)
             ),
         )
-        operator = Service(
-            name="reservation-operator",
-            argv=[
-                PYTHON,
-                "-m",
-                "sandbox.kubernetes.reservation_operator",
-                f"--server={self.server}",
-                f"--pki-dir={pki.dir}",
-            ],
-            cwd=Path(__file__).resolve().parents[2],
-            revision=source_revision(Path(__file__).parent),
-            # The supervisor fails a process that exits; alive with a reachable API is ready.
-            ready=self.apiserver_ready,
+        operator = controller_service(
+            "reservation-operator",
+            "sandbox.kubernetes.reservation_operator",
+            self.server,
+            pki.dir,
+            self.apiserver_ready,
         )
         return [etcd, apiserver, controller_manager, scheduler, operator]
