@@ -36,6 +36,15 @@ SYSTEM_USERNAMES = frozenset({
     "proxy", "www-data", "backup", "list", "irc", "nobody", "slurm", "munge", "nslcd", "sshd",
     "admin",
 })  # fmt: skip
+# The groups of the login pods' image (Debian's base-passwd and its packages'): the tenant's group
+# is named by its slug, and a slug of these would be the image's local group there, with its
+# own gid and members, not the tenant's.
+SYSTEM_GROUPNAMES = frozenset({
+    "root", "daemon", "bin", "sys", "adm", "tty", "disk", "lp", "mail", "news", "uucp", "man",
+    "proxy", "kmem", "dialout", "fax", "voice", "cdrom", "floppy", "tape", "sudo", "audio",
+    "dip", "www-data", "backup", "operator", "list", "irc", "src", "shadow", "utmp", "video",
+    "sasl", "plugdev", "staff", "games", "users", "nogroup", "nslcd", "munge", "slurm",
+})  # fmt: skip
 # sacctmgr splits its arguments on ',' and '=', its -P output on '|', and reads a leading '-' as
 # an option; quotes and line breaks survive neither its parser nor ours.
 _SACCTMGR_UNSAFE = set("|,=\"'`\\")
@@ -49,6 +58,11 @@ def _slug(value: str) -> str:
         )
     if value in RESERVED_SLUGS:
         raise ValueError(f"{value!r} is reserved: {RESERVED_SLUGS[value]}")
+    if value in SYSTEM_GROUPNAMES:
+        raise ValueError(
+            f"{value!r} is a group of the login pods' system, which they would find before the "
+            "tenant's group in LDAP; choose another slug"
+        )
     if value.startswith(RESERVED_SLUG_PREFIX):
         raise ValueError(
             f"{value!r} is reserved: Kubernetes keeps the namespaces '{RESERVED_SLUG_PREFIX}*' "

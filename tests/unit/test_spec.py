@@ -750,6 +750,10 @@ def test_a_slug_that_is_a_platform_name_is_refused_at_slug(
         ("kube-public", "Kubernetes keeps the namespaces 'kube-*'"),
         ("default", "Kubernetes' default namespace"),
         ("root", "Slurm's root account"),
+        # Groups of the login pods' image, which their nsswitch finds before LDAP's.
+        ("staff", "a group of the login pods' system"),
+        ("users", "a group of the login pods' system"),
+        ("slurm", "a group of the login pods' system"),
     ],
 )
 def test_a_system_name_is_refused_as_a_slug(
