@@ -17,6 +17,9 @@ users.
 It polls, as the reservation operator does, and writes a release's objects again when the
 release changed since it last wrote them, and every RESYNC_SECONDS as Flux's helm-controller
 does at each interval, which puts back what someone changed by hand (a StatefulSet scaled down).
+A release it fails to render is tried again after a second, then twice as long each time up to
+RESYNC_SECONDS, as a controller's work queue backs off, and at once when the release changes;
+each failure is logged when its error differs from the one before.
 """
 
 from __future__ import annotations
@@ -290,12 +293,21 @@ def host_keys(release: JSON) -> JSON:
     return secret
 
 
+@dataclass(frozen=True)
+class _Failure:
+    version: str  # the release's resourceVersion that failed
+    error: str
+    delay: float
+    retry_at: float
+
+
 class LoginReleaseController:
     def __init__(self, client: KubeClient, cluster: Cluster) -> None:
         self.client = client
         self.cluster = cluster
         # (namespace, name) -> the resourceVersion last rendered, and when.
         self.rendered: dict[tuple[str, str], tuple[str, float]] = {}
+        self.failing: dict[tuple[str, str], _Failure] = {}
 
     def reconcile_all(self) -> None:
         releases = self.client.get(RELEASES)["items"]
@@ -308,17 +320,32 @@ class LoginReleaseController:
             fresh = version == meta["resourceVersion"] and time.monotonic() - at < RESYNC_SECONDS
             if fresh or meta.get("deletionTimestamp"):
                 continue
+            failed = self.failing.get(key)
+            if failed and failed.version != meta["resourceVersion"]:
+                failed = None
+            if failed and time.monotonic() < failed.retry_at:
+                continue
             try:
                 self.reconcile(release)
             except (KubeError, KeyError) as err:
-                log(f"release {key[0]}/{key[1]}: {err!r}")
+                self._failed(key, meta["resourceVersion"], repr(err), failed)
                 continue
+            self.failing.pop(key, None)
             if version != meta["resourceVersion"]:
                 log(f"rendered release {key[0]}/{key[1]} at version {meta['resourceVersion']}")
             self.rendered[key] = (meta["resourceVersion"], time.monotonic())
         present = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in releases}
-        for gone in set(self.rendered) - present:
-            del self.rendered[gone]
+        for known in (self.rendered, self.failing):
+            for gone in set(known) - present:
+                del known[gone]
+
+    def _failed(
+        self, key: tuple[str, str], version: str, error: str, before: _Failure | None
+    ) -> None:
+        delay = min(before.delay * 2, RESYNC_SECONDS) if before else 1.0
+        if before is None or before.error != error:
+            log(f"release {key[0]}/{key[1]}: {error}; next try in {delay:.0f}s, then less often")
+        self.failing[key] = _Failure(version, error, delay, time.monotonic() + delay)
 
     def reconcile(self, release: JSON) -> None:
         meta = release["metadata"]
