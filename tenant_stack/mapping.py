@@ -92,6 +92,7 @@ def namespace_args(
         storage_class=storage_class_name(spec.slug),
         dns_subdomain=f"{spec.slug}.{platform.dns_domain}",
         login_release=release_name(spec.slug),
+        cluster_cidr=names.cluster_cidr,
         login_runtime_class=platform.login_chart.runtime_class,
         ldap_bind_secret_name=names.ldap_bind_secret,
         ldap_bind_data=ldap_bind_data,

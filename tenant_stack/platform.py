@@ -30,6 +30,7 @@ from tenant_stack.strict_models import (
     Email,
     HostPort,
     HttpsUrl,
+    Ipv4Cidr,
     LdapsUri,
     SingleLine,
     StartNumber,
@@ -76,12 +77,15 @@ class NodePool(StrictModel):
 
 
 class KubernetesNames(StrictModel):
-    """Shared Kubernetes objects that tenant objects point at."""
+    """Shared Kubernetes objects that tenant objects point at, and the cluster's pod network."""
 
     auth_namespace: DnsLabel
     ldap_bind_secret: DnsLabel
     slurm_namespace: DnsLabel
     reservation_operator_namespace: DnsLabel
+    # Every pod's address is in it (RKE2's `cluster-cidr`): what a login pod's sshd accepts from
+    # outside the cluster is everything else.
+    cluster_cidr: Ipv4Cidr
 
 
 class Ldap(StrictModel):

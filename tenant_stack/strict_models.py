@@ -3,6 +3,7 @@ value types both use, and pydantic's errors as located `Problem`s."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated
 
@@ -19,6 +20,7 @@ __all__ = [
     "Email",
     "HostPort",
     "HttpsUrl",
+    "Ipv4Cidr",
     "LdapsUri",
     "SingleLine",
     "StartNumber",
@@ -124,6 +126,15 @@ def _distinguished_name(value: str) -> str:
     return value
 
 
+def _ipv4_cidr(value: str) -> str:
+    try:
+        return str(ipaddress.IPv4Network(value))
+    except ValueError as error:
+        raise ValueError(
+            f"{value!r} is not an IPv4 network such as '10.42.0.0/16' ({error})"
+        ) from None
+
+
 def _chart_version(value: str) -> str:
     if not re.fullmatch(r"[0-9]+\.[0-9]+\.([0-9]+|x)", value):
         raise ValueError(f"{value!r} is not a chart version such as '1.4.2' or '1.4.x'")
@@ -152,5 +163,6 @@ HttpsUrl = Annotated[str, AfterValidator(_https_url)]
 DistinguishedName = Annotated[str, AfterValidator(_distinguished_name)]
 Email = Annotated[str, AfterValidator(_email)]
 ChartVersion = Annotated[str, AfterValidator(_chart_version)]
+Ipv4Cidr = Annotated[str, AfterValidator(_ipv4_cidr)]
 SingleLine = Annotated[str, AfterValidator(_single_line)]
 StartNumber = Annotated[int, Field(ge=1, le=MAX_ID)]

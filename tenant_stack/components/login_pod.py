@@ -49,12 +49,16 @@ class LoginPodArgs:
     after: list[pulumi.Resource]
 
 
+# Where the login pods' sshd listens, and the login Service's port.
+SSH_PORT = 22
+
+
 def ssh_config(alias: str, hostname: str, username: str) -> str:
     """The `~/.ssh/config` snippet of runbook step 5c for one user."""
     return (
         f"Host {alias}\n"
         f"    HostName       {hostname}\n"
-        "    Port           22\n"
+        f"    Port           {SSH_PORT}\n"
         f"    User           {username}\n"
         "    IdentityFile   ~/.ssh/id_ed25519\n"
         "    ServerAliveInterval 30\n"

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from providers.kubernetes.workloads import INSTANCE_LABEL
 from tenant_stack.annotations import STAGE_ANNOTATION
 from tenant_stack.components.kubernetes_objects import OWNED
 from tenant_stack.lifecycle import STAGES
@@ -250,7 +251,6 @@ _WORKLOADS = (
     "['Pod', 'Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job', 'CronJob', "
     "'ReplicationController', 'Scale']"
 )
-_INSTANCE_LABEL = "app.kubernetes.io/instance"
 
 
 def _offboarding(tenant: str) -> list[tuple[str, str]]:
@@ -299,7 +299,7 @@ def _login_release(release: str) -> list[tuple[str, str]]:
     CONNECT carries only the pod's name, so the release's names are the platform's: no object of
     the admins is named `<release>` or `<release>-...`), change or delete what it made (labelled
     as its instance), or label anything as its."""
-    instance, name = _quoted(_INSTANCE_LABEL), _quoted(release)
+    instance, name = _quoted(INSTANCE_LABEL), _quoted(release)
     ours = _release_names(release)
 
     def labelled(which: str) -> str:
@@ -330,7 +330,7 @@ def _login_release(release: str) -> list[tuple[str, str]]:
         ),
         (
             f"request.operation == 'CONNECT' || !({labelled('object')})",
-            f"the label {_INSTANCE_LABEL}={release} marks the stack's own login release, which "
+            f"the label {INSTANCE_LABEL}={release} marks the stack's own login release, which "
             "the tenant's admins may not give their objects",
         ),
     ]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pulumi
 
+from providers.kubernetes.workloads import INSTANCE_LABEL
 from tenant_stack.annotations import (
     REHEARSAL_ANNOTATION,
     RETAINED_ANNOTATION,
@@ -23,6 +24,7 @@ from tenant_stack.components.kubernetes_objects import (
     KubernetesObject,
     object_metadata,
 )
+from tenant_stack.components.login_pod import SSH_PORT
 from tenant_stack.components.namespace_guard import (
     ADMIN_RULES,
     admission_policy,
@@ -89,6 +91,8 @@ class TenantNamespaceArgs:
     # The DNS names the admins' Services and Ingresses may claim: this and names under it.
     dns_subdomain: str
     login_release: str  # the stack's login release, whose label the admins may not use
+    # The cluster's pod network: the login pods take SSH from everywhere but there.
+    cluster_cidr: str
     login_runtime_class: str  # exempt from Pod Security, so the release's pods' only
     ldap_bind_secret_name: str
     # The platform's LDAP bind Secret's data, read from the auth namespace by the program.
@@ -286,8 +290,8 @@ class TenantNamespace(pulumi.ComponentResource):
 
 
 def network_policies(tenant: str, args: TenantNamespaceArgs) -> dict[str, dict[str, Any]]:
-    """The deny-all policy and the allow policy by purpose (docs/design.md, "NetworkPolicy by
-    purpose"), by name suffix."""
+    """The deny-all policy, the allow policy by purpose and the login pods' SSH from outside
+    the cluster (docs/design.md, "NetworkPolicy by purpose"), by name suffix."""
 
     def namespace_peer(namespace: str) -> dict[str, Any]:
         return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
@@ -306,8 +310,22 @@ def network_policies(tenant: str, args: TenantNamespaceArgs) -> dict[str, dict[s
             for rule in args.egress
         ),
     ]
+    # Users log in from outside the cluster, which the runbook's policies leave out: a network
+    # plugin that enforces them sees a user's address (or a node's, after kube-proxy's
+    # masquerade) and refuses it. Pods of the cluster reach sshd only as the allow policy says.
+    login_ssh = {
+        "podSelector": {"matchLabels": {INSTANCE_LABEL: args.login_release}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [args.cluster_cidr]}}],
+                "ports": [{"port": SSH_PORT, "protocol": "TCP"}],
+            }
+        ],
+    }
     return {
         "deny-all": {"spec": {"podSelector": {}, "policyTypes": both}},
+        "login-ssh": {"spec": login_ssh},
         "allow": {
             "spec": {
                 "podSelector": {},

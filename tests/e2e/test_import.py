@@ -509,7 +509,13 @@ MARK_ATTRIBUTES = ("gpu_tenants_tenant", "tenant_slug", "uidNumber", "gidNumber"
 # user of its own, whose password the stack holds, and their Secret) and the StorageClass.
 # And the admins' binding to a Role of the tenant's own: the runbook's RoleBinding gave them
 # ClusterRole `edit`, which lets them write NetworkPolicies (import's report says to delete it).
-MADE = {("Secret", f"weka-{SLUG}-creds"), ("RoleBinding", f"{SLUG}-tenant-admins")}
+# What the stack adds to a tenant made by the runbook: the Weka Secret, the admins' binding under
+# its own name, and the policy that lets users' SSH reach the login pods from outside.
+MADE = {
+    ("Secret", f"weka-{SLUG}-creds"),
+    ("RoleBinding", f"{SLUG}-tenant-admins"),
+    ("NetworkPolicy", f"{SLUG}-login-ssh"),
+}
 MARK_ANNOTATIONS = (
     "pulumi.com/",
     "gpu-tenants.example.io/",

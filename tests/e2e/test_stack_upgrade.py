@@ -94,7 +94,7 @@ def test_a_stack_made_by_the_previous_release_refreshes_upgrades_and_destroys(
         changes = [
             s
             for s in plan["steps"]
-            if s["op"] != "same" and not _is_offboarding(s) and not _is_login_wait(s)
+            if s["op"] != "same" and not _is_offboarding(s) and not _is_login_access(s)
         ]
         dynamic = [s["urn"] for s in changes if "pulumi-python:dynamic" in s["urn"]]
         assert dynamic == [], f"dynamic resources the new code would change: {dynamic}"
@@ -158,11 +158,14 @@ def _is_offboarding(step: dict[str, Any]) -> bool:
     return step["op"] == "create" and _type(step).startswith(added)
 
 
-def _is_login_wait(step: dict[str, Any]) -> bool:
-    """The wait for the login pods to serve SSH, which `up` did not do before."""
-    return (
-        step["op"] == "create" and _type(step) == "pulumi-python:dynamic/kubernetes:LoginPodsReady"
-    )
+def _is_login_access(step: dict[str, Any]) -> bool:
+    """The wait for the login pods to serve SSH, which `up` did not do before, and the policy
+    that lets users' SSH in from outside the cluster, which the runbook's policies left out."""
+    if step["op"] != "create":
+        return False
+    if _type(step) == "pulumi-python:dynamic/kubernetes:LoginPodsReady":
+        return True
+    return str(step["urn"]).endswith("::tenant-foo-login-ssh")
 
 
 # What this release adds for isolation: the admins' own Role (their RoleBinding, whose roleRef

@@ -298,7 +298,21 @@ def test_network_policies_are_the_runbooks(foo: Deployment) -> None:
             },
         ],
     }
-    assert len(foo.of_type(K8S_POLICY)) == 2
+    # Users reach the login pods' sshd from outside the cluster, which no namespace rule names;
+    # pods of other namespaces do not.
+    login_ssh = foo.one(K8S_POLICY, "tenant-foo-login-ssh")
+    assert login_ssh.inputs["metadata"] == owned("tenant-foo-login-ssh", "tenant-foo")
+    assert login_ssh.inputs["spec"] == {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/instance": "login-tenant-foo"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.42.0.0/16"]}}],
+                "ports": [{"port": 22, "protocol": "TCP"}],
+            }
+        ],
+    }
+    assert len(foo.of_type(K8S_POLICY)) == 3
 
 
 def test_admins_role_binding_is_the_runbooks(foo: Deployment) -> None:
@@ -458,6 +472,7 @@ FOO_CHILDREN = {
         (K8S_BINDING, "tenant-foo-binding"),
         (K8S_POLICY, "tenant-foo-deny-all"),
         (K8S_POLICY, "tenant-foo-allow"),
+        (K8S_POLICY, "tenant-foo-login-ssh"),
         (K8S_ROLE_BINDING, "tenant-foo-admins"),
         (K8S_SECRET, "tenant-foo-ldap-bind"),
         (K8S_ROLE, "tenant-foo-admins-role"),

@@ -84,6 +84,12 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
         ("gpu-tenants:dns_domain", "Example", "gpu-tenants:dns_domain", "DNS name"),
         ("gpu-tenants:login_chart", {"version": "x"}, "gpu-tenants:login_chart.version", "chart"),
         ("gpu-tenants:support", {"email": "help"}, "gpu-tenants:support.email", "email address"),
+        (
+            "gpu-tenants:kubernetes",
+            {"cluster_cidr": "10.42.0.1/16"},
+            "gpu-tenants:kubernetes.cluster_cidr",
+            "not an IPv4 network such as '10.42.0.0/16'",
+        ),
     ],
 )
 def test_bad_values_are_located(
