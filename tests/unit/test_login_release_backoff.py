@@ -4,6 +4,7 @@ once. On the sandbox, tests/e2e/test_onboarding_layers.py logs in to the pods it
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ class FailingApi:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     now = [1000.0]
-    monkeypatch.setattr(login_release.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     return now
 
 
