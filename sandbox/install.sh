@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the sandbox runs: munge, MariaDB, slurmdbd, slurmctld, slurmd and the
 # Slurm clients; and for its real Kubernetes node, containerd with runc, the CNI plugins, iptables,
-# iproute2, busybox (the test pods' tools), a C compiler (the pause binary) and mmdebstrap (the
+# iproute2, ipset (kube-router's address sets), busybox (the test pods' tools), a C compiler (the pause binary) and mmdebstrap (the
 # login image, from Debian's packages: sandbox/kubernetes/login-image.sh); slapd and the LDAP
 # clients, the LDAP face of the Authentik emulator (sandbox/authentik/ldap_server.py). Idempotent:
 # does nothing when every binary is already there.
@@ -12,12 +12,12 @@ set -euo pipefail
 # libpmix-dev: Slurm's mpi/pmix plugin opens the unversioned libpmix.so, which only the -dev
 # package has; the smoke test's `srun --mpi=pmix` (runbook 7b) needs it.
 PACKAGES=(slurmdbd slurmctld slurmd slurm-client munge mariadb-server mariadb-client coreutils
-  util-linux libpmix-dev containerd runc containernetworking-plugins iptables conntrack iproute2
+  util-linux libpmix-dev containerd runc containernetworking-plugins iptables ipset conntrack iproute2
   busybox-static gcc libc6-dev mmdebstrap slapd ldap-utils)
 # The binaries the sandbox calls; a missing one means a package is missing.
 BINARIES=(munged mungekey munge unmunge mariadbd mariadb-install-db mariadb mariadb-admin
   slurmdbd slurmctld slurmd sacctmgr scontrol sinfo sbatch squeue scancel sacct srun timeout
-  unshare nsenter containerd containerd-shim-runc-v2 ctr runc iptables conntrack ip busybox cc
+  unshare nsenter containerd containerd-shim-runc-v2 ctr runc iptables ipset conntrack ip busybox cc
   mmdebstrap slapd slaptest ldapmodify ldapsearch ldapdelete)
 # Packages of files no binary check on PATH finds missing: a library the daemons open at run time,
 # and the CNI plugins containerd runs from /usr/lib/cni.

@@ -137,10 +137,9 @@ class SandboxLayout:
 
     @property
     def node(self) -> RealNode:
-        services = self.host_services
-        return RealNode(
-            self.root / "node", self.pki, self.ports, tuple(s.host_port for s in services)
-        )
+        forwarded = tuple((s.port, s.host_port) for s in self.host_services)
+        cluster_cidr = _platform().kubernetes.cluster_cidr
+        return RealNode(self.root / "node", self.pki, self.ports, cluster_cidr, forwarded)
 
     @property
     def host_services(self) -> list[in_cluster.HostService]:

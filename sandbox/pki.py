@@ -31,6 +31,7 @@ CLIENTS = (
     # The real node's kubelet: the Node authorizer and NodeRestriction know it by these names.
     ClientIdentity("node-cpu-01", "system:node:cpu-01", "system:nodes"),
     ClientIdentity("kube-proxy", "system:kube-proxy"),
+    ClientIdentity("kube-router", "system:serviceaccount:kube-system:kube-router"),
     # The API server's identity towards kubelets (logs, exec): platform.yaml binds it to
     # system:kubelet-api-admin, as RKE2 does.
     ClientIdentity("apiserver-kubelet-client", "system:kube-apiserver"),

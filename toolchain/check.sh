@@ -49,5 +49,10 @@ echo "[check] $got"
 got=$(coredns -version) || fail "coredns is missing; run make setup"
 [[ $got == "CoreDNS-$COREDNS_VERSION"* ]] || fail "coredns reports '${got%%$'\n'*}', want $COREDNS_VERSION"
 echo "[check] ${got%%$'\n'*}"
+# It prints "Running <path> version v2.1.0, built on ..., go..." on stderr.
+got=$(kube-router --version 2>&1) || fail "kube-router is missing; run make setup"
+[[ $got == *" version v$KUBE_ROUTER_VERSION, "* ]] ||
+  fail "kube-router reports '$got', want v$KUBE_ROUTER_VERSION"
+echo "[check] kube-router v$KUBE_ROUTER_VERSION ($(command -v kube-router))"
 [[ -s $LOGIN_IMAGE_DIR/rootfs.tar ]] || fail "the login image is missing ($LOGIN_IMAGE_DIR); run make setup"
 echo "[check] login image $LOGIN_IMAGE_DIR/rootfs.tar"

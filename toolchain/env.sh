@@ -9,7 +9,7 @@ root=$(cd "$here/.." && pwd)
 # shellcheck source=toolchain/paths.sh
 source "$here/paths.sh"
 
-path=$root/venv/bin:$KUBERNETES_DIR/bin:$KUBERNETES_WORKLOADS_DIR/bin:$VERSITYGW_DIR/bin:$COREDNS_DIR/bin:$TEMPORAL_CLI_DIR/bin:$ORIGINAL_PATH
+path=$root/venv/bin:$KUBERNETES_DIR/bin:$KUBERNETES_WORKLOADS_DIR/bin:$VERSITYGW_DIR/bin:$COREDNS_DIR/bin:$KUBE_ROUTER_DIR/bin:$TEMPORAL_CLI_DIR/bin:$ORIGINAL_PATH
 pulumi_on_path=$(PATH=$ORIGINAL_PATH command -v pulumi 2>/dev/null || true)
 if [[ -z $pulumi_on_path || $pulumi_on_path == "$PULUMI_TOOLCHAIN_DIR"/* ||
   $("$pulumi_on_path" version 2>/dev/null) != "v$PULUMI_VERSION" ]]; then

@@ -12,6 +12,7 @@ KUBERNETES_DIR=$GPU_TENANTS_CACHE/kubernetes-v$KUBERNETES_VERSION-etcd-v$ETCD_VE
 KUBERNETES_WORKLOADS_DIR=$GPU_TENANTS_CACHE/kubernetes-workloads-v$KUBERNETES_VERSION
 VERSITYGW_DIR=$GPU_TENANTS_CACHE/versitygw-v$VERSITYGW_VERSION
 COREDNS_DIR=$GPU_TENANTS_CACHE/coredns-v$COREDNS_VERSION
+KUBE_ROUTER_DIR=$GPU_TENANTS_CACHE/kube-router-v$KUBE_ROUTER_VERSION
 # The login image's root filesystem, named by the digest of the script that lists its packages.
 LOGIN_IMAGE_SCRIPT=$_toolchain_dir/../sandbox/kubernetes/login-image.sh
 LOGIN_IMAGE_DIR=$GPU_TENANTS_CACHE/login-image-$(sha256sum "$LOGIN_IMAGE_SCRIPT" | cut -c1-16)

@@ -307,6 +307,14 @@ coredns() {
     "-X github.com/coredns/coredns/coremain.GitCommit=v$COREDNS_VERSION" "about 3 minutes"
 }
 
+# kube-router, which enforces NetworkPolicies on the sandbox's real node. Unstamped, `kube-router
+# --version` names no version (its Makefile stamps the git commit).
+kube_router() {
+  module_binary "kube-router v$KUBE_ROUTER_VERSION" "$KUBE_ROUTER_DIR" kube-router \
+    "$KUBE_ROUTER_MODULE@v$KUBE_ROUTER_VERSION" ./cmd/kube-router \
+    "-X $KUBE_ROUTER_MODULE/pkg/version.Version=v$KUBE_ROUTER_VERSION" "about 4 minutes"
+}
+
 # The Temporal CLI, whose dev server is the sandbox's workflow engine. Unstamped, `temporal
 # --version` says 0.0.0-DEV.
 temporal_cli() {
@@ -354,6 +362,7 @@ main() {
   kubernetes_workloads
   versitygw
   coredns
+  kube_router
   temporal_cli
   sandbox_packages
   login_image

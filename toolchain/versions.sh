@@ -17,6 +17,12 @@ ETCD_VERSION=3.5.21
 COREDNS_VERSION=1.11.3
 COREDNS_MODULE=github.com/coredns/coredns
 
+# kube-router, the sandbox node's network-policy agent (its firewall controller alone, as k3s
+# embeds it). The Go module proxy serves this version only; its two published advisories are in the
+# router (GoBGP) and service-proxy controllers, which the sandbox leaves off (docs/sandbox.md).
+KUBE_ROUTER_VERSION=2.1.0
+KUBE_ROUTER_MODULE=github.com/cloudnativelabs/kube-router/v2
+
 # Versity's S3 gateway (Apache-2.0), the sandbox's retention object store; built from its own
 # module, whose go.sum pins its dependencies.
 VERSITYGW_VERSION=1.8.0

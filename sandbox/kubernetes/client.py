@@ -152,6 +152,7 @@ def resource_path(manifest: JSON) -> str:
         "Service": "services",
         "StatefulSet": "statefulsets",
         "Node": "nodes",
+        "Pod": "pods",
         "Secret": "secrets",
         "ServiceAccount": "serviceaccounts",
         "ClusterRole": "clusterroles",

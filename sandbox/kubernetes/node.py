@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import os
 import signal
 import socket
@@ -28,7 +29,7 @@ from pathlib import Path
 import httpx
 
 from sandbox.kubernetes import images
-from sandbox.kubernetes.addresses import DNS_SERVICE_IP
+from sandbox.kubernetes.addresses import DNS_SERVICE_IP, SERVICE_CIDR
 from sandbox.kubernetes.client import KubeClient, KubeError
 from sandbox.kubernetes.services import REAL_NODE_LABEL
 from sandbox.pki import Pki, kubeconfig
@@ -39,6 +40,10 @@ NODE_NAME = "cpu-01"
 _CGROUP_CONTROLLERS = Path("/sys/fs/cgroup")
 _CNI_PLUGINS = "/usr/lib/cni"
 _PROXY_HEALTH_PORT = 10256
+_ROUTER_HEALTH_PORT = 20244
+# The chain kube-router's policy controller makes on its first sync, which pods' traffic goes
+# through before their policies' chains.
+_ROUTER_CHAIN = "KUBE-ROUTER-FORWARD"
 
 
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -53,9 +58,13 @@ class RealNode:
     state_dir: Path
     pki: Pki
     ports: Ports
-    # Ports of this machine's loopback that the node reaches at its gateway: the API server's
-    # and those of the platform's services the sandbox runs as processes (in_cluster).
-    host_ports: tuple[int, ...] = ()
+    # The platform's pod network (its `cluster_cidr`): each sandbox's node has one /24 of it, as
+    # each RKE2 node has.
+    cluster_cidr: str
+    # The ports of the platform's services the sandbox runs as processes (in_cluster), as
+    # (port at the node's gateway, port of this machine's loopback): pods reach them on the
+    # ports the platform's settings name, which their NetworkPolicies allow.
+    forwarded_ports: tuple[tuple[int, int], ...] = ()
 
     @property
     def index(self) -> int:
@@ -72,13 +81,26 @@ class RealNode:
         return f"10.231.{self.index}.1"
 
     @property
+    def users_address(self) -> str:
+        """An address of this machine's that stands for the users' network, outside the cluster:
+        a connection from it is no platform process's (those come from `host_address`, which
+        stands in for pods of the platform's namespaces, in_cluster)."""
+        return f"10.231.{self.index}.5"
+
+    @property
     def address(self) -> str:
         """The node's InternalIP, its end of the veth pair."""
         return f"10.231.{self.index}.2"
 
     @property
     def pod_subnet(self) -> str:
-        return f"10.232.{self.index}.0/24"
+        return str(
+            list(ipaddress.IPv4Network(self.cluster_cidr).subnets(new_prefix=24))[self.index]
+        )
+
+    @property
+    def _pod_gateway(self) -> str:
+        return str(ipaddress.IPv4Network(self.pod_subnet)[1])
 
     @property
     def load_balancer_pool(self) -> str:
@@ -146,7 +168,27 @@ class RealNode:
             prepare=self._prepare_proxy,
             revision=self._proxy_config_text,
         )
-        return [containerd, kubelet, proxy]
+        router = Service(
+            name="kube-router",
+            argv=self._in_node(
+                built_tool("kube-router"),
+                # Its network-policy controller alone, as k3s embeds it: the router (BGP) and
+                # service-proxy controllers, where its published advisories are, stay off, and
+                # the pods' network stays the bridge plugin's.
+                "--run-firewall=true",
+                "--run-router=false",
+                "--run-service-proxy=false",
+                "--enable-cni=false",
+                f"--kubeconfig={self.state_dir / 'kube-router.kubeconfig'}",
+                f"--hostname-override={NODE_NAME}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                f"--health-port={_ROUTER_HEALTH_PORT}",
+                "--metrics-port=0",
+            ),
+            ready=self._router_ready,
+            prepare=self._prepare_router,
+        )
+        return [containerd, kubelet, proxy, router]
 
     # The network namespace and the veth pair.
 
@@ -158,20 +200,31 @@ class RealNode:
             _run("ip", "link", "add", self._host_veth, "type", "veth", "peer", "name", "eth0",
                  "netns", self.netns)  # fmt: skip
         _run("ip", "addr", "replace", f"{self.host_address}/30", "dev", self._host_veth)
+        _run("ip", "addr", "replace", f"{self.users_address}/32", "dev", self._host_veth)
         _run("ip", "link", "set", self._host_veth, "up")
         _run(*node, "addr", "replace", f"{self.address}/30", "dev", "eth0")
         _run(*node, "link", "set", "eth0", "up")
         _run(*node, "link", "set", "lo", "up")
         _run(*node, "route", "replace", "default", "via", self.host_address)
         _run("ip", "route", "replace", self.pod_subnet, "via", self.address)
+        # A node made when the pods had another subnet keeps its bridge, whose address the
+        # bridge plugin would refuse to change: it is made again at the next pod's start.
+        bridge = _run(*node, "-4", "-o", "addr", "show", "dev", "cni0", check=False).stdout
+        if bridge and f" {self._pod_gateway}/" not in bridge:
+            _run(*node, "link", "delete", "cni0")
         _run("ip", "route", "replace", self.load_balancer_pool, "via", self.address)
         # The node forwards between its pods' bridge and its veth; this machine does not.
         _run("ip", "netns", "exec", self.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        # Pods on one bridge talk past the FORWARD chain unless bridged packets go through
+        # iptables, where kube-proxy's and kube-router's rules are.
+        _run("ip", "netns", "exec", self.netns, "sysctl", "-qw",
+             "net.bridge.bridge-nf-call-iptables=1")  # fmt: skip
         Path(f"/proc/sys/net/ipv4/conf/{self._host_veth}/route_localnet").write_text("1")
-        for port in (self.ports.apiserver, *self.host_ports):
+        api_server = (self.ports.apiserver, self.ports.apiserver)
+        for port, host_port in (api_server, *self.forwarded_ports):
             rule = [
                 "PREROUTING", "-i", self._host_veth, "-p", "tcp", "-d", self.host_address,
-                "--dport", str(port), "-j", "DNAT", "--to-destination", f"127.0.0.1:{port}",
+                "--dport", str(port), "-j", "DNAT", "--to-destination", f"127.0.0.1:{host_port}",
             ]  # fmt: skip
             if _run("iptables", "-t", "nat", "-C", *rule, check=False).returncode != 0:
                 _run("iptables", "-t", "nat", "-A", *rule)
@@ -218,7 +271,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 """
 
     def _cni_config_text(self) -> str:
-        gateway = self.pod_subnet.replace(".0/24", ".1")
+        gateway = self._pod_gateway
         return f"""{{
   "cniVersion": "1.0.0",
   "name": "sandbox-pods",
@@ -403,6 +456,21 @@ conntrack:
             return httpx.get(url, timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
+
+    # kube-router.
+
+    def _prepare_router(self) -> None:
+        self.pki.ensure()
+        self._write_kubeconfig("kube-router", self.state_dir / "kube-router.kubeconfig")
+
+    def _router_ready(self) -> bool:
+        try:
+            url = f"http://{self.address}:{_ROUTER_HEALTH_PORT}/healthz"
+            if httpx.get(url, timeout=2).status_code != 200:
+                return False
+        except httpx.HTTPError:
+            return False
+        return _run(*self._in_node("iptables", "-S", _ROUTER_CHAIN), check=False).returncode == 0
 
     def _write_kubeconfig(self, client: str, path: Path) -> None:
         server = f"https://{self.host_address}:{self.ports.apiserver}"

@@ -94,9 +94,9 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
 
 
 def test_preview_plans_every_layer_and_up_exports_the_handover(foo: Onboarded) -> None:
-    # The six layers (the login pods waited for), the offboarding gate and its component, the
-    # (empty) retention component.
-    assert foo.planned == {"create": 54}
+    # The six layers (the login pods waited for, users let in by the login-ssh policy), the
+    # offboarding gate and its component, the (empty) retention component.
+    assert foo.planned == {"create": 55}
     assert foo.outputs["reserved_nodes"] == [f"gpu-0{i}" for i in range(1, 9)]
     assert "User           alice" in foo.outputs["ssh_config"]["alice"]
 
@@ -130,6 +130,7 @@ def test_step_3_the_namespace_and_everything_in_it(foo: Onboarded) -> None:
     assert sorted(p["metadata"]["name"] for p in policies) == [
         "tenant-foo-allow",
         "tenant-foo-deny-all",
+        "tenant-foo-login-ssh",
     ]
     admins = kubectl_json("-n", "tenant-foo", "get", "rolebinding", "tenant-foo-tenant-admins")
     assert admins["subjects"][0]["name"] == "tenant-foo-admins"
@@ -486,6 +487,82 @@ def test_step_3_admins_cannot_reach_into_rewrite_or_imitate_the_login_releases_p
         kubectl("delete", "pod", "train", ns, "--force", "--grace-period=0")
 
 
+PEER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: peer, namespace: NAMESPACE}
+spec:
+  containers:
+    - name: web
+      image: IMAGE
+      imagePullPolicy: Never
+      command: [httpd, -f, -p, "8080", -h, /etc]
+"""
+
+
+def test_step_3d_the_network_policies_are_enforced_on_the_node(foo: Onboarded) -> None:
+    """kube-router, on the real node, enforces the stack's deny-all and allow policies: a pod of
+    tenant-foo reaches its own namespace, DNS, the LDAP outpost on 636 and slurmctld on 6817,
+    and nothing of another namespace; another namespace's pod (one with no policy of its own,
+    the worst neighbour) cannot reach tenant-foo's pods, the login pod's sshd included. Each
+    outcome is waited for: the agent applies a new pod's rules a moment after it starts."""
+    ns = "--namespace=tenant-foo"
+    other = f"other-{os.urandom(3).hex()}"
+    assert kubectl("create", "namespace", other).returncode == 0
+    try:
+        peer = PEER.replace("NAMESPACE", other).replace("IMAGE", TOOLS_IMAGE)
+        assert kubectl("apply", "-f", "-", stdin=peer).returncode == 0
+        running_pod("train")
+        for namespace, pod in ((other, "peer"), ("tenant-foo", LOGIN_POD)):
+            ready = kubectl(f"--namespace={namespace}", "wait", "--for=condition=Ready",
+                            f"pod/{pod}", "--timeout=120s")  # fmt: skip
+            assert ready.returncode == 0, ready.stderr
+        peer_ip = kubectl_json(f"--namespace={other}", "get", "pod", "peer")["status"]["podIP"]
+        login_ip = kubectl_json(ns, "get", "pod", LOGIN_POD)["status"]["podIP"]
+
+        def reaches(namespace: str, pod: str, host: str, port: int) -> bool:
+            probe = f"echo | nc -w 2 {host} {port} >/dev/null 2>&1; echo $?"
+            done = kubectl(f"--namespace={namespace}", "exec", pod, "--", "sh", "-c", probe)
+            assert done.returncode == 0, done.stderr
+            return done.stdout == "0\n"
+
+        def service_ip(namespace: str, name: str) -> str:
+            found = kubectl_json(f"--namespace={namespace}", "get", "service", name)
+            return str(found["spec"]["clusterIP"])
+
+        expected = {
+            # tenant-foo's own pods, and what its egress rules name.
+            ("tenant-foo", "train", login_ip, 22): True,
+            ("tenant-foo", "train", service_ip("auth", "authentik-ldap-outpost"), 636): True,
+            ("tenant-foo", "train", service_ip("slurm-control", "slurmctld"), 6817): True,
+            # The API server is no destination of theirs.
+            ("tenant-foo", "train", service_ip("default", "kubernetes"), 443): False,
+            ("tenant-foo", "train", peer_ip, 8080): False,
+            (other, "peer", login_ip, 22): False,
+            (other, "peer", peer_ip, 8080): True,
+        }
+        deadline = time.monotonic() + 30
+        while (
+            seen := {probe: reaches(*probe) for probe in expected}
+        ) != expected and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert seen == expected
+        # Names resolve: the cluster DNS in kube-system is theirs on port 53.
+        named = kubectl(
+            ns, "exec", "train", "--", "nslookup", "slurmctld.slurm-control.svc.cluster.local"
+        )
+        assert named.returncode == 0, named.stdout + named.stderr
+        # The login pod (whose image has bash's /dev/tcp, not nc) reaches the outpost, as its
+        # users' names resolve, and nothing of the other namespace.
+        login = kubectl(ns, "exec", LOGIN_POD, "--", "timeout", "3", "bash", "-c",
+                        f"echo > /dev/tcp/{peer_ip}/8080")  # fmt: skip
+        assert login.returncode != 0
+        assert kubectl(ns, "exec", LOGIN_POD, "--", "getent", "passwd", "alice").returncode == 0
+    finally:
+        kubectl("delete", "pod", "train", ns, "--force", "--grace-period=0")
+        kubectl("delete", "namespace", other, "--wait=false")
+
+
 LOGIN_RUNTIME = "gpu-tenants-login"
 
 
@@ -542,10 +619,12 @@ def test_step_5b_each_user_and_the_group_resolve_in_the_login_pod_through_ldap(
 
 
 def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
-    foo: Onboarded, tmp_path: Path
+    foo: Onboarded, sandbox: SandboxLayout, tmp_path: Path
 ) -> None:
     """From this machine, to the address the load balancer gave the login Service, as a user
-    does, checking the release's host key as a user's known_hosts would."""
+    does: from an address outside the cluster (the sandbox's users' address, which no
+    namespace's rule lets in, only the stack's login-ssh policy), checking the release's host
+    key as a user's known_hosts would."""
     deadline = time.monotonic() + 30
     while not (ingress := _login_ingress()) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -561,7 +640,8 @@ def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
         return subprocess.run(
             ["ssh", "-i", str(foo.alice_key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
              "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known_hosts}",
-             "-o", "ConnectTimeout=20", f"{user}@{address}", *command],
+             "-o", "ConnectTimeout=20", "-o", f"BindAddress={sandbox.node.users_address}",
+             f"{user}@{address}", *command],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
 

@@ -85,6 +85,7 @@ def test_a_cluster_seeded_by_an_older_sandbox_is_seeded_again(
         "containerd",
         "kubelet",
         "kube-proxy",
+        "kube-router",
         "munged",
         "mariadb",
         "slurmdbd",

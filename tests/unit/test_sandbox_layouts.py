@@ -3,6 +3,7 @@ port, so that `make demo` and both workers of `make test` run side by side."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.kubernetes import in_cluster
 from sandbox.layout import SandboxLayout, name_of_tests_sandbox
 from sandbox.ports import TEST_SANDBOXES
 from sandbox.supervisor import SandboxError
@@ -81,3 +83,36 @@ def test_reset_with_test_resets_every_tests_sandbox_there_is(tmp_path: Path) -> 
     # Not a bare "test-2": pytest's own temporary directories (pytest-20 to -29) hold it.
     assert "GPU_TENANTS_SANDBOX=test-2" not in said
     assert "test-sandbox-2" not in said
+
+
+def test_every_sandbox_node_has_its_own_pod_network_inside_the_platforms(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each node's pods are in the platform's cluster CIDR (which the login pods' SSH policy
+    excepts), on a /24 of their own; pods reach the platform's processes on the ports the
+    platform's settings name (which the tenants' egress policies allow), whatever port the
+    sandbox's process has."""
+    nodes = [layout.node for layout in layouts(monkeypatch, tmp_path).values()]
+    subnets = [ipaddress.IPv4Network(node.pod_subnet) for node in nodes]
+    assert len(set(subnets)) == 4
+    assert all(s.subnet_of(ipaddress.IPv4Network("10.42.0.0/16")) for s in subnets)
+    assert all(s.prefixlen == 24 for s in subnets)
+    for node, layout in zip(nodes, layouts(monkeypatch, tmp_path).values(), strict=True):
+        assert dict(node.forwarded_ports) == {
+            6817: layout.slurm.slurmctld_port,
+            636: layout.ports.ldap_outpost,
+        }
+        for service in layout.host_services:
+            _, slice_ = service.manifests(node.host_address)
+            assert slice_["ports"][0]["port"] == service.port
+            assert slice_["endpoints"][0]["addresses"] == [node.host_address]
+            pod = service.stand_in_pod()
+            assert (pod["metadata"]["namespace"], pod["metadata"]["name"]) == (
+                service.namespace,
+                service.name,
+            )
+            # No scheduler places it, so no kubelet runs it: it stands for the process.
+            assert pod["spec"]["schedulerName"] == in_cluster.HOST_PROCESS_SCHEDULER
+        assert ipaddress.IPv4Address(node.users_address) not in ipaddress.IPv4Network(
+            "10.42.0.0/16"
+        )
