@@ -36,13 +36,14 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(payload)
         elapsed = (time.monotonic() - started) * 1000
-        # Never the headers: the Authorization header carries the token.
+        # Never the headers: the Authorization header carries the token. Written before the
+        # body, so a client that has its answer finds the request in the log.
         sys.stderr.write(
             f"{self.client_address[0]} {self.command} {self.path} {response.status} "
             f"{elapsed:.1f}ms\n"
         )
+        self.wfile.write(payload)
 
     # http.server dispatches on these names.
     def do_GET(self) -> None:
@@ -61,7 +62,7 @@ class Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """Replaced by the line _handle writes once the reply is out."""
+        """Replaced by the line _handle writes before the reply's body."""
 
 
 def make_server(host: str, port: int, api: Api) -> ThreadingHTTPServer:

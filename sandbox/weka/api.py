@@ -491,11 +491,12 @@ class RequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(payload)
         elapsed = (time.monotonic() - started) * 1000
-        # Only method, path and status: bodies and headers carry passwords and tokens.
+        # Only method, path and status: bodies and headers carry passwords and tokens. Written
+        # before the body, so a client that has its answer finds the request in the log.
         path = urlsplit(self.path).path
         sys.stderr.write(f"weka {self.command} {path} {status} {elapsed:.1f}ms\n")
+        self.wfile.write(payload)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815
 
