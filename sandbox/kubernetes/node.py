@@ -451,9 +451,12 @@ conntrack:
         self._write_kubeconfig("kube-proxy", self.state_dir / "kube-proxy.kubeconfig")
 
     def _proxy_ready(self) -> bool:
+        return self._healthy(_PROXY_HEALTH_PORT)
+
+    def _healthy(self, port: int) -> bool:
+        """Whether the node's process serving /healthz on `port` says it is."""
         try:
-            url = f"http://{self.address}:{_PROXY_HEALTH_PORT}/healthz"
-            return httpx.get(url, timeout=2).status_code == 200
+            return httpx.get(f"http://{self.address}:{port}/healthz", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -464,11 +467,7 @@ conntrack:
         self._write_kubeconfig("kube-router", self.state_dir / "kube-router.kubeconfig")
 
     def _router_ready(self) -> bool:
-        try:
-            url = f"http://{self.address}:{_ROUTER_HEALTH_PORT}/healthz"
-            if httpx.get(url, timeout=2).status_code != 200:
-                return False
-        except httpx.HTTPError:
+        if not self._healthy(_ROUTER_HEALTH_PORT):
             return False
         return _run(*self._in_node("iptables", "-S", _ROUTER_CHAIN), check=False).returncode == 0
 
