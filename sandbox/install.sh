@@ -64,11 +64,13 @@ daemon_pids() {
   local dir comm name
   for dir in /proc/[0-9]*; do
     comm="$(cat "$dir/comm" 2>/dev/null)" || continue
-    if tr '\0' '\n' <"$dir/environ" 2>/dev/null | grep -q '^GPU_TENANTS_SANDBOX_SERVICE='; then
-      continue
-    fi
     for name in "${DAEMONS[@]}"; do
-      if [ "$comm" = "$name" ]; then echo "${dir#/proc/}"; fi
+      [ "$comm" = "$name" ] || continue
+      # The shell reports a redirection it cannot open (a process gone, or not ours to read)
+      # before the command's own 2>/dev/null applies; hence the order.
+      if ! tr '\0' '\n' 2>/dev/null <"$dir/environ" | grep -q '^GPU_TENANTS_SANDBOX_SERVICE='; then
+        echo "${dir#/proc/}"
+      fi
     done
   done | sort
 }

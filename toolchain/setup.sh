@@ -99,6 +99,10 @@ check_go() {
   fi
 }
 
+# Every Go binary is linked without its symbol table and DWARF: nothing here debugs them, and
+# the linker, which runs on one core, writes far less.
+STRIP='-s -w'
+
 # Builds into a scratch directory and renames it into place, so an interrupted build never leaves
 # a directory that a later run would take as finished.
 finish_install() {
@@ -134,7 +138,7 @@ pulumi_engine() {
   say "building pulumi v$PULUMI_VERSION (first time: about 4 minutes on 2 cores)"
   (cd "$here/go/pulumi" && run_logged "pulumi v$PULUMI_VERSION" "$GPU_TENANTS_CACHE/logs/pulumi.log" \
     env CGO_ENABLED=0 go build -trimpath -tags osusergo,grpcnotrace \
-    -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" \
+    -ldflags "$STRIP -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" \
     -o "$scratch/bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
 
   # The exec script and the dynamic-provider launcher are upstream's own, from the sdk/v3 module.
@@ -185,13 +189,14 @@ kubernetes_provider_binary() {
     run_logged "pulumi-resource-kubernetes v$KUBERNETES_PROVIDER_VERSION" \
       "$GPU_TENANTS_CACHE/logs/pulumi-resource-kubernetes.log" \
       bash -c "VERSION=$KUBERNETES_PROVIDER_VERSION go generate . && CGO_ENABLED=0 go build -trimpath \
-        -ldflags '-X $KUBERNETES_PROVIDER_MODULE/pkg/version.Version=$KUBERNETES_PROVIDER_VERSION' \
+        -ldflags '$STRIP -X $KUBERNETES_PROVIDER_MODULE/pkg/version.Version=$KUBERNETES_PROVIDER_VERSION' \
         -o '$scratch/pulumi-resource-kubernetes' .")
   rm -rf "$scratch/provider" "$scratch/sdk"
   finish_install "$scratch" "$KUBERNETES_PROVIDER_DIR"
 }
 
 kubernetes_plugin() {
+  eval "$("$here/env.sh" --tools)"
   if pulumi plugin ls --json 2>/dev/null | grep -q "\"name\": \"kubernetes\",.*\"version\": \"$KUBERNETES_PROVIDER_VERSION\"" ||
     pulumi plugin ls 2>/dev/null | grep -Eq "^kubernetes +resource +$KUBERNETES_PROVIDER_VERSION "; then
     say "plugin resource kubernetes $KUBERNETES_PROVIDER_VERSION: installed in $PULUMI_HOME"
@@ -225,13 +230,13 @@ kubernetes_control_plane() {
   say "building kube-apiserver, kube-controller-manager and kubectl $v (first time: about 12 minutes)"
   (cd "$here/go/kubernetes" && run_logged "kube-apiserver+kube-controller-manager+kubectl $v" \
     "$GPU_TENANTS_CACHE/logs/kubernetes.log" env CGO_ENABLED=0 go build -trimpath -tags providerless \
-    -ldflags "$(kubernetes_stamps)" -o "$scratch/bin/" \
+    -ldflags "$STRIP$(kubernetes_stamps)" -o "$scratch/bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kubectl)
   say "building etcd v$ETCD_VERSION (first time: about 2 minutes)"
   (cd "$here/go/etcd" && run_logged "etcd v$ETCD_VERSION" "$GPU_TENANTS_CACHE/logs/etcd.log" \
     env CGO_ENABLED=0 go build -trimpath \
-    -ldflags "-X go.etcd.io/etcd/api/v3/version.Version=$ETCD_VERSION" \
+    -ldflags "$STRIP -X go.etcd.io/etcd/api/v3/version.Version=$ETCD_VERSION" \
     -o "$scratch/bin/etcd" go.etcd.io/etcd/server/v3)
   finish_install "$scratch" "$KUBERNETES_DIR"
 }
@@ -255,7 +260,7 @@ kubernetes_workloads() {
   say "building ${WORKLOAD_BINARIES[*]} $v (first time: about 6 minutes)"
   (cd "$here/go/kubernetes" && run_logged "${WORKLOAD_BINARIES[*]} $v" \
     "$GPU_TENANTS_CACHE/logs/kubernetes-workloads.log" \
-    env CGO_ENABLED=0 go build -trimpath -tags providerless -ldflags "$(kubernetes_stamps)" \
+    env CGO_ENABLED=0 go build -trimpath -tags providerless -ldflags "$STRIP$(kubernetes_stamps)" \
     -o "$scratch/bin/" "${WORKLOAD_BINARIES[@]/#/k8s.io/kubernetes/cmd/}")
   finish_install "$scratch" "$KUBERNETES_WORKLOADS_DIR"
 }
@@ -286,7 +291,7 @@ module_binary() {
   rm -rf "$scratch" && mkdir -p "$scratch/bin"
   say "building $what (first time: $takes on 2 cores)"
   (cd "$src" && run_logged "$what" "$GPU_TENANTS_CACHE/logs/$binary.log" \
-    env CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$scratch/bin/$binary" "$package")
+    env CGO_ENABLED=0 go build -trimpath -ldflags "$STRIP $ldflags" -o "$scratch/bin/$binary" "$package")
   finish_install "$scratch" "$dir"
 }
 
@@ -343,6 +348,18 @@ login_image() {
   finish_install "$scratch" "$LOGIN_IMAGE_DIR"
 }
 
+# Runs steps ($2...) one after another in the background as lane $1, its pid in LANES; a lane
+# stops at its first failing step.
+LANES=()
+lane() {
+  local name=$1
+  shift
+  (
+    for step in "$@"; do "$step"; done
+  ) &
+  LANES+=("$!:$name")
+}
+
 main() {
   mkdir -p "$GPU_TENANTS_CACHE/logs" "$PULUMI_HOME" "$GPU_TENANTS_STATE"
   # toolchain/benchmark.sh runs single build steps by name.
@@ -350,22 +367,25 @@ main() {
     for step in "$@"; do "$step"; done
     return
   fi
+  # A cold setup is mostly Go builds, and one build leaves a core idle while it downloads
+  # modules or links: two lanes of builds run side by side, and Debian's packages (the network)
+  # beside them. Builds that share a Go module stay in one lane, so that the second one finds
+  # the first one's packages in the build cache rather than compiling them at the same time.
+  lane "Debian packages and login image" sandbox_packages login_image
+  # The Kubernetes provider is the longest build by far; everything else goes in the other lane.
+  lane "Pulumi" pulumi_engine kubernetes_plugin
+  lane "Kubernetes and the rest" kubernetes_control_plane kubernetes_workloads coredns kube_router \
+    versitygw temporal_cli
   venv "$root/venv" "$root/requirements.txt"
   project_command
   # The policy pack's own: pulumi-policy pins a protobuf older than the program's.
   venv "$root/policy/venv" "$root/policy/requirements.txt"
   program_bytecode
-  pulumi_engine
-  eval "$("$here/env.sh")"
-  kubernetes_plugin
-  kubernetes_control_plane
-  kubernetes_workloads
-  versitygw
-  coredns
-  kube_router
-  temporal_cli
-  sandbox_packages
-  login_image
+  local entry failed=()
+  for entry in "${LANES[@]}"; do
+    wait "${entry%%:*}" || failed+=("${entry#*:}")
+  done
+  ((${#failed[@]} == 0)) || die "setup failed in: ${failed[*]} (its error is above)"
   "$here/check.sh"
   say "done in $((SECONDS - started))s; run: eval \"\$(make -s env)\""
 }
