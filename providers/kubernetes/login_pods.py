@@ -174,7 +174,9 @@ class LoginPods:
                 said = time.monotonic()
                 say(f"{self.name}: {look.summary(replicas)} after {waited:.0f} s")
             time.sleep(pause)
-            pause = min(pause * 1.5, 5.0)
+            # A look is one read of the release's pods; a second's wait at most keeps an `up`
+            # from sleeping long past the moment its pods turn Ready.
+            pause = min(pause * 1.5, 1.0)
 
     def _never(self, replicas: int, look: Look, waited: float) -> KubernetesError:
         doing = f"waiting for the {self.name} ({replicas} pods, sshd on port {SSH_PORT})"

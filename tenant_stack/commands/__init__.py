@@ -38,8 +38,8 @@
 
 Exit status: 0 done (every check passed); 1 a check failed or a tenant's purge failed (the output
 says which); 2 the command could not run (bad arguments, a path that is not there or cannot be
-written, or the tenant's spec does not load); 130 interrupted (Ctrl-C); 141 the output's reader
-went away (`| head`), with nothing printed.
+written, the tenant's spec does not load, or an unexpected error, printed with its traceback);
+130 interrupted (Ctrl-C); 141 the output's reader went away (`| head`), with nothing printed.
 `drift` and `fleet drift`: 0 clean, 1 drift found, 2 a stack could not be checked (the others
 still were). `fleet rollout`: 0 every wave applied, 1 a wave failed (the rollout stopped there),
 2 it could not run. `fleet stage`: 0 the stage is applied, 1 it is not (yet), 2 it could not
@@ -70,6 +70,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from typing import NoReturn
 
 import argcomplete
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     # Under a shell's completion (_ARGCOMPLETE set) this prints the candidates and exits.
     argcomplete.autocomplete(arguments)
     exits_without_teardown = False
+    args: argparse.Namespace | None = None
     if not (sys.argv[1:] if argv is None else argv):
         # As kubectl and gh do: no command is a request for the commands, not an error.
         arguments.print_help()
@@ -178,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
         # Threads of a check or a pool may still wait on a backend: no teardown waits for them.
         print("gpu-tenants: interrupted", file=sys.stderr)
         _exit_without_teardown(INTERRUPTED)
+    except Exception:
+        # A bug, not a finding: Python's own exit status (1) would read as "problems found".
+        traceback.print_exc()
+        command = " ".join(filter(None, ("gpu-tenants", getattr(args, "command", None))))
+        print(f"{command}: failed unexpectedly (the traceback above says where); nothing "
+              "it reported is complete: report it with the traceback", file=sys.stderr)  # fmt: skip
+        status = 2
     if exits_without_teardown:
         _exit_without_teardown(status)
     return status

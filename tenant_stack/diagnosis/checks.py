@@ -35,6 +35,7 @@ from tenant_stack.spec import TenantSpec
 __all__ = ["CHECKS", "OVERSUBSCRIBED", "STAGE_CHECKS", "Check", "oversubscribed"]
 
 _UP = "pulumi up --refresh --stack {slug}"  # puts back what the program declares
+_FINISHED = ("Succeeded", "Failed")  # pod phases
 OVERSUBSCRIBED = "gpus-oversubscribed"
 # Failures that block the next offboarding stage: `status` names them among its blockers.
 STAGE_CHECKS = ("empty-sacct-export", "filesystem-in-use")
@@ -174,10 +175,12 @@ def binding(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
         return
     login = f"{release_name(spec.slug)}-"
     pods = (kubectl_get("pods", f"--namespace={spec.namespace}") or {}).get("items") or []
+    # A pod that has finished holds no node, wherever it ran.
     unlabelled = sorted(
         pod["metadata"]["name"]
         for pod in pods
         if not pod["metadata"]["name"].startswith(login)
+        and (pod.get("status") or {}).get("phase") not in _FINISHED
         and not wanted.items() <= (pod["metadata"].get("labels") or {}).items()
     )
     if unlabelled:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from providers.errors import BackendError
+from providers.errors import AuthentikError, BackendError, KubernetesError, SlurmError, WekaError
 from tenant_stack.diagnosis.checks import (
     CHECKS,
     OVERSUBSCRIBED,
@@ -38,6 +38,14 @@ _BACKENDS = {
     "WekaStorage": "weka",
     "LoginPod": "kubernetes",
 }
+# A check may read more than its own backend (gpus reads Slurm's queue and the pods): the
+# error's kind names the one that failed.
+_ERRORS = {
+    KubernetesError: "kubernetes",
+    SlurmError: "slurm",
+    AuthentikError: "authentik",
+    WekaError: "weka",
+}
 _UNREACHABLE = "backend-unreachable"
 # Findings that are not about a layer's objects: their own conditions say them.
 _NOT_LAYERS = (_UNREACHABLE, OVERSUBSCRIBED, *STAGE_CHECKS)
@@ -58,15 +66,21 @@ def diagnose(
         try:
             return list(check.run(spec, platform))
         except BackendError as error:
-            layer = next(layer for layer, b in _BACKENDS.items() if b == check.backend)
+            backend = next(
+                (name for kind, name in _ERRORS.items() if isinstance(error, kind)), check.backend
+            )
+            layer = next(layer for layer, b in _BACKENDS.items() if b == backend)
             return [
                 Finding(
                     _UNREACHABLE,
                     layer,
                     10,
-                    f"{check.backend}: {error}",
-                    f"{check.backend} did not answer; what is read from it was not checked",
-                    _HOW[check.backend] + ", then run diagnose again",
+                    f"{backend}: {error}",
+                    # A refused read (a token without the right) fails the same way as no
+                    # answer: the evidence quotes which it was.
+                    f"{backend} did not answer or refused the read; what is read from it was "
+                    "not checked",
+                    _HOW[backend] + ", then run diagnose again",
                 )
             ]
 
@@ -134,8 +148,12 @@ def status(
         else:
             layers.append(Condition(f"{layer}Ready", "True", "AsDeclared", "as the spec declares"))
     over = [f for f in findings if f.check == OVERSUBSCRIBED]
-    if "slurm" in unreachable:
-        layers.append(Condition("NotOversubscribed", "Unknown", "BackendUnreachable", "slurm"))
+    # GPU usage is Slurm's running jobs and the pods' requests.
+    unread = sorted(unreachable & {"slurm", "kubernetes"})
+    if unread:
+        layers.append(
+            Condition("NotOversubscribed", "Unknown", "BackendUnreachable", ", ".join(unread))
+        )
     elif over:
         scope = over[0].evidence.split(":", 1)[0]
         reason = "TenantOverContract" if scope == "tenant" else "TeamOverCap"

@@ -282,15 +282,22 @@ def test_a_deleted_user_a_group_number_that_differs_and_a_deleted_slurm_account(
 def test_a_workload_the_binding_does_not_select(bar: Bar, tmp_path: Path) -> None:
     pod = yaml.safe_load(RUNNING_POD.read_text())
     pod["metadata"] = {"name": "unlabelled-job"}
-    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
-    kubectl("-n", SLUG, "create", "-f", str(tmp_path / "pod.yaml"))
+    # One that has run and finished holds no node: not a finding.
+    container = {**pod["spec"]["containers"][0], "command": ["true"]}
+    spec = {**pod["spec"], "restartPolicy": "Never", "containers": [container]}
+    done = {**pod, "metadata": {"name": "unlabelled-done"}, "spec": spec}
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all([pod, done]))
+    kubectl("-n", SLUG, "create", "-f", str(tmp_path / "pods.yaml"))
+    kubectl("-n", SLUG, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/unlabelled-done",
+            "--timeout=120s")  # fmt: skip
     found = only(bar.diagnose())
     assert found["check"] == "workloads-outside-binding"
     assert found["evidence"] == (
         f"pods unlabelled-job in {SLUG} lack app.kubernetes.io/managed-by={SLUG}, which "
         f"reservationbinding {SLUG}-binding selects"
     )
-    kubectl("-n", SLUG, "delete", "pod", "unlabelled-job", "--grace-period=0", "--force")
+    kubectl("-n", SLUG, "delete", "pod", "unlabelled-job", "unlabelled-done", "--grace-period=0",
+            "--force")  # fmt: skip
     assert bar.diagnose() == []
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tenant_stack.commands import diagnose, main
 from tests.conftest import ROOT
 
 COMMAND = ROOT / "venv" / "bin" / "gpu-tenants"
@@ -315,6 +316,25 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
             out, err = doctor.communicate(timeout=60)
     assert doctor.returncode == 130, (out, err)
     assert err == "gpu-tenants: interrupted\n"
+
+
+def test_an_unexpected_error_exits_2_with_its_traceback_not_1_as_a_finding(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """diagnose's 1 means problems found: a bug in a check must not read as one."""
+
+    def broken(args: object) -> int:
+        raise KeyError("spec")
+
+    monkeypatch.setattr(diagnose, "run", broken)
+    assert main(["diagnose", "tenant-foo"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "KeyError: 'spec'" in err
+    assert err.endswith(
+        "gpu-tenants diagnose: failed unexpectedly (the traceback above says where); nothing it "
+        "reported is complete: report it with the traceback\n"
+    )
 
 
 def test_a_tenant_without_a_stack_is_not_onboarded_yet_and_nothing_of_it_is_read(

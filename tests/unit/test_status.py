@@ -4,15 +4,18 @@ offboarding stage waits for. Needs nothing running."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from providers.errors import KubernetesError
 from tenant_stack.commands.status import status_text
+from tenant_stack.diagnosis.checks import Check
 from tenant_stack.diagnosis.findings import Finding
-from tenant_stack.diagnosis.run import status
+from tenant_stack.diagnosis.run import diagnose, status
 from tenant_stack.platform import load_platform
 from tenant_stack.spec import load_spec
 
@@ -59,6 +62,32 @@ def test_an_unreachable_backend_makes_its_layers_unknown(tmp_path: Path) -> None
     report = status(spec_at(tmp_path), PLATFORM, [down])
     unknown = [c.type for c in report.conditions if c.status == "Unknown"]
     assert unknown == ["Ready", "SlurmAccountingReady", "NotOversubscribed"]
+
+
+def test_a_check_of_two_backends_names_the_one_that_failed(tmp_path: Path) -> None:
+    """gpus is Slurm's check, and reads the pods too: kubectl's failure is Kubernetes', and
+    without the pods no scope's usage is known."""
+
+    def reads_the_pods(spec: Any, platform: Any) -> Iterator[Finding]:
+        raise KubernetesError("listing the pods of tenant-foo", "connection refused", "")
+        yield
+
+    spec = spec_at(tmp_path)
+    found = diagnose(spec, PLATFORM, [Check("gpus", "slurm", reads_the_pods)])
+    assert [(f.check, f.layer, f.evidence) for f in found] == [
+        ("backend-unreachable", "CapacityReservation",
+         "kubernetes: listing the pods of tenant-foo failed: connection refused"),
+    ]  # fmt: skip
+    assert found[0].cause.startswith("kubernetes did not answer or refused the read")
+    report = status(spec, PLATFORM, found)
+    unknown = {c.type: c.message for c in report.conditions if c.status == "Unknown"}
+    assert unknown == {
+        "Ready": "not ready: CapacityReservation, TenantNamespace, LoginPod, NotOversubscribed",
+        "CapacityReservationReady": "kubernetes did not answer",
+        "TenantNamespaceReady": "kubernetes did not answer",
+        "LoginPodReady": "kubernetes did not answer",
+        "NotOversubscribed": "kubernetes",
+    }
 
 
 def test_the_next_stage_and_what_it_waits_for(tmp_path: Path) -> None:
