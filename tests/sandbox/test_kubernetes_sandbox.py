@@ -181,8 +181,14 @@ def test_pods_are_scheduled_and_reach_services_by_name_as_on_rke2() -> None:
             return address
 
         web = resolved(f"web.{namespace}")
-        # (Not wget -T: Debian's static busybox 1.35 crashes on it.)
-        assert in_client(f"timeout 10 wget -q -O - http://{web}/") == "hello\n"
+        # kube-proxy routes a new Service's address once its next sync has run (seconds under
+        # load); until then the address leads nowhere and the request hangs. (The image's tools
+        # are busybox applets, `timeout` only through its shell; not wget -T, on which Debian's
+        # static busybox 1.35 crashes.)
+        fetch = ["exec", "client", "--", "sh", "-c", f"timeout 3 wget -q -O - http://{web}/"]
+        wait_for(f"kube-proxy to route web's {web}",
+                 lambda: kubectl("-n", namespace, *fetch, check=False).returncode == 0)  # fmt: skip
+        assert kubectl("-n", namespace, *fetch).stdout == "hello\n"
         # slurmctld answers on the port the platform's settings name (its own is the sandbox's).
         slurmctld = resolved("slurmctld.slurm-control")
         assert in_client(f"echo | nc -w 5 {slurmctld} 6817 >/dev/null; echo $?") == "0\n"
