@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import ssl
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,6 +17,8 @@ from sandbox.service import PYTHON, Service, source_revision
 
 JSON = dict[str, Any]
 FIELD_MANAGER = "gpu-tenants-sandbox"
+# How long the API server keeps a watch open before the client opens it again.
+WATCH_SECONDS = 300
 
 
 def tls_context(ca: Path, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
@@ -72,14 +75,47 @@ def controller_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def reconcile_forever(reconcile_all: Callable[[], object], interval: float) -> NoReturn:
-    """A controller's loop: a failed pass is logged and the next one retries it."""
+def reconcile_forever(
+    reconcile_all: Callable[[], object], changes: Changes, interval: float
+) -> NoReturn:
+    """A controller's loop: a pass as soon as something it watches changes, and at least every
+    `interval` seconds (its resyncs and back-offs count in passes); a failed pass is logged and
+    the next one retries it."""
     while True:
         try:
             reconcile_all()
         except (KubeError, httpx.HTTPError) as err:
             log(f"reconcile pass failed, retrying: {err}")
-        time.sleep(interval)
+        changes.wait(interval)
+
+
+class Changes:
+    """Wakes a controller's loop when an object under one of `paths` changes, as an informer
+    does: one watch per path on a thread of its own, opened again whenever it ends (a new watch
+    first lists what exists as ADDED events, which wakes the loop once more: nothing missed
+    between two watches goes unseen)."""
+
+    def __init__(self, open_client: Callable[[], KubeClient], paths: Iterable[str]) -> None:
+        self._changed = threading.Event()
+        for path in paths:
+            watcher = threading.Thread(target=self._watch, args=(open_client, path), daemon=True)
+            watcher.start()
+
+    def wait(self, timeout: float) -> None:
+        """Returns once something changed since the last return, or after `timeout` seconds."""
+        self._changed.wait(timeout)
+        self._changed.clear()
+
+    def _watch(self, open_client: Callable[[], KubeClient], path: str) -> None:
+        client = open_client()
+        while True:
+            try:
+                for _ in client.watch(path):
+                    self._changed.set()
+            except (KubeError, httpx.HTTPError, ValueError) as err:
+                # Until it opens again, the loop's passes every interval are its only news.
+                log(f"watch of {path} failed, opening it again in a second: {err}")
+                time.sleep(1.0)
 
 
 class KubeError(RuntimeError):
@@ -120,6 +156,18 @@ class KubeClient:
 
     def get(self, path: str) -> JSON:
         return self.request("GET", path)
+
+    def watch(self, path: str) -> Iterator[JSON]:
+        """The events of a watch of the list at `path`, until the API server ends it."""
+        query = {"watch": "true", "timeoutSeconds": str(WATCH_SECONDS)}
+        timeout = httpx.Timeout(self._http.timeout.connect, read=WATCH_SECONDS + 30)
+        with self._http.stream("GET", path, params=query, timeout=timeout) as response:
+            if response.status_code >= 400:
+                raise KubeError("GET", path, response.status_code, response.read().decode())
+            for line in response.iter_lines():
+                if line:
+                    event: JSON = json.loads(line)
+                    yield event
 
     def merge_patch(self, path: str, patch: JSON) -> JSON:
         return self.request("PATCH", path, body=patch, content_type="application/merge-patch+json")

@@ -6,7 +6,8 @@ address's traffic to the Service's pods, as a MetalLB speaker's ARP answers woul
 so a test reaches the login pods from this machine as a user reaches them, through the Service
 and its policies.
 
-Like the reservation operator it polls: one list of Services a second.
+Like the reservation operator it acts when a Service changes (a watch wakes it) and looks
+again every second.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 
 from sandbox.kubernetes.client import (
     JSON,
+    Changes,
     KubeClient,
     KubeError,
     controller_arguments,
@@ -92,9 +94,13 @@ def main(argv: list[str]) -> int:
     parser = controller_arguments(__doc__.splitlines()[0])
     parser.add_argument("--pool", type=ipaddress.IPv4Network, required=True)
     args = parser.parse_args(argv)
-    balancer = LoadBalancer(identity_client(args.server, args.pki_dir, IDENTITY), args.pool)
+
+    def client() -> KubeClient:
+        return identity_client(args.server, args.pki_dir, IDENTITY)
+
+    balancer = LoadBalancer(client(), args.pool)
     log(f"load balancer started (pool {args.pool})")
-    reconcile_forever(balancer.reconcile_all, args.interval)
+    reconcile_forever(balancer.reconcile_all, Changes(client, [SERVICES]), args.interval)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,10 @@ foreground as the container's first process, so a pod stops as soon as it is ask
 run under the release's RuntimeClass, which Pod Security exempts: sshd runs as root and switches
 users.
 
-It polls, as the reservation operator does, and writes a release's objects again when the
-release changed since it last wrote them, and every RESYNC_SECONDS as Flux's helm-controller
-does at each interval, which puts back what someone changed by hand (a StatefulSet scaled down).
+Like the reservation operator it acts when a release changes (a watch wakes it) and looks again
+every second; it writes a release's objects again when the release changed since it last wrote
+them, and every RESYNC_SECONDS as Flux's helm-controller does at each interval, which puts back
+what someone changed by hand (a StatefulSet scaled down).
 A release it fails to render is tried again after a second, then twice as long each time up to
 RESYNC_SECONDS, as a controller's work queue backs off, and at once when the release changes;
 each failure is logged when its error differs from the one before.
@@ -36,6 +37,7 @@ from pathlib import Path
 
 from sandbox.kubernetes.client import (
     JSON,
+    Changes,
     KubeClient,
     KubeError,
     controller_arguments,
@@ -377,11 +379,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--slurmctld-port", type=int, required=True)
     parser.add_argument("--munge-dir", type=Path, required=True)
     args = parser.parse_args(argv)
-    client = identity_client(args.server, args.pki_dir, "helm-controller")
+
+    def client() -> KubeClient:
+        return identity_client(args.server, args.pki_dir, "helm-controller")
+
     cluster = Cluster(args.image, args.slurm_cluster, args.slurmctld_port, args.munge_dir)
-    controller = LoginReleaseController(client, cluster)
+    controller = LoginReleaseController(client(), cluster)
     log(f"login release controller started (chart {CHART}, image {args.image})")
-    reconcile_forever(controller.reconcile_all, args.interval)
+    reconcile_forever(controller.reconcile_all, Changes(client, [RELEASES]), args.interval)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ real one does:
 - sets Ready=True once every node is labelled;
 - on deletion (through its finalizer) removes label and taint from the nodes it held.
 
-It polls rather than watches: one list of Reservations and one of Nodes a second is cheap here and
-leaves no watch state to get wrong.
+As a controller's informers do, it acts as soon as a Reservation or a Node changes (a watch of
+each wakes it, `client.Changes`), and looks again every second whatever happened: each pass
+lists both and keeps no state of the watches to get wrong.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from sandbox.kubernetes.client import (
     JSON,
+    Changes,
     KubeClient,
     KubeError,
     controller_arguments,
@@ -249,9 +251,14 @@ def main(argv: list[str]) -> int:
     parser = controller_arguments(__doc__.splitlines()[0])
     parser.add_argument("--identity", default="reservation-operator")
     args = parser.parse_args(argv)
-    operator = ReservationOperator(identity_client(args.server, args.pki_dir, args.identity))
+
+    def client() -> KubeClient:
+        return identity_client(args.server, args.pki_dir, args.identity)
+
+    operator = ReservationOperator(client())
     log("reservation operator started")
-    reconcile_forever(operator.reconcile_all, args.interval)
+    changes = Changes(client, [RESERVATIONS, "/api/v1/nodes"])
+    reconcile_forever(operator.reconcile_all, changes, args.interval)
 
 
 if __name__ == "__main__":
