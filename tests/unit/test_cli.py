@@ -305,9 +305,11 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AUTHENTIK_")}
         env["AUTHENTIK_URL"] = f"http://127.0.0.1:{silent.getsockname()[1]}"
         env["AUTHENTIK_TOKEN"] = "never-checked"
+        # Its read's bound (20 s by default) is the one way doctor can finish before the signal
+        # comes: exit 1 with every check reported, as a run on three workers once saw.
         doctor = subprocess.Popen(
-            [str(COMMAND), "doctor", "--project", str(ROOT)], cwd=tmp_path, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [str(COMMAND), "doctor", "--project", str(ROOT), "--timeout", "300"], cwd=tmp_path,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         silent.settimeout(60)
         connection, _ = silent.accept()  # doctor waits on its answer now
