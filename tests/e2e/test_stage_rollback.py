@@ -25,7 +25,7 @@ from providers.retention.client import RetentionStore
 from providers.retention.objects import tenant_prefix
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
-from tests.backends import file_backend, pulumi, run_pulumi
+from tests.backends import file_backend, pulumi, run_pulumi, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -194,6 +194,9 @@ def test_drained_stops_every_workload_and_frozen_holds_the_admins_from_starting_
         assert f"tenant {SLUG} is being offboarded (from stage frozen on)" in refused.stderr
     tenant.at_stage("drained")
     tenant.pulumi("up", "--yes", "--skip-preview")
+    # The drain deletes a bare pod without waiting: it goes once the node's kubelet says its
+    # containers ended (seconds on a loaded machine, for a pod whose image never came).
+    wait_for("the bare pod to be gone", lambda: "Pod/scratchpad" not in as_run(), 60)
     assert as_run() == {
         f"StatefulSet/login-{SLUG}": 1,
         "Deployment/web": 0,
