@@ -70,6 +70,12 @@ class Bar:
         spec["lifecycle"].update(lifecycle)
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
 
+    def back_to_active(self) -> None:
+        """A rehearsal again, at stage active: the one way back from an offboarding stage."""
+        allow_rehearsal(SLUG)
+        self.edit(rehearsal=True, stage="active", no_jobs=False)
+        self.up()
+
     def up(self) -> None:
         run_pulumi(self.env, self.project, "up", "--refresh", "--yes", "--skip-preview",
                    "--stack", SLUG, timeout=600)  # fmt: skip
@@ -97,9 +103,7 @@ def bar(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
     # A test that failed past stage active leaves a stage the gate will not destroy from.
     spec = yaml.safe_load((specs / f"{SLUG}.yaml").read_text())
     if spec["lifecycle"].get("stage", "active") != "active":
-        allow_rehearsal(SLUG)
-        tenant.edit(rehearsal=True, stage="active", no_jobs=False)
-        tenant.up()
+        tenant.back_to_active()
     # The last test leaves the namespace terminating on a finalizer of its own: let it go.
     for name in kubectl("-n", SLUG, "get", "configmaps", "-o", "name").split():
         kubectl("-n", SLUG, "patch", name, "--type", "merge", "-p",
@@ -346,9 +350,7 @@ def test_an_empty_billing_export_before_stage_archived(bar: Bar) -> None:
     # The change ticket says the tenant ran no job: the spec says so too.
     bar.edit(no_jobs=True)
     assert bar.diagnose() == []
-    allow_rehearsal(SLUG)
-    bar.edit(rehearsal=True, stage="active", no_jobs=False)
-    bar.up()
+    bar.back_to_active()
     assert bar.status()["blockers"] == ["a reviewed pull request setting lifecycle.stage: frozen"]
 
 
