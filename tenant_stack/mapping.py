@@ -115,13 +115,17 @@ def partition(spec: TenantSpec, platform: Platform) -> InfiniBandPartition | Non
 
 
 def _qos(name: str, qos: SpecQos, wall: Duration) -> slurm.Qos:
+    max_wall = None if wall.seconds is None else wall.slurm()
     return slurm.Qos(
         name=name,
         priority=qos.priority,
         gpus=qos.gpus,
-        max_wall=None if wall.seconds is None else wall.slurm(),
+        max_wall=max_wall,
         flags=list(qos.flags),
         preempt_mode=qos.preempt_mode,
+        # A QoS's PreemptMode=OFF is the cluster's mode to slurmdbd, so `off` ("never
+        # preempted", runbook 4c) is an exemption as long as the job may run: its wall limit.
+        preempt_exempt_time=max_wall if qos.preempt_mode == "off" else None,
     )
 
 

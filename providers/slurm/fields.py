@@ -142,7 +142,7 @@ def _flags(value: Any) -> tuple[str, ...]:
 
 
 def _qos_preempt_mode(value: Any) -> str:
-    # slurmdbd stores PreemptMode=OFF as `cluster` (the cluster's mode, which is off here).
+    # slurmdbd stores PreemptMode=OFF as `cluster`: the cluster's mode, never "not preemptible".
     if value is None or (isinstance(value, str) and value.lower() == "off"):
         return "cluster"
     return values.choice(value, values.QOS_PREEMPT_MODES)
@@ -168,9 +168,16 @@ QOS = Kind(
         # [D-]HH:MM:SS; None: no limit
         SlurmField("max_wall", values.optional_time_limit, option=Option("MaxWall", options.WALL)),
         SlurmField("flags", _flags, option=Option("Flags", options.FLAGS)),
-        # off (stored by Slurm as `cluster`), cancel or requeue
+        # off (stored by Slurm as `cluster`: the cluster's mode), cancel or requeue
         SlurmField(
             "preempt_mode", _qos_preempt_mode, option=Option("PreemptMode", options.PREEMPT_MODE)
+        ),
+        # How long a job of this QoS runs before it may be preempted; None: the cluster's
+        # (none). What keeps a QoS's jobs from preemption: PreemptMode=OFF does not.
+        SlurmField(
+            "preempt_exempt_time",
+            values.optional_time_limit,
+            option=Option("PreemptExemptTime", options.WALL),
         ),
     ),
     lifecycle=True,

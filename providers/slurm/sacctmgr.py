@@ -61,6 +61,7 @@ class QosRecord:
     max_wall: str | None
     flags: tuple[str, ...]
     preempt_mode: str
+    preempt_exempt_time: str | None
 
 
 @dataclass(frozen=True)

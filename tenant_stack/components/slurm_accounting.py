@@ -33,6 +33,9 @@ class Qos:
     max_wall: str | None  # None: no limit
     flags: list[str]
     preempt_mode: str | None
+    # How long its jobs run before they may be preempted: the wall limit for a QoS whose jobs
+    # are never preempted; None: the cluster's (none).
+    preempt_exempt_time: str | None
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class SlurmAccounting(pulumi.ComponentResource):
                 max_wall=q.max_wall,
                 flags=q.flags,
                 preempt_mode=q.preempt_mode,
+                preempt_exempt_time=q.preempt_exempt_time,
                 lifecycle=args.lifecycle,
                 opts=first,
             )

@@ -98,7 +98,13 @@ def _qos(b: _Builder, live: LiveTenant, which: str) -> dict[str, Any] | None:
     if record.flags:
         qos["flags"] = b.found(f"slurm.qos.{which}.flags", list(record.flags), f"{where} Flags")
     mode = record.preempt_mode.lower()
-    if mode not in ("", "cluster"):
+    if record.max_wall is not None and record.preempt_exempt_time == record.max_wall:
+        qos["preempt_mode"] = b.found(
+            f"slurm.qos.{which}.preempt_mode",
+            "off",
+            f"{where} PreemptExemptTime, its MaxWall: its jobs are never preempted",
+        )
+    elif mode not in ("", "cluster"):
         qos["preempt_mode"] = b.found(
             f"slurm.qos.{which}.preempt_mode", mode, f"{where} PreemptMode"
         )
@@ -106,8 +112,9 @@ def _qos(b: _Builder, live: LiveTenant, which: str) -> dict[str, Any] | None:
         b.inferred(
             f"slurm.qos.{which}",
             None,
-            f"{where} PreemptMode is the cluster's: preempt_mode left out, which Slurm shows the "
-            "same as 'off'",
+            f"{where} PreemptMode is the cluster's and no PreemptExemptTime covers its MaxWall, "
+            "so its jobs can be preempted: preempt_mode left out (runbook 4c's PreemptMode=OFF "
+            "is stored as the cluster's mode; 'off' exempts the jobs for their wall limit)",
         )
     return qos
 

@@ -37,6 +37,7 @@ def check_spec(spec: TenantSpec, platform: Platform) -> list[Problem]:
         *_identity(spec, platform),
         *_slurm(spec),
         *_qos_reach(spec, platform),
+        *_never_preempted(spec),
         *_storage_and_quota(spec),
         *_network_and_login(spec, platform),
         *_lifecycle(spec),
@@ -283,6 +284,24 @@ def _qos_reach(spec: TenantSpec, platform: Platform) -> Iterator[Problem]:
             "off would make a spot tenant's jobs unpreemptible on the shared pool; "
             "use cancel or requeue",
         )
+
+
+def _never_preempted(spec: TenantSpec) -> Iterator[Problem]:
+    """`preempt_mode: off` exempts a QoS's jobs from preemption for their wall limit (Slurm's
+    PreemptExemptTime, which has no unlimited value), so such a QoS needs a wall limit."""
+    contract = spec.contract
+    for name, qos, wall, wall_field in (
+        ("normal", spec.slurm.qos.normal, contract.wall_limit, "wall_limit"),
+        ("interactive", spec.slurm.qos.interactive, contract.interactive_wall_limit,
+         "interactive_wall_limit"),
+    ):  # fmt: skip
+        if qos.preempt_mode == "off" and wall.seconds is None:
+            yield Problem(
+                f"slurm.qos.{name}.preempt_mode",
+                f"off keeps this QoS's jobs from preemption for their wall limit (Slurm's "
+                f"PreemptExemptTime, which cannot be unlimited), and contract.{wall_field} is "
+                "UNLIMITED: give the contract a wall limit, or use cancel or requeue",
+            )
 
 
 def _slurm(spec: TenantSpec) -> Iterator[Problem]:

@@ -82,7 +82,7 @@ class Tenant:
                 {
                     "name": self.normal, "tenant": self.slug, "priority": 100,
                     "grp_tres_gpus": 64, "max_wall": "24:00:00", "flags": ["DenyOnLimit"],
-                    "preempt_mode": None, "description": None,
+                    "preempt_mode": None, "preempt_exempt_time": None, "description": None,
                 },
             ),
             "interactive": (
@@ -90,7 +90,8 @@ class Tenant:
                 {
                     "name": self.interactive, "tenant": self.slug, "priority": 200,
                     "grp_tres_gpus": 8, "max_wall": "04:00:00", "flags": [],
-                    "preempt_mode": "off", "description": None,
+                    "preempt_mode": "off", "preempt_exempt_time": "04:00:00",
+                    "description": None,
                 },
             ),
             "account": (
@@ -218,12 +219,12 @@ def test_step_4_reads_back_as_the_runbook_wrote_it(shared: Onboarded) -> None:
     qos = rows(
         "sacctmgr", "-P", "-n", "show", "qos", "where",
         f"name={tenant.normal},{tenant.interactive}",
-        "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode,Description",
+        "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode,PreemptExemptTime,Description",
     )  # fmt: skip
     mark = f"gpu-tenants:{tenant.slug}"
     assert sorted(qos) == [
-        f"{tenant.interactive}|200|gres/gpu=8|04:00:00||cluster|{mark}",
-        f"{tenant.normal}|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster|{mark}",
+        f"{tenant.interactive}|200|gres/gpu=8|04:00:00||cluster|04:00:00|{mark}",
+        f"{tenant.normal}|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster||{mark}",
     ]
     fields = (
         "format=Account,User,ParentName,Fairshare,GrpTRES,GrpJobs,MaxJobs,GrpTRESMins,"

@@ -262,6 +262,59 @@ def test_an_export_waits_until_slurmdbd_holds_the_end_of_a_job_that_just_ended(
     assert (row["State"], row["End"] != "Unknown") == ("COMPLETED", True)
 
 
+def test_jobs_of_the_interactive_qos_are_never_preempted(foo: Foo) -> None:
+    """Runbook 4c: the interactive QoS is "never preempted". Its PreemptMode=OFF is stored as the
+    cluster's mode (REQUEUE here), so `preempt_mode: off` exempts its jobs for their wall limit.
+    A platform QoS may preempt both of the tenant's QoS: slurmctld's own answer to a job that
+    needs the whole node (`sbatch --test-only`) preempts the normal job, never the interactive
+    one."""
+    urgent = "urgent-preempts-foo"
+    run("sacctmgr", "-i", "add", "qos", urgent, "Priority=900",
+        "Preempt=normal-foo,interactive-foo")  # fmt: skip
+    try:
+        run("sacctmgr", "-i", "modify", "user", "root", "set", f"qos+={urgent}")
+        jobs = {
+            qos: sbatch_as(
+                "alice",
+                GROUP,
+                f"--account={TEAM}",
+                f"--partition={SLUG}",
+                f"--qos={qos}",
+                "--gres=gpu:2",
+                "--mem=64M",
+                "--time=00:30:00",
+                "--output=/dev/null",
+                "--wrap=sleep 1200",
+            )
+            for qos in ("normal-foo", "interactive-foo")
+        }
+        for job in jobs.values():
+            wait_for(f"job {job} to run", partial(running, job), 60)
+        asked = subprocess.run(
+            ["sbatch", "--test-only", "--partition=platform", "--nodelist=gpu-14",
+             "--gres=gpu:8", "--mem=64M", f"--qos={urgent}", "--time=00:10:00",
+             "--wrap=sleep 1"],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        said = asked.stdout + asked.stderr
+        preempts = {
+            int(job)
+            for line in said.splitlines()
+            if "Preempts:" in line
+            for job in line.split("Preempts:", 1)[1].strip().split(",")
+        }
+        assert jobs["normal-foo"] in preempts, said
+        assert jobs["interactive-foo"] not in preempts, said
+        assert sacctmgr(
+            "show", "qos", "interactive-foo", "format=PreemptMode,PreemptExemptTime"
+        ) == ["cluster|04:00:00"]
+    finally:
+        run("sacctmgr", "-i", "delete", "qos", urgent)
+        run("scancel", f"--account={TEAM}")
+        wait_for("the team's jobs to leave the queue",
+                 lambda: run("squeue", "-h", f"--account={TEAM}") == "", 60)  # fmt: skip
+
+
 def test_a_team_within_its_cap(foo: Foo) -> None:
     jobs = [
         sbatch_as(

@@ -784,11 +784,12 @@ def test_step_4_slurm_accounting_and_partition(foo: Onboarded) -> None:
             "show",
             "qos",
             "normal-foo,interactive-foo",
-            "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode",
+            "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode,PreemptExemptTime",
         )
     ) == [
-        "interactive-foo|200|gres/gpu=8|04:00:00||cluster",  # PreemptMode=OFF, as Slurm stores it
-        "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster",
+        # PreemptMode=OFF is stored as the cluster's mode; never preempted for its wall limit.
+        "interactive-foo|200|gres/gpu=8|04:00:00||cluster|04:00:00",
+        "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster|",
     ]
     # Runbook 4d: the line went into the Slurm operator's ConfigMap, then reached slurmctld.
     configmap = kubectl_json("-n", "slurm-control", "get", "configmap", "slurm-partitions")

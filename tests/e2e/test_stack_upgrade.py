@@ -142,14 +142,19 @@ GATED = {
 def _is_offboarding(step: dict[str, Any]) -> bool:
     """What this release changes for offboarding: the stage recorded on tenant-level objects
     (and the partition now allows the teams' sub-accounts, which Slurm needs for their users'
-    jobs), the gate with its component, and the (empty) component of what offboarding keeps."""
+    jobs, and a QoS whose jobs are never preempted is exempt for its wall limit), the gate with
+    its component, and the (empty) component of what offboarding keeps."""
     if step["op"] == "update" and _type(step) in GATED:
         # A dynamic provider's diff names no properties to the engine: ask its schema, in the
         # backend's stored form, as the provider's own diff does.
         old = (step.get("oldState") or {}).get("outputs") or {}
         new = (step.get("newState") or {}).get("inputs") or {}
         changed = set(GATED[_type(step)].differences(old, new)[0])
-        return "lifecycle" in changed and changed <= {"lifecycle", "allow_accounts"}
+        return "lifecycle" in changed and changed <= {
+            "lifecycle",
+            "allow_accounts",
+            "preempt_exempt_time",
+        }
     added = (
         "gpu-tenants:offboarding:",
         "gpu-tenants:retention:",

@@ -732,6 +732,11 @@ def test_slurm_accounting_is_the_runbooks(foo: Deployment) -> None:
     interactive = foo.one(SLURM_QOS, "tenant-foo-qos-interactive-foo").inputs
     assert (interactive["priority"], interactive["grp_tres_gpus"]) == (200, 8)
     assert (interactive["max_wall"], interactive["preempt_mode"]) == ("04:00:00", "off")
+    # Never preempted (runbook 4c): exempt for its wall limit; the normal QoS is not exempt.
+    assert (interactive["preempt_exempt_time"], normal.get("preempt_exempt_time")) == (
+        "04:00:00",
+        None,
+    )
     partition = foo.one(SLURM_PARTITION, "tenant-foo-partition").inputs
     # Every account of the tenant: Slurm matches a job's own account, not its parents.
     assert (partition["nodes"], partition["allow_accounts"]) == (

@@ -45,8 +45,8 @@ def _association(account: str, user: str = "", parent: str = "") -> Association:
     )  # fmt: skip
 
 
-def _qos(name: str, wall: str) -> QosRecord:
-    return QosRecord(name, name, 100, 8, wall, ("DenyOnLimit",), "cluster")
+def _qos(name: str, wall: str, exempt: str | None = None) -> QosRecord:
+    return QosRecord(name, name, 100, 8, wall, ("DenyOnLimit",), "cluster", exempt)
 
 
 HARD = {
@@ -91,7 +91,8 @@ def _tenant() -> LiveTenant:
         objects=[f"Namespace/{SLUG}", f"NetworkPolicy/{SLUG}-deny-all"],
     )
     account = AccountRecord(SLUG, SLUG, "tenant kit", (_association(SLUG, parent="root"),))
-    normal, interactive = _qos("normal-kit", "1-00:00:00"), _qos("interactive-kit", "04:00:00")
+    normal = _qos("normal-kit", "1-00:00:00")
+    interactive = _qos("interactive-kit", "04:00:00", exempt="04:00:00")
     lea = _association(SLUG, "lea")
     slurm = LiveSlurm("production", account, [], [lea], normal, interactive, _partition("gpu-05"))
     group = Group("g1", 7, SLUG, (), None, {}, (Member(31, "lea", True),))
@@ -121,6 +122,11 @@ def test_a_consistent_hand_built_tenant_becomes_a_valid_spec_with_its_numbers_pi
     # The outpost's numbers today: uid_start + pk, gid_start + the group's number.
     assert (spec.users[0].uid, spec.identity.gid) == (2031, 4007)
     assert spec.contract.gpu_minutes == 5000
+    # PreemptMode is the cluster's on both; only the exemption for the wall limit is `off`.
+    assert (spec.slurm.qos.normal.preempt_mode, spec.slurm.qos.interactive.preempt_mode) == (
+        None,
+        "off",
+    )
     assert spec.imported is not None
     assert spec.imported.adopt
     # What adoption may take over: what import read, the directory's objects by primary key.

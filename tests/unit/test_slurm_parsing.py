@@ -23,9 +23,11 @@ from providers.slurm.settings import Settings
 # --- captured from the sandbox -------------------------------------------------------------------
 
 SHOW_QOS_NORMAL = (
-    "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster|gpu-tenants:tenant-foo\n"
+    "normal-foo|100|gres/gpu=64|1-00:00:00|DenyOnLimit|cluster||gpu-tenants:tenant-foo\n"
 )
-SHOW_QOS_INTERACTIVE = "interactive-foo|200|gres/gpu=8|04:00:00||cluster|gpu-tenants:tenant-foo\n"
+SHOW_QOS_INTERACTIVE = (
+    "interactive-foo|200|gres/gpu=8|04:00:00||cluster|04:00:00|gpu-tenants:tenant-foo\n"
+)
 # `show account|user ... withassoc`: the record and its associations, one row per association.
 SHOW_ACCOUNT = (
     "tenant-foo|production|tenant-foo||root|300|gres/gpu=64|200||normal-foo|normal-foo|||"
@@ -133,9 +135,11 @@ def test_qos_records_are_parsed_in_slurms_stored_forms() -> None:
         max_wall="1-00:00:00",
         flags=("DenyOnLimit",),
         preempt_mode="cluster",
+        preempt_exempt_time=None,
     )
     [interactive] = sacctmgr.parse_qos(SHOW_QOS_INTERACTIVE)
     assert (interactive.grp_tres_gpus, interactive.flags) == (8, ())
+    assert interactive.preempt_exempt_time == "04:00:00"
     assert sacctmgr.parse_qos("") == []
 
 
@@ -186,7 +190,7 @@ def test_free_text_is_the_last_field_so_a_bar_inside_it_shifts_nothing() -> None
 
 
 def test_output_of_another_shape_is_refused() -> None:
-    with pytest.raises(ValueError, match="expected 7 fields"):
+    with pytest.raises(ValueError, match="expected 8 fields"):
         sacctmgr.parse_qos("normal-foo|100\n")
 
 
@@ -206,7 +210,7 @@ def test_qos_commands_are_the_runbooks() -> None:
     ]  # fmt: skip
     assert sacctmgr.show_qos("normal-foo") == [
         "sacctmgr", "-P", "-n", "show", "qos", "where", "name=normal-foo",
-        "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode,Description",
+        "format=Name,Priority,GrpTRES,MaxWall,Flags,PreemptMode,PreemptExemptTime,Description",
     ]  # fmt: skip
     assert sacctmgr.delete_qos("normal-foo") == [
         "sacctmgr", "-i", "delete", "qos", "where", "name=normal-foo",
@@ -215,9 +219,9 @@ def test_qos_commands_are_the_runbooks() -> None:
 
 def test_modify_clears_what_is_unset_with_minus_one() -> None:
     bare = {"name": "q", "tenant": "tenant-foo", "priority": 5}
-    assert sacctmgr.modify_qos(bare)[-6:] == [
+    assert sacctmgr.modify_qos(bare)[-7:] == [
         "Description=gpu-tenants:tenant-foo", "Priority=5", "GrpTRES=gres/gpu=-1",
-        "MaxWall=-1", "Flags=-1", "PreemptMode=OFF",
+        "MaxWall=-1", "Flags=-1", "PreemptMode=OFF", "PreemptExemptTime=-1",
     ]  # fmt: skip
     assert "GrpTRES=gres/gpu=-1" not in sacctmgr.add_qos(bare)
 
@@ -410,6 +414,7 @@ QOS_INPUTS = {
     "max_wall": "24:00:00",
     "flags": ["DenyOnLimit"],
     "preempt_mode": None,
+    "preempt_exempt_time": None,
 }
 
 

@@ -418,6 +418,12 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
         "unpreemptible",
     ),
     (
+        "never-preempted-without-a-wall-limit",
+        {"contract.interactive_wall_limit": "UNLIMITED"},
+        "slurm.qos.interactive.preempt_mode",
+        "PreemptExemptTime, which cannot be unlimited",
+    ),
+    (
         "spot-partition-unpreemptible",
         {"contract.partition_type": "spot", "slurm.partition.preempt_mode": "off"},
         "slurm.partition.preempt_mode",
