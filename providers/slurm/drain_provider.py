@@ -9,8 +9,9 @@ A drain can take days, and no `up` may hold the stack's lock that long, so the w
   SLURM_DRAIN_POLL_SECONDS (`Settings.drain_poll`), saying how it goes (`progress`), then fails
   with the progress (jobs left, the latest expected end) and the instruction to rerun
   `pulumi up`. In `hard` mode, once `timeout_seconds` have passed since the TERM, it ends what
-  is left (KILL). A graceful drain past `timeout_seconds` says to switch to hard. Made once the
-  queue is empty.
+  is left (KILL). A graceful drain past `timeout_seconds` says to switch to hard. A job stuck
+  completing (`queue.stuck_completing`), which no wait ends, fails it with the runbook's way out
+  as soon as only such jobs are left. Made once the queue is empty.
 
 Both are records of what was done: deleting them (rollback to active, or destroy) does nothing.
 """
@@ -27,7 +28,7 @@ from providers import progress
 from providers.base import Field, Schema, SchemaProvider
 from providers.errors import SlurmError
 from providers.slurm import values
-from providers.slurm.queue import Job, SlurmQueue
+from providers.slurm.queue import Job, SlurmQueue, described, stuck_completing, unstick
 from providers.slurm.settings import Settings
 
 __all__ = ["NEEDS_HARD_DRAIN", "STILL_DRAINING", "DrainStartProvider", "DrainedProvider"]
@@ -147,7 +148,11 @@ class DrainedProvider(_RecordProvider):
             if not killed and self._grace_over(p):
                 queue.end(jobs)
                 killed = True
+            stuck = stuck_completing(jobs, settings.stuck_completing, time.time())
             left = deadline - time.monotonic()
+            # No wait ends a job stuck completing: once only those are left, say so at once.
+            if stuck and (left <= 0 or len(stuck) == len(jobs)):
+                raise SlurmError(doing, _stuck(stuck), f"{unstick(stuck)}; then run `pulumi up`")
             if left <= 0:
                 raise SlurmError(doing, _progress(p, jobs), _next_step(p))
             if time.monotonic() >= next_word:
@@ -170,6 +175,10 @@ def _progress(p: Mapping[str, Any], jobs: list[Job]) -> str:
     latest = f"; the latest expected end is {ends[-1]}" if ends else ""
     listed = ", ".join(str(job) for job in jobs[:10])
     return f"{len(jobs)} {STILL_DRAINING} ({listed}){latest}"
+
+
+def _stuck(jobs: list[Job]) -> str:
+    return f"{len(jobs)} jobs stuck completing (CG): {described(jobs)}"
 
 
 def _next_step(p: Mapping[str, Any]) -> str:

@@ -1,22 +1,24 @@
 """A tenant's jobs in the Slurm queue, as offboarding's drain and the destroy gate see and end them
 (runbook steps 2 and 4d): squeue to list, scancel to cancel pending jobs, to send TERM to the
 whole of each running job (`--full`, so the batch script's own trap runs) and, after the grace,
-to end what is left.
+to end what is left; and the jobs stuck completing, which no scancel ends (the offboarding
+runbook's "scancel hits a job in CG").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from providers.command import Transport
 from providers.slurm import commands
 from providers.slurm.transport import SlurmRunner
 
-__all__ = ["Job", "SlurmQueue"]
+__all__ = ["Job", "SlurmQueue", "described", "stuck_completing", "unstick"]
 
-# squeue's fields, '|'-separated: id, state, user, account, partition, expected end.
-_FORMAT = "%i|%T|%u|%a|%P|%e"
+# squeue's fields, '|'-separated: id, state, user, account, partition, end, nodes.
+_FORMAT = "%i|%T|%u|%a|%P|%e|%N"
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,10 @@ class Job:
     user: str
     account: str
     partition: str
-    end: str  # expected end as squeue prints it (ISO time, or N/A / Unknown)
+    # The expected end as squeue prints it (local time, or N/A / Unknown); a completing job's
+    # is when it ended.
+    end: str
+    nodes: str  # hostlist; a completing job's, the nodes that have not confirmed its end
 
     @property
     def pending(self) -> bool:
@@ -40,9 +45,43 @@ def parse_squeue(text: str) -> list[Job]:
     jobs = []
     for line in text.splitlines():
         if line.strip():
-            id_, state, user, account, partition, end = line.split("|", 5)
-            jobs.append(Job(id_, state, user, account, partition, end))
+            id_, state, user, account, partition, end, nodes = line.split("|", 6)
+            jobs.append(Job(id_, state, user, account, partition, end, nodes))
     return jobs
+
+
+def stuck_completing(jobs: Sequence[Job], after: float, now: float) -> list[Job]:
+    """The jobs COMPLETING for more than `after` seconds: a job's end normally takes its
+    KillWait and the epilog, seconds; longer, the node's slurmd has not confirmed it, usually
+    because the epilog waits on a wedged process."""
+    stuck = []
+    for job in jobs:
+        if job.state != "COMPLETING":
+            continue
+        try:
+            ended = datetime.fromisoformat(job.end).timestamp()
+        except ValueError:
+            continue  # no end known: not judged
+        if now - ended > after:
+            stuck.append(job)
+    return stuck
+
+
+def described(jobs: Sequence[Job]) -> str:
+    """Up to ten stuck jobs, each with the nodes that hold it and when it ended."""
+    return ", ".join(f"{job} on {job.nodes}, ended {job.end}" for job in jobs[:10])
+
+
+def unstick(jobs: Sequence[Job]) -> str:
+    """What the offboarding runbook does for jobs stuck completing on their nodes."""
+    nodes = ",".join(sorted({job.nodes for job in jobs if job.nodes})) or "<node>"
+    return (
+        "slurmd on the node has not confirmed their end, usually because the epilog waits on a "
+        "wedged process: look on the node (`ps -ef | grep -E 'epilog|slurmd'` in its slurmd "
+        f"pod); if it is stuck, `scontrol update NodeName={nodes} State=DOWN "
+        "Reason=stuck-epilog` ends the jobs in Slurm, then `State=RESUME` once the node is "
+        "fixed (a slurmd problem for the next maintenance window)"
+    )
 
 
 class SlurmQueue:

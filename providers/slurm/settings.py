@@ -23,6 +23,9 @@ pickled into the state, so it keeps none of this):
     SLURM_DRAIN_POLL_SECONDS  how often a drain's `up` looks at the tenant's queue while it waits
                              (default 5: one squeue a drain, which slurmctld answers from all its
                              jobs; the sandbox, whose queue is small, sets 1)
+    SLURM_STUCK_COMPLETING_SECONDS  how long a job may stay COMPLETING before the drain and
+                             `diagnose` call it stuck (default 300: its end may take KillWait,
+                             30 s, UnkillableStepTimeout, 60 s, and the epilog)
     SLURM_WRITE_LEASE        `namespace/name`: a Kubernetes Lease every sacctmgr write holds,
                              so that writes from many hosts (fleet workers) go one at a time;
                              unset: one at a time per host only (a file lock)
@@ -63,6 +66,7 @@ class Settings:
     sync_poll: float = 2.0
     log_files: tuple[str, ...] = ()
     drain_poll: float = 5.0
+    stuck_completing: float = 300.0
     write_lease: tuple[str, str] | None = None  # (namespace, name)
 
     @classmethod
@@ -77,6 +81,7 @@ class Settings:
             sync_timeout = environment.seconds(env, "SLURM_PARTITIONS_SYNC_TIMEOUT", "180")
             sync_poll = environment.seconds(env, "SLURM_PARTITIONS_POLL_SECONDS", "2")
             drain_poll = environment.seconds(env, "SLURM_DRAIN_POLL_SECONDS", "5")
+            stuck = environment.seconds(env, "SLURM_STUCK_COMPLETING_SECONDS", "300")
         except ValueError as error:
             raise SlurmError(_DOING, str(error)) from None
         partitions = env.get("SLURM_PARTITIONS_FILE")
@@ -91,6 +96,7 @@ class Settings:
             sync_poll=sync_poll,
             log_files=tuple(f for f in (env.get("SLURM_LOG_FILES") or "").split(",") if f),
             drain_poll=drain_poll,
+            stuck_completing=stuck,
             write_lease=write_lease,
         )
 

@@ -70,6 +70,8 @@ def slurm_conf(s: SlurmSettings) -> str:
         "JobCompType=jobcomp/none",
         # Puts the stand-in GPU tools on each task's PATH (see stand_ins/).
         f"TaskProlog={s.task_prolog}",
+        # A real node's epilog cleans up after each job; this one can be made to hang (faults.py).
+        f"Epilog={s.epilog}",
         # No slurmd runs for the CLOUD nodes. With power saving on, they stay powered down
         # (idle~), so slurmctld never pings them (it would block resolving gpu-NN, which has no
         # address, on every reconfigure); PrivateData=cloud shows powered-down CLOUD nodes in
@@ -138,6 +140,18 @@ def task_prolog(s: SlurmSettings) -> str:
         "#!/bin/sh",
         "# Rendered by sandbox/slurm: the stand-in GPU tools first on every task's PATH.",
         f'echo "export PATH={s.node_bin_dir}:$PATH"',
+    )
+
+
+def epilog(s: SlurmSettings) -> str:
+    # slurmd runs it as root on each node of a job once the job has ended, and keeps the job
+    # COMPLETING until it exits.
+    fault = s.epilog_fault("$SLURMD_NODENAME")
+    return _lines(
+        "#!/bin/sh",
+        "# Rendered by sandbox/slurm: nothing to clean up, unless a test has made the epilog of",
+        "# this node hang, as one waiting on a wedged process does (sandbox/slurm/faults.py).",
+        f'while [ -e "{fault}" ]; do sleep 1; done',
     )
 
 

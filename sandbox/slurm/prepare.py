@@ -204,6 +204,8 @@ def _stand_ins(s: SlurmSettings) -> None:
             text = text.replace(placeholder, value)
         _write(s.node_bin_dir / source.name, text, 0o755)
     _write(s.task_prolog, config.task_prolog(s), 0o755)
+    _write(s.epilog, config.epilog(s), 0o755)
+    _mkdir(s.faults_dir, 0o755)
     _write(s.cgroup_conf, config.cgroup_conf())
 
 

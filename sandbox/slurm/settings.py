@@ -239,6 +239,19 @@ class SlurmSettings:
     def task_prolog(self) -> Path:
         return self.node_dir / "task-prolog"
 
+    @property
+    def epilog(self) -> Path:
+        return self.node_dir / "epilog"
+
+    @property
+    def faults_dir(self) -> Path:
+        """Where the tests inject faults into the nodes (faults.py)."""
+        return self.node_dir / "faults"
+
+    def epilog_fault(self, node: str) -> Path:
+        """While this file exists, the epilog of every job ending on `node` hangs."""
+        return self.faults_dir / f"epilog-hangs-{node}"
+
     def slurmd_pid_file(self, node: str) -> Path:
         """Where the slurmd of `node` writes its pid (slurm.conf's SlurmdPidFile with `%n`)."""
         return self.run_dir / f"slurmd-{node}.pid"

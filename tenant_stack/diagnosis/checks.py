@@ -8,6 +8,7 @@ that into one finding for the backend.
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from providers.kubectl import Kubectl, kubectl_get
 from providers.kubernetes.login_pods import LoginPods
 from providers.slurm import values
 from providers.slurm.accounting_export import export
+from providers.slurm.queue import SlurmQueue, described, stuck_completing, unstick
 from providers.slurm.settings import Settings as SlurmSettings
 from providers.weka.client import WekaClient
 from providers.weka.csi import WEKA_CSI_DRIVER
@@ -37,8 +39,9 @@ __all__ = ["CHECKS", "OVERSUBSCRIBED", "STAGE_CHECKS", "Check", "oversubscribed"
 _UP = "pulumi up --refresh --stack {slug}"  # puts back what the program declares
 _FINISHED = ("Succeeded", "Failed")  # pod phases
 OVERSUBSCRIBED = "gpus-oversubscribed"
+STUCK_COMPLETING = "jobs-stuck-completing"
 # Failures that block the next offboarding stage: `status` names them among its blockers.
-STAGE_CHECKS = ("empty-sacct-export", "filesystem-in-use")
+STAGE_CHECKS = ("empty-sacct-export", "filesystem-in-use", STUCK_COMPLETING)
 
 
 @dataclass(frozen=True)
@@ -468,6 +471,26 @@ def slurm_accounts(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
         )
 
 
+def stuck_jobs(spec: TenantSpec, _: Platform) -> Iterator[Finding]:
+    """Jobs of the tenant's accounts stuck completing: no scancel ends them, and the drain and
+    the destroy's gate wait for the tenant's queue to be empty (offboarding runbook, "scancel
+    hits a job in CG")."""
+    settings = SlurmSettings.from_environment()
+    jobs = SlurmQueue(settings.make_transport()).jobs(spec.slurm_accounts)
+    stuck = stuck_completing(jobs, settings.stuck_completing, time.time())
+    if stuck:
+        yield Finding(
+            STUCK_COMPLETING,
+            "SlurmAccounting",
+            40,
+            f"`squeue -A {','.join(spec.slurm_accounts)}`: {len(stuck)} jobs completing for more "
+            f"than {settings.stuck_completing:g}s: {described(stuck)}",
+            "the jobs ended but their nodes never confirmed it: they hold their nodes, and the "
+            "drain and the destroy wait for the queue to be empty",
+            unstick(stuck),
+        )
+
+
 def storage(spec: TenantSpec, platform: Platform) -> Iterator[Finding]:
     """The tenant's Weka organization (org isolation) or its directories on the shared
     filesystems (directory isolation) exist."""
@@ -609,6 +632,7 @@ CHECKS = (
     Check("admin-rights", "kubernetes", admin_rights),
     Check("partition-time", "slurm", partition_time),
     Check("slurm-accounts", "slurm", slurm_accounts),
+    Check("stuck-jobs", "slurm", stuck_jobs),
     Check("identity", "authentik", identity),
     Check("storage", "weka", storage),
     Check("gpus", "slurm", gpus),

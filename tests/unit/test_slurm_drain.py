@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
-from providers.slurm.drain_provider import _next_step, _progress
-from providers.slurm.queue import Job, parse_squeue
+from providers.slurm.drain_provider import _next_step, _progress, _stuck
+from providers.slurm.queue import Job, parse_squeue, stuck_completing, unstick
 
 SQUEUE = """\
-31|RUNNING|dave|tenant-bar|tenant-bar|2026-12-01T01:10:00
-32|PENDING|erin|tenant-bar|tenant-bar|N/A
-33|RUNNING|dave|tenant-bar|tenant-bar|2026-12-01T02:00:00
+31|RUNNING|dave|tenant-bar|tenant-bar|2026-12-01T01:10:00|gpu-14
+32|PENDING|erin|tenant-bar|tenant-bar|N/A|
+33|RUNNING|dave|tenant-bar|tenant-bar|2026-12-01T02:00:00|gpu-[14-15]
 """
 
 
@@ -28,6 +29,7 @@ def drain(mode: str, started_ago: float, timeout: int = 3600) -> dict[str, objec
 def test_squeue_lines_become_jobs() -> None:
     jobs = parse_squeue(SQUEUE)
     assert [(j.id, j.pending) for j in jobs] == [("31", False), ("32", True), ("33", False)]
+    assert jobs[2].nodes == "gpu-[14-15]"
     assert str(jobs[1]) == "32 (erin, pending)"
 
 
@@ -50,5 +52,24 @@ def test_a_hard_drain_says_when_what_is_left_is_killed() -> None:
 
 
 def test_a_job_without_a_known_end_adds_no_end() -> None:
-    held = [Job("40", "PENDING", "erin", "tenant-bar", "tenant-bar", "N/A")]
+    held = [Job("40", "PENDING", "erin", "tenant-bar", "tenant-bar", "N/A", "")]
     assert _progress(drain("graceful", 1), held) == "1 jobs still in the queue (40 (erin, pending))"
+
+
+def test_a_job_completing_past_its_bound_is_stuck_and_the_way_out_names_its_node() -> None:
+    ended = datetime.fromisoformat("2026-12-01T02:00:00").timestamp()
+    jobs = parse_squeue(
+        "41|COMPLETING|dave|tenant-bar|tenant-bar|2026-12-01T02:00:00|gpu-15\n"
+        "42|COMPLETING|erin|tenant-bar|tenant-bar|2026-12-01T02:04:50|gpu-14\n"
+        "43|RUNNING|erin|tenant-bar|tenant-bar|2026-12-01T01:00:00|gpu-14\n"
+        "44|COMPLETING|erin|tenant-bar|tenant-bar|Unknown|gpu-14\n"
+    )
+    # Five minutes after 41 ended: 42 ended ten seconds ago, 43 runs, 44's end is not known.
+    stuck = stuck_completing(jobs, 60, ended + 300)
+    assert [job.id for job in stuck] == ["41"]
+    assert _stuck(stuck) == (
+        "1 jobs stuck completing (CG): 41 (dave, completing) on gpu-15, ended 2026-12-01T02:00:00"
+    )
+    step = unstick(stuck)
+    assert "scontrol update NodeName=gpu-15 State=DOWN Reason=stuck-epilog" in step
+    assert "ps -ef | grep -E 'epilog|slurmd'" in step

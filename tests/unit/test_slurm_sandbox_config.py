@@ -109,6 +109,9 @@ def test_two_nodes_are_served_by_slurmd_each_on_its_port_and_the_others_stay_clo
     assert f"SlurmdPidFile={s.run_dir}/slurmd-%n.pid\n" in conf
     assert f"TmpFS={s.node_dir}/tmp/%n\n" in conf
     assert f"TaskProlog={s.node_dir}/task-prolog\n" in conf
+    assert f"Epilog={s.node_dir}/epilog\n" in conf
+    # The epilog waits while its node's fault file exists, which the shell names at run time.
+    assert f'while [ -e "{s.node_dir}/faults/epilog-hangs-$SLURMD_NODENAME" ]' in config.epilog(s)
     assert "\nPartitionName=platform Nodes=ALL " in conf
 
 
