@@ -49,12 +49,14 @@ from tenant_stack.spec.quantities import format_cpu, kubernetes_quantity
 DRAIN_WAIT_SECONDS = 300
 
 
-def reservation_args(spec: TenantSpec) -> CapacityReservationArgs:
+def reservation_args(spec: TenantSpec, platform: Platform) -> CapacityReservationArgs:
+    health = platform.node_health
     return CapacityReservationArgs(
         tenant=spec.slug,
         name=spec.reservation_name,
         hardware_pool=spec.reservation.hardware_pool,
         nodes=list(spec.reservation.nodes),
+        health_condition=health.condition if health else None,
     )
 
 

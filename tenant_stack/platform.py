@@ -176,6 +176,13 @@ class Retention(StrictModel):
     copies_days: Annotated[int, Field(ge=1, le=36500)] = 30
 
 
+class NodeHealth(StrictModel):
+    """How the platform's health checker reports a node (offboarding step 7): a node condition
+    of this type, True when the node is healthy (ECC, XID, InfiniBand)."""
+
+    condition: Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{0,62}$")]
+
+
 class Fleet(StrictModel):
     """The fleet's scheduled work on Temporal (`gpu-tenants fleet schedule`)."""
 
@@ -223,6 +230,8 @@ class Platform(StrictModel):
     fleet: Fleet = Fleet()
     # None where the platform gives pods no InfiniBand network: no tenant may ask for `pkey`.
     infiniband: InfiniBand | None = None
+    # None where no health checker reports on the nodes: released nodes go back unchecked.
+    node_health: NodeHealth | None = None
 
     def gpu_inventory(self) -> dict[str, int]:
         """GPUs in the fleet per SKU, counted from the node pools."""

@@ -179,7 +179,9 @@ def declare_tenant(
     # (and Slurm) here; Slurm names users but needs no uid/gid, and the login pod and storage,
     # which do, come after identity.
     reservation = (
-        CapacityReservation(spec.slug, reservation_args(spec)) if spec.reservation.nodes else None
+        CapacityReservation(spec.slug, reservation_args(spec, platform))
+        if spec.reservation.nodes
+        else None
     )
     # What offboarding keeps depends on nothing else, so destroy cannot be made to keep more.
     retention_spec = retention_args(

@@ -431,3 +431,32 @@ def all_at_once(project: Path, env: dict[str, str], slugs: list[str], *args: str
         if process.returncode != 0:
             failed[slug] = output
     assert not failed, "\n\n".join(f"{slug}:\n{out}" for slug, out in failed.items())
+
+
+@contextmanager
+def unhealthy(node: str, reason: str, message: str) -> Iterator[None]:
+    """The platform's health checker reporting `node` failing (its Pulumi.prod.yaml node_health
+    condition False), as offboarding step 7 reads it; on leaving, the condition is gone and the
+    node back in the pool as the RMA note says (uncordoned, untainted, resumed in Slurm)."""
+    condition = load_platform(Path(__file__).resolve().parent.parent / "Pulumi.prod.yaml")
+    assert condition.node_health is not None
+    kind = condition.node_health.condition
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    failing = {"type": kind, "status": "False", "reason": reason, "message": message,
+               "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
+    run("kubectl", "patch", "node", node, "--subresource=status", "--type=strategic",
+        "-p", json.dumps({"status": {"conditions": [failing]}}))  # fmt: skip
+    try:
+        yield
+    finally:
+        gone = {"status": {"conditions": [{"type": kind, "$patch": "delete"}]}}
+        for argv in (
+            ["kubectl", "patch", "node", node, "--subresource=status", "--type=strategic",
+             "-p", json.dumps(gone)],
+            ["kubectl", "uncordon", node],
+            ["kubectl", "taint", "node", node, "gpu-tenants.example.io/rma-"],
+            ["kubectl", "annotate", "node", node, "gpu-tenants.example.io/rma-reason-"],
+            ["scontrol", "update", f"NodeName={node}", "State=RESUME"],
+        ):  # fmt: skip
+            # Each undoes what may not have been done (a test that failed before the release).
+            subprocess.run(argv, capture_output=True, check=False, timeout=60)

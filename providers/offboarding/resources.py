@@ -1,4 +1,5 @@
-"""The offboarding gate as the program declares it: after every other resource of the tenant."""
+"""Offboarding's records as the program declares them: the gate, after every other resource of
+the tenant, and the release of each reserved node, checked for health before it goes back."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pulumi
 from pulumi.dynamic import Resource
 
 from providers.offboarding.gate_provider import OffboardingGateProvider
+from providers.offboarding.node_release_provider import NodeReleaseProvider
 
-__all__ = ["OffboardingGate"]
+__all__ = ["NodeRelease", "OffboardingGate"]
 
 
 class OffboardingGate(Resource, module="offboarding", name="Gate"):
@@ -37,3 +39,22 @@ class OffboardingGate(Resource, module="offboarding", name="Gate"):
             "lifecycle": dict(lifecycle),
         }
         super().__init__(OffboardingGateProvider(), resource_name, inputs, opts)
+
+
+class NodeRelease(Resource, module="offboarding", name="NodeRelease"):
+    """Give it `depends_on` the Reservation: destroy then checks each node's health `condition`
+    before the Reservation lets the nodes go, and holds back a failing one for RMA."""
+
+    held_back: pulumi.Output[dict[str, str]]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        tenant: str,
+        nodes: Sequence[str],
+        condition: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        inputs = {"tenant": tenant, "nodes": list(nodes), "condition": condition, "held_back": None}
+        super().__init__(NodeReleaseProvider(), resource_name, inputs, opts)

@@ -42,6 +42,11 @@ def show_nodes() -> list[str]:
     return ["scontrol", "show", "node", "-o"]
 
 
+def drain_node(node: str, reason: str) -> list[str]:
+    """Takes no new job on `node`; what runs there ends as it would (offboarding step 7's RMA)."""
+    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
+
+
 def reconfigure() -> list[str]:
     return ["scontrol", "reconfigure"]
 

@@ -1,4 +1,5 @@
-"""Runbook step 1: the Reservation of named GPU nodes, and waiting until the operator holds them."""
+"""Runbook step 1: the Reservation of named GPU nodes, and waiting until the operator holds them;
+and offboarding step 7's health check of each node before the Reservation lets it go."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from providers.offboarding.resources import NodeRelease
 from tenant_stack.components.kubernetes_objects import KubernetesObject, object_metadata
 
 TYPE = "gpu-tenants:reservation:CapacityReservation"
@@ -17,6 +19,9 @@ class CapacityReservationArgs:
     name: str
     hardware_pool: str
     nodes: list[str]
+    # The node condition the platform's health checker sets (True: healthy), read before the
+    # nodes go back to the pool (offboarding step 7); None: no checker, nothing read.
+    health_condition: str | None
     # How long `pulumi up` waits for the operator to label every node before it fails.
     ready_timeout_seconds: int = 300
 
@@ -55,6 +60,14 @@ class CapacityReservation(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
+        if args.health_condition is not None:
+            NodeRelease(
+                f"{name}-node-release",
+                tenant=args.tenant,
+                nodes=args.nodes,
+                condition=args.health_condition,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[reservation]),
+            )
         # Through the urn (known at preview) so that users of the name depend on the Reservation.
         self.name = reservation.urn.apply(lambda _: args.name)
         self.nodes = pulumi.Output.from_input(list(args.nodes))

@@ -35,6 +35,7 @@ from tests.backends import (
     file_backend,
     fresh_ledger,
     killed_on_leaving,
+    kubectl_json,
     labelled,
     mounted,
     operator_command,
@@ -49,6 +50,7 @@ from tests.backends import (
     scratch_directory,
     show_partition,
     squeue_job,
+    unhealthy,
     wait_for,
     weka,
     weka_quotas,
@@ -561,9 +563,24 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant, tmp_
     assert bar.resources() == before
     run("kubectl", "-n", SLUG, "delete", "pod", "tenant-job", "--force", "--grace-period=0")
 
-    code, _ = bar.try_pulumi("destroy", "--yes", "--skip-preview")
-    assert code != 0, "a plain destroy must stop at the protected resources"
-    bar.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
+    # Step 7: a node the health checker reports failing goes to RMA, not back to the pool.
+    with unhealthy("gpu-13", "XidErrors", "Xid 79 on GPU 3"):
+        # A plain destroy deletes what is not protected, then stops at what is.
+        code, said = bar.try_pulumi("destroy", "--yes", "--skip-preview")
+        assert code != 0, "a plain destroy must stop at the protected resources"
+        bar.pulumi("destroy", "--yes", "--skip-preview", "--exclude-protected")
+        why = "GPUHealthy False (XidErrors: Xid 79 on GPU 3)"
+        assert f"node gpu-13 held back for RMA, not returned to the pool: {why}" in said
+        held = kubectl_json("get", "node", "gpu-13")
+        assert held["spec"].get("unschedulable") is True
+        assert {"key": "gpu-tenants.example.io/rma", "value": SLUG, "effect": "NoSchedule"} in (
+            held["spec"]["taints"]
+        )
+        assert held["metadata"]["annotations"]["gpu-tenants.example.io/rma-reason"] == why
+        assert f"Reason=RMA after {SLUG}: {why}" in run("scontrol", "show", "node", "gpu-13")
+        freed = kubectl_json("get", "node", SLURMD_NODE)
+        assert not freed["spec"].get("unschedulable")
+        assert not freed["spec"].get("taints")
     kept = {r["type"] for r in bar.state() if r.get("custom", True) and r.get("protect")}
     custom = {
         r["type"]

@@ -55,6 +55,7 @@ K8S_PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 AUTHENTIK_GROUP = "pulumi-python:dynamic/authentik:TenantGroup"
 AUTHENTIK_USER = "pulumi-python:dynamic/authentik:TenantUser"
 K8S_RESERVATION = "kubernetes:scheduling.example.io/v1alpha1:Reservation"
+NODE_RELEASE = "pulumi-python:dynamic/offboarding:NodeRelease"
 K8S_BINDING = "kubernetes:scheduling.example.io/v1alpha1:ReservationBinding"
 K8S_NAMESPACE = "kubernetes:core/v1:Namespace"
 K8S_QUOTA = "kubernetes:core/v1:ResourceQuota"
@@ -184,6 +185,16 @@ def test_reservation_is_the_runbooks(foo: Deployment) -> None:
         "taintEffect": "NoSchedule",
         "evictOnRelease": False,
     }
+
+
+def test_each_node_is_checked_before_the_reservation_lets_it_go(foo: Deployment) -> None:
+    # Offboarding step 7: the release record depends on the Reservation, so destroy deletes it
+    # (reading each node's health, holding back a failing one) before the Reservation.
+    reservation = foo.one(K8S_RESERVATION, "tenant-foo-reservation")
+    release = foo.one(NODE_RELEASE, "tenant-foo-node-release")
+    assert reservation.urn in release.dependencies
+    assert (release.inputs["tenant"], release.inputs["condition"]) == ("tenant-foo", "GPUHealthy")
+    assert release.inputs["nodes"] == [f"gpu-{n:02d}" for n in range(1, 9)]
 
 
 def test_up_waits_until_the_operator_reports_the_reservation_ready(foo: Deployment) -> None:
@@ -464,7 +475,10 @@ def test_ssh_config_per_user_is_the_runbooks(foo: Deployment) -> None:
 # --- names, parents, outputs ---------------------------------------------------------------------
 
 FOO_CHILDREN = {
-    RESERVATION: {(K8S_RESERVATION, "tenant-foo-reservation")},
+    RESERVATION: {
+        (K8S_RESERVATION, "tenant-foo-reservation"),
+        (NODE_RELEASE, "tenant-foo-node-release"),
+    },
     NAMESPACE: {
         (K8S_NAMESPACE, "tenant-foo-namespace"),
         (K8S_QUOTA, "tenant-foo-quota"),

@@ -115,13 +115,17 @@ def test_directory_tenant_mounts_its_home_directory_and_the_shared_scratch() -> 
 
 
 def test_reservation_args_name_the_runbooks_reservation() -> None:
-    args = reservation_args(FOO)
+    args = reservation_args(FOO, PLATFORM)
     assert (args.tenant, args.name, args.hardware_pool) == (
         "tenant-foo",
         "tenant-foo-reservation",
         "gpu-h100-rack-a",
     )
     assert args.nodes == [f"gpu-{n:02d}" for n in range(1, 9)]
+    # Offboarding step 7 reads the platform's health condition before the nodes go back.
+    assert args.health_condition == "GPUHealthy"
+    unchecked = PLATFORM.model_copy(update={"node_health": None})
+    assert reservation_args(FOO, unchecked).health_condition is None
 
 
 def test_namespace_args_without_a_reservation() -> None:
