@@ -32,10 +32,15 @@ class BackendError(Exception):
     quotes the backend's own words, and says what the operator can do next. It never holds a
     token or a password."""
 
-    def __init__(self, doing: str, backend_says: str, next_step: str = "") -> None:
+    def __init__(
+        self, doing: str, backend_says: str, next_step: str = "", *, refused: bool = False
+    ) -> None:
         self.doing = doing
         self.backend_says = backend_says
         self.next_step = next_step
+        # The backend answered, and refused the credentials or their rights (HTTP 401 or 403,
+        # kubectl's Unauthorized or Forbidden): a matter of rights, not of reaching it.
+        self.refused = refused
         message = f"{doing} failed: {backend_says}"
         super().__init__(f"{message}; {next_step}" if next_step else message)
 

@@ -114,7 +114,10 @@ class Kubectl:
             self._process.communicate()
 
     def _failed(self, result: CommandResult) -> KubernetesError:
-        return KubernetesError(self.doing, result.words, NEXT_STEP)
+        # kubectl exits 1 whatever failed; only its words tell the API server's refusal (401,
+        # 403: "(Unauthorized)", "(Forbidden)") from no answer.
+        refused = any(word in result.stderr for word in ("(Unauthorized)", "(Forbidden)"))
+        return KubernetesError(self.doing, result.words, NEXT_STEP, refused=refused)
 
     def _unanswered(self, why: str) -> CommandResult:
         return CommandResult(self.argv, None, "", why)

@@ -505,6 +505,7 @@ class AuthentikClient:
                     if status >= 500
                     else "check the request against the Authentik API",
                 ),
+                refused=status in (401, 403),
             ) from None
         return _body(response) if response.content else None
 

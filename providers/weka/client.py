@@ -167,7 +167,10 @@ class WekaClient:
         call = f"{response.request.method} {response.request.url.path}"
         status = response.status_code
         raise WekaError(
-            doing, f"{call} answered {status}: {message}", next_step or _next_step(status)
+            doing,
+            f"{call} answered {status}: {message}",
+            next_step or _next_step(status),
+            refused=status in (401, 403),
         )
 
     def _send(
@@ -233,6 +236,7 @@ class WekaClient:
             doing,
             f"{call} answered {response.status_code}: {message}",
             _next_step(response.status_code),
+            refused=response.status_code in (401, 403),
         )
 
     def capacity(self) -> Capacity:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import sys
 from collections.abc import Callable
+from functools import partial
 
 from sandbox.kubernetes.client import (
     JSON,
@@ -95,9 +96,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pool", type=ipaddress.IPv4Network, required=True)
     args = parser.parse_args(argv)
 
-    def client() -> KubeClient:
-        return identity_client(args.server, args.pki_dir, IDENTITY)
-
+    # A new client per watch, each on its own connection.
+    client = partial(identity_client, args.server, args.pki_dir, IDENTITY)
     balancer = LoadBalancer(client(), args.pool)
     log(f"load balancer started (pool {args.pool})")
     reconcile_forever(balancer.reconcile_all, Changes(client, [SERVICES]), args.interval)

@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sandbox.kubernetes.client import (
@@ -380,9 +381,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--munge-dir", type=Path, required=True)
     args = parser.parse_args(argv)
 
-    def client() -> KubeClient:
-        return identity_client(args.server, args.pki_dir, "helm-controller")
-
+    # A new client per watch, each on its own connection.
+    client = partial(identity_client, args.server, args.pki_dir, "helm-controller")
     cluster = Cluster(args.image, args.slurm_cluster, args.slurmctld_port, args.munge_dir)
     controller = LoginReleaseController(client(), cluster)
     log(f"login release controller started (chart {CHART}, image {args.image})")

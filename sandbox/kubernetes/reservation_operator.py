@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sandbox.kubernetes.client import (
@@ -252,9 +253,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--identity", default="reservation-operator")
     args = parser.parse_args(argv)
 
-    def client() -> KubeClient:
-        return identity_client(args.server, args.pki_dir, args.identity)
-
+    # A new client per watch, each on its own connection.
+    client = partial(identity_client, args.server, args.pki_dir, args.identity)
     operator = ReservationOperator(client())
     log("reservation operator started")
     changes = Changes(client, [RESERVATIONS, "/api/v1/nodes"])

@@ -47,13 +47,28 @@ _ERRORS = {
     WekaError: "weka",
 }
 _UNREACHABLE = "backend-unreachable"
+_REFUSED = "backend-refused"
+_UNREAD = {
+    _UNREACHABLE: ("BackendUnreachable", "did not answer"),
+    _REFUSED: ("BackendRefused", "refused the read"),
+}
 # Findings that are not about a layer's objects: their own conditions say them.
-_NOT_LAYERS = (_UNREACHABLE, OVERSUBSCRIBED, *STAGE_CHECKS)
+_NOT_LAYERS = (_UNREACHABLE, _REFUSED, OVERSUBSCRIBED, *STAGE_CHECKS)
 _HOW = {
     "kubernetes": "check KUBECONFIG and that `kubectl get --raw /readyz` answers",
     "slurm": "check SLURM_CONF and that `scontrol ping` and `sacctmgr show cluster` answer",
-    "authentik": "check AUTHENTIK_URL and the token (a read-only one suffices)",
-    "weka": "check WEKA_URL and the credentials (a ReadOnly-role user suffices)",
+    "authentik": "check AUTHENTIK_URL and that Authentik answers",
+    "weka": "check WEKA_URL and that the cluster's management API answers",
+}
+# What reading needs, for a backend that refused the credentials or their rights.
+_RIGHTS = {
+    "kubernetes": "give the kubeconfig's identity read access to the tenant's objects "
+    "(`gpu-tenants doctor` lists each verb `kubectl auth can-i` refuses)",
+    "slurm": "run as a user Slurm lets read accounting (`sacctmgr show user $USER`)",
+    "authentik": "set AUTHENTIK_TOKEN to a valid token of a user who may read users and groups "
+    "(a read-only one suffices)",
+    "weka": "check WEKA_USERNAME and WEKA_PASSWORD or WEKA_PASSWORD_FILE (a ReadOnly-role user "
+    "suffices)",
 }
 
 
@@ -70,16 +85,25 @@ def diagnose(
                 (name for kind, name in _ERRORS.items() if isinstance(error, kind)), check.backend
             )
             layer = next(layer for layer, b in _BACKENDS.items() if b == backend)
+            if error.refused:
+                return [
+                    Finding(
+                        _REFUSED,
+                        layer,
+                        10,
+                        f"{backend}: {error}",
+                        f"{backend} answered and refused the credentials or their rights; what "
+                        "is read from it was not checked",
+                        _RIGHTS[backend] + ", then run diagnose again",
+                    )
+                ]
             return [
                 Finding(
                     _UNREACHABLE,
                     layer,
                     10,
                     f"{backend}: {error}",
-                    # A refused read (a token without the right) fails the same way as no
-                    # answer: the evidence quotes which it was.
-                    f"{backend} did not answer or refused the read; what is read from it was "
-                    "not checked",
+                    f"{backend} did not answer; what is read from it was not checked",
                     _HOW[backend] + ", then run diagnose again",
                 )
             ]
@@ -135,13 +159,15 @@ def status(
     overall Ready, the GPU usage read, the offboarding stage with what the next one waits
     for (`blockers` read in the cluster, then the spec's own), and the days left in the
     contract's term on `today` (default: today, UTC)."""
-    unreachable = {f.evidence.split(":", 1)[0] for f in findings if f.check == _UNREACHABLE}
+    # backend -> why its layers are Unknown (reason, what it did), for each backend not read.
+    unread = {f.evidence.split(":", 1)[0]: _UNREAD[f.check] for f in findings if f.check in _UNREAD}
     layers = []
     for layer in LAYERS:
         own = [f for f in findings if f.layer == layer and f.check not in _NOT_LAYERS]
-        if _BACKENDS[layer] in unreachable:
-            reason, message = "BackendUnreachable", f"{_BACKENDS[layer]} did not answer"
-            layers.append(Condition(f"{layer}Ready", "Unknown", reason, message))
+        backend = _BACKENDS[layer]
+        if backend in unread:
+            reason, did = unread[backend]
+            layers.append(Condition(f"{layer}Ready", "Unknown", reason, f"{backend} {did}"))
         elif own:
             reason = "".join(word.title() for word in own[0].check.split("-"))
             layers.append(Condition(f"{layer}Ready", "False", reason, own[0].cause))
@@ -149,11 +175,10 @@ def status(
             layers.append(Condition(f"{layer}Ready", "True", "AsDeclared", "as the spec declares"))
     over = [f for f in findings if f.check == OVERSUBSCRIBED]
     # GPU usage is Slurm's running jobs and the pods' requests.
-    unread = sorted(unreachable & {"slurm", "kubernetes"})
-    if unread:
-        layers.append(
-            Condition("NotOversubscribed", "Unknown", "BackendUnreachable", ", ".join(unread))
-        )
+    usage_unread = sorted(set(unread) & {"slurm", "kubernetes"})
+    if usage_unread:
+        reason = unread[usage_unread[0]][0]
+        layers.append(Condition("NotOversubscribed", "Unknown", reason, ", ".join(usage_unread)))
     elif over:
         scope = over[0].evidence.split(":", 1)[0]
         reason = "TenantOverContract" if scope == "tenant" else "TeamOverCap"

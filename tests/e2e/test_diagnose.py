@@ -316,6 +316,11 @@ def test_a_backend_that_does_not_answer_is_one_finding(bar: Bar) -> None:
     down = {"AUTHENTIK_URL": "http://127.0.0.1:9", "AUTHENTIK_MAX_ATTEMPTS": "1"}
     found = only(bar.diagnose(down))
     assert (found["check"], found["layer"]) == ("backend-unreachable", "IdentityGroup")
+    # One that answers and refuses the token is a matter of rights, and says so.
+    refused = only(bar.diagnose({"AUTHENTIK_TOKEN": "not-a-token"}))
+    assert (refused["check"], refused["layer"]) == ("backend-refused", "IdentityGroup")
+    assert "HTTP 403" in refused["evidence"]
+    assert "not-a-token" not in json.dumps(refused)
     report = bar.status(down)
     conditions = {c["type"]: c["status"] for c in report["conditions"]}
     assert conditions["IdentityGroupReady"] == "Unknown"

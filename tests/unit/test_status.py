@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from providers.errors import KubernetesError
+from providers.errors import AuthentikError, KubernetesError
 from tenant_stack.commands.status import status_text
 from tenant_stack.diagnosis.checks import Check
 from tenant_stack.diagnosis.findings import Finding
@@ -78,7 +78,7 @@ def test_a_check_of_two_backends_names_the_one_that_failed(tmp_path: Path) -> No
         ("backend-unreachable", "CapacityReservation",
          "kubernetes: listing the pods of tenant-foo failed: connection refused"),
     ]  # fmt: skip
-    assert found[0].cause.startswith("kubernetes did not answer or refused the read")
+    assert found[0].cause.startswith("kubernetes did not answer;")
     report = status(spec, PLATFORM, found)
     unknown = {c.type: c.message for c in report.conditions if c.status == "Unknown"}
     assert unknown == {
@@ -88,6 +88,32 @@ def test_a_check_of_two_backends_names_the_one_that_failed(tmp_path: Path) -> No
         "LoginPodReady": "kubernetes did not answer",
         "NotOversubscribed": "kubernetes",
     }
+
+
+def test_a_refused_read_is_a_matter_of_rights_not_of_reaching_the_backend(
+    tmp_path: Path,
+) -> None:
+    def refused(spec: Any, platform: Any) -> Iterator[Finding]:
+        raise AuthentikError(
+            "reading Authentik group tenant-foo (GET /api/v3/core/groups/)",
+            'HTTP 403: {"detail": "Token invalid/expired"}',
+            "",
+            refused=True,
+        )
+        yield
+
+    spec = spec_at(tmp_path)
+    [found] = diagnose(spec, PLATFORM, [Check("identity", "authentik", refused)])
+    assert (found.check, found.layer) == ("backend-refused", "IdentityGroup")
+    assert found.cause.startswith("authentik answered and refused the credentials")
+    assert found.fix.startswith("set AUTHENTIK_TOKEN to a valid token")
+    conditions = {c.type: c for c in status(spec, PLATFORM, [found]).conditions}
+    identity = conditions["IdentityGroupReady"]
+    assert (identity.status, identity.reason, identity.message) == (
+        "Unknown",
+        "BackendRefused",
+        "authentik refused the read",
+    )
 
 
 def test_the_next_stage_and_what_it_waits_for(tmp_path: Path) -> None:
