@@ -94,9 +94,10 @@ def foo(tmp_path_factory: pytest.TempPathFactory, sandbox: SandboxLayout) -> Ite
 
 
 def test_preview_plans_every_layer_and_up_exports_the_handover(foo: Onboarded) -> None:
-    # The six layers (the login pods waited for, users let in by the login-ssh policy), the
-    # offboarding gate and its component, the (empty) retention component.
-    assert foo.planned == {"create": 55}
+    # The six layers (the login pods waited for, users let in by the login-ssh policy, the
+    # reserved nodes' release checked for health), the offboarding gate and its component, the
+    # (empty) retention component.
+    assert foo.planned == {"create": 56}
     assert foo.outputs["reserved_nodes"] == [f"gpu-0{i}" for i in range(1, 9)]
     assert "User           alice" in foo.outputs["ssh_config"]["alice"]
 
