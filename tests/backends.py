@@ -25,6 +25,7 @@ import yaml
 from providers.authentik.client import AuthentikClient
 from providers.authentik.props import KEPT_UNTIL_ATTRIBUTE, kept_tombstone
 from providers.authentik.settings import Settings as AuthentikSettings
+from providers.offboarding.node_release_provider import RMA_REASON, RMA_TAINT
 from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.retention_store import seed_bucket
@@ -454,8 +455,8 @@ def unhealthy(node: str, reason: str, message: str) -> Iterator[None]:
             ["kubectl", "patch", "node", node, "--subresource=status", "--type=strategic",
              "-p", json.dumps(gone)],
             ["kubectl", "uncordon", node],
-            ["kubectl", "taint", "node", node, "gpu-tenants.example.io/rma-"],
-            ["kubectl", "annotate", "node", node, "gpu-tenants.example.io/rma-reason-"],
+            ["kubectl", "taint", "node", node, f"{RMA_TAINT}-"],
+            ["kubectl", "annotate", "node", node, f"{RMA_REASON}-"],
             ["scontrol", "update", f"NodeName={node}", "State=RESUME"],
         ):  # fmt: skip
             # Each undoes what may not have been done (a test that failed before the release).

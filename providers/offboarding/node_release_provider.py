@@ -44,19 +44,20 @@ RELEASE = Schema(
 )
 
 
+def _reported(node: Mapping[str, Any], condition: str) -> Mapping[str, Any]:
+    """The node's `condition` as its status holds it; empty when the checker never set it."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == condition), {})
+
+
 def fault(node: Mapping[str, Any], condition: str) -> str | None:
     """Why `node` (a Node object) must not go back to the pool: its health `condition` is False,
     with the checker's reason and message; None when it is True, Unknown or not reported."""
-    for found in (node.get("status") or {}).get("conditions") or []:
-        if found.get("type") == condition and found.get("status") == "False":
-            said = ": ".join(str(found[key]) for key in ("reason", "message") if found.get(key))
-            return f"{condition} False" + (f" ({said})" if said else "")
-    return None
-
-
-def _unreported(node: Mapping[str, Any], condition: str) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return not any(c.get("type") == condition and c.get("status") == "True" for c in conditions)
+    found = _reported(node, condition)
+    if found.get("status") != "False":
+        return None
+    said = ": ".join(str(found[key]) for key in ("reason", "message") if found.get(key))
+    return f"{condition} False" + (f" ({said})" if said else "")
 
 
 class NodeReleaseProvider(SchemaProvider):
@@ -90,7 +91,7 @@ def _release(tenant: str, nodes: Sequence[str], condition: str) -> dict[str, str
             continue  # gone from the cluster: nothing to return to the pool
         why = fault(node, condition)
         if why is None:
-            if _unreported(node, condition):
+            if _reported(node, condition).get("status") != "True":
                 progress.say(
                     f"releasing node {name} from tenant {tenant!r} unchecked: it reports no "
                     f"{condition} True (offboarding step 7: run the health check by hand)"
