@@ -49,7 +49,12 @@ GID = 48000
 # One of the nodes the sandbox runs slurmd for, and the node beside it, reserved for the tenant.
 SLURMD_NODE = "gpu-14"
 NODES = ["gpu-13", SLURMD_NODE]
-SIGN_OFF = {"by": "Benchmark Operator", "date": "2026-12-04", "ticket": "BENCH-1"}
+SIGN_OFF = {
+    "by": "Benchmark Operator",
+    "date": "2026-12-04",
+    "ticket": "BENCH-1",
+    "confirmation": {"kind": "escalation", "by": "Benchmark Lead"},
+}
 # Past every retention date of the platform's policy (years, at most).
 PURGE_AS_OF = "2100-01-01"
 

@@ -273,7 +273,8 @@ class SchemaProvider(ResourceProvider):
         step = (
             f"the next pull request moves lifecycle.stage to '{gate['next_stage']}'"
             if gate["stage"] != "destroy"
-            else "the pull request at stage 'destroy' adds lifecycle.sign_off {by, date, ticket}"
+            else "the pull request at stage 'destroy' adds lifecycle.sign_off "
+            "{by, date, ticket, confirmation}"
         )
         raise self.error(
             doing,

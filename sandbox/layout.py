@@ -334,11 +334,11 @@ class SandboxLayout:
             # A drain looks at the queue every second: squeue is cheap against the sandbox's few
             # jobs, and a drain's `up` then ends within a second of the last job (production: 5).
             "SLURM_DRAIN_POLL_SECONDS": "1",
-            # Offboarding archives these with the tenant's accounting (runbook step 3c).
-            "SLURM_LOG_FILES": ",".join(
-                str(self.slurm.log_dir / log)
-                for log in ("slurmctld.log", *(f"slurmd-{n}.log" for n in self.slurm.slurmd_nodes))
-            ),
+            # Offboarding archives these with the tenant's accounting (runbook step 3c): the
+            # controller's log, and each node's slurmd log, which the sandbox's slurmd daemons
+            # (on this host, not in pods) write one file each. A stand-in node has none.
+            "SLURM_LOG_FILES": str(self.slurm.log_dir / "slurmctld.log"),
+            "SLURMD_LOG_FILE": str(self.slurm.log_dir / "slurmd-{node}.log"),
             "AUTHENTIK_CA_FILE": str(self.pki.ca_cert),
             "WEKA_CA_FILE": str(self.pki.ca_cert),
             "WEKA_URL": weka_url(self.ports.weka),

@@ -221,6 +221,7 @@ def retention_args(
     return RetentionArgs(
         tenant=spec.slug,
         accounts=spec.slurm_accounts,
+        nodes=list(spec.reservation.nodes),
         archives=[
             Archive(kind, days.logs_days if kind == "logs" else days.accounting_days)
             for kind in ARCHIVE_KINDS
@@ -255,6 +256,7 @@ def offboarding_args(
         login_release=release_name(spec.slug),
         stop_workloads=spec.lifecycle.reached("drained"),
         lifecycle=lifecycle_record(spec),
+        sign_off=spec.lifecycle.sign_off.record() if spec.lifecycle.sign_off else None,
         after=after,
     )
 

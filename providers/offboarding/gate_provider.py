@@ -4,7 +4,9 @@ and a delete it refuses stops the whole run with nothing deleted.
 
 It opens only when the last `up` recorded stage destroy with a sign-off (or a rehearsal), and then
 only once nothing of the tenant runs (runbook step 4d): no job of its accounts pending or running,
-no pod of its namespace running.
+no pod of its namespace running. The `up` that applies stage destroy writes the sign-off, with who
+confirmed for the customer or gave the escalation sign-off, into the tenant's retention ledger
+(where no one can rewrite it), and the gate opens only when the ledger holds it (step 0).
 """
 
 from __future__ import annotations
@@ -16,12 +18,23 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import LIFECYCLE, Field, Schema, SchemaProvider, nonempty_text
 from providers.errors import OffboardingError
 from providers.kubernetes.workloads import Workloads
-from providers.retention.ledger import refuse_while_held
+from providers.retention.ledger import record_sign_off, refuse_unsigned, refuse_while_held
 from providers.slurm import values
 from providers.slurm.queue import SlurmQueue
 from providers.slurm.settings import Settings as SlurmSettings
 
 __all__ = ["OffboardingGateProvider"]
+
+
+_SIGN_OFF_KEYS = ("by", "date", "ticket", "confirmation", "confirmed_by")
+
+
+def _sign_off(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or sorted(value) != sorted(_SIGN_OFF_KEYS):
+        raise ValueError(f"is not a sign-off {{{', '.join(_SIGN_OFF_KEYS)}}}")
+    return {key: nonempty_text(value[key]) for key in _SIGN_OFF_KEYS}
 
 
 GATE = Schema(
@@ -31,6 +44,7 @@ GATE = Schema(
         Field("accounts", lambda v: sorted(values.names(v))),
         Field("namespace", nonempty_text),
         LIFECYCLE,
+        Field("sign_off", _sign_off, default=None),
     ),
 )
 
@@ -41,6 +55,7 @@ class OffboardingGateProvider(SchemaProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         p = self.load(props, f"recording the offboarding stage of tenant {props.get('tenant')!r}")
+        _record_sign_off(p)
         return CreateResult(p["tenant"], p)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -48,9 +63,9 @@ class OffboardingGateProvider(SchemaProvider):
         return ReadResult(id_, props)
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(
-            self.load(news, f"recording the offboarding stage of {news['tenant']!r}")
-        )
+        p = self.load(news, f"recording the offboarding stage of {news['tenant']!r}")
+        _record_sign_off(p)
+        return UpdateResult(p)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         doing = f"destroying tenant {id_!r}"
@@ -58,6 +73,7 @@ class OffboardingGateProvider(SchemaProvider):
         if (props.get(LIFECYCLE.key) or {}).get("rehearsal"):
             return
         # The spec's hold stops the stage's `up`; a hold set since (`retention hold`) stops this.
+        refuse_unsigned(OffboardingError, id_, props.get("sign_off"), f"tenant {id_!r}")
         refuse_while_held(OffboardingError, id_, f"tenant {id_!r}")
         running = [p.name for p in Workloads(props["namespace"]).pods() if p.phase == "Running"]
         if running:
@@ -80,3 +96,9 @@ class OffboardingGateProvider(SchemaProvider):
                 "end them (`scancel -A " + ",".join(props["accounts"]) + "`) once the tenant "
                 "agrees, then run `pulumi destroy --exclude-protected` again; nothing was deleted",
             )
+
+
+def _record_sign_off(props: dict[str, Any]) -> None:
+    lifecycle = props[LIFECYCLE.key] or {}
+    if lifecycle.get("stage") == "destroy" and not lifecycle.get("rehearsal") and props["sign_off"]:
+        record_sign_off(props["tenant"], props["sign_off"])

@@ -30,6 +30,7 @@ class OffboardingGate(Resource, module="offboarding", name="Gate"):
         accounts: Sequence[str],
         namespace: pulumi.Input[str],
         lifecycle: Mapping[str, object],
+        sign_off: Mapping[str, str] | None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         inputs = {
@@ -37,6 +38,7 @@ class OffboardingGate(Resource, module="offboarding", name="Gate"):
             "accounts": list(accounts),
             "namespace": namespace,
             "lifecycle": dict(lifecycle),
+            "sign_off": dict(sign_off) if sign_off is not None else None,
         }
         super().__init__(OffboardingGateProvider(), resource_name, inputs, opts)
 

@@ -38,10 +38,13 @@ __all__ = [
     "LEDGER_PREFIX",
     "LOCK_DAYS",
     "RELEASE",
+    "SIGN_OFF",
     "Entry",
     "Ledger",
     "open_hold_sources",
+    "record_sign_off",
     "refuse_deletion",
+    "refuse_unsigned",
     "refuse_while_held",
 ]
 
@@ -54,6 +57,10 @@ HOLD, RELEASE = "hold", "release"
 # A retention run told a day after today (`--now`, a rehearsal of the purge): the delete gates
 # believe RETENTION_TODAY past today only for a tenant whose ledger records that day and who ran it.
 CLOCK_AHEAD = "clock-ahead"
+# Stage destroy's sign-off, naming who confirmed for the customer or who gave the internal
+# escalation sign-off instead (offboarding step 0's paper trail): written by the `up` that applies
+# the stage, and read by the delete gate, so that no destroy goes without it on record.
+SIGN_OFF = "sign-off"
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,39 @@ def refuse_while_held(error: type[BackendError], tenant: str, what: str) -> None
             "run the purge with `gpu-tenants retention run --now DATE`, which "
             "records who moved the clock; nothing was deleted",
         )
+
+
+def record_sign_off(tenant: str, sign_off: Mapping[str, str]) -> None:
+    """Writes `sign_off` into `tenant`'s ledger once: an `up` run again with it adds nothing."""
+    with Ledger.open() as ledger:
+        if not _holds(ledger, tenant, sign_off):
+            ledger.append(tenant, SIGN_OFF, datetime.now(UTC), sign_off)
+
+
+def refuse_unsigned(
+    error: type[BackendError], tenant: str, sign_off: Mapping[str, str] | None, what: str
+) -> None:
+    """Raises `error` unless `tenant`'s ledger holds `sign_off`, the one the last `up` applied."""
+    if sign_off is not None:
+        with Ledger.open() as ledger:
+            if _holds(ledger, tenant, sign_off):
+                return
+    applied = (
+        f"the sign-off of ticket {sign_off.get('ticket')} is not in tenant {tenant}'s ledger"
+        if sign_off is not None
+        else "the last `up` recorded no sign-off naming who confirmed for the customer"
+    )
+    raise error(
+        f"deleting {what}",
+        f"refused: {applied}, and nothing of a tenant is deleted without that paper trail "
+        "(offboarding step 0)",
+        "set lifecycle.sign_off (by, date, ticket, confirmation) at stage destroy and run "
+        "`pulumi up`, which records it; nothing was deleted",
+    )
+
+
+def _holds(ledger: Ledger, tenant: str, sign_off: Mapping[str, str]) -> bool:
+    return any(entry.details == dict(sign_off) for entry in ledger.entries(tenant, (SIGN_OFF,)))
 
 
 def refuse_deletion(error: type[BackendError], tenant: str, what: str, until: str | None) -> None:

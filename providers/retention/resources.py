@@ -23,6 +23,7 @@ class SlurmArchive(Resource, module="retention", name="SlurmArchive"):
     rows: pulumi.Output[int]
     size: pulumi.Output[int]
     retention_until: pulumi.Output[str]
+    unread_logs: pulumi.Output[dict[str, str]]  # logs: node -> why its slurmd log was not read
 
     def __init__(
         self,
@@ -31,6 +32,7 @@ class SlurmArchive(Resource, module="retention", name="SlurmArchive"):
         tenant: str,
         kind: str,
         accounts: Sequence[str],
+        nodes: Sequence[str],
         retention_days: int,
         allow_empty: bool = False,
         opts: pulumi.ResourceOptions | None = None,
@@ -39,9 +41,10 @@ class SlurmArchive(Resource, module="retention", name="SlurmArchive"):
             "tenant": tenant,
             "kind": kind,
             "accounts": list(accounts),
+            "nodes": list(nodes),
             "retention_days": retention_days,
             "allow_empty": allow_empty,
-            **dict.fromkeys(("key", "url", "rows", "size", "retention_until")),
+            **dict.fromkeys(("key", "url", "rows", "size", "retention_until", "unread_logs")),
         }
         super().__init__(SlurmArchiveProvider(), resource_name, inputs, opts)
 

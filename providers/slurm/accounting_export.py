@@ -10,8 +10,11 @@ archives, so it is no per-tenant step: the tenant's records are exported instead
   archive (see `wait_for_accounting`).
 - steps: the same without `-X`, every step of every job.
 - associations: the association and QoS tree as `sacctmgr show` prints it.
-- logs: the lines of the controller's and nodes' logs (SLURM_LOG_FILES, read on the Slurm
-  host) that are the tenant's (runbook 3c): those naming one of its jobs, and those naming none
+- logs (`export_logs`): the lines of the controller's logs (SLURM_LOG_FILES, read on the Slurm
+  host) and of the slurmd log of each node of the tenant's reservation and each node its jobs
+  ran on (read where it lives, `node_logs`; a node whose log cannot be read is named with why,
+  and the rest is archived) that are the tenant's (runbook 3c): those naming one of its jobs, and
+  those naming none
   of another's but one of its accounts or nodes, or one of its users in the forms Slurm logs a
   user in (`user alice`, `alice(2147)`, `uid=2147`). The logs are the whole cluster's, and
   another tenant's jobs are no part of this one's archive.
@@ -22,15 +25,17 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from providers.command import Transport
 from providers.errors import SlurmError
 from providers.slurm import commands, sacctmgr
 from providers.slurm.job_history import FINISHED, JOB_FIELDS, NOT_YET
+from providers.slurm.node_logs import read_node_logs
+from providers.slurm.settings import Settings
 from providers.slurm.transport import SLURMDBD_UNREACHABLE, SlurmCommandError, SlurmRunner
 
-__all__ = ["KINDS", "Export", "export", "tenant_lines", "wait_for_accounting"]
+__all__ = ["KINDS", "Export", "export", "export_logs", "tenant_lines", "wait_for_accounting"]
 
 KINDS = ("jobs", "steps", "associations", "logs")
 # From before any tenant: the whole lifetime, whatever the cluster's age.
@@ -53,6 +58,7 @@ class Export:
     data: bytes
     rows: int  # records (jobs, steps, associations, log lines): the header is not counted
     extension: str
+    unread: Mapping[str, str] = field(default_factory=dict)  # logs: node -> why not read
 
 
 # How long an export waits for slurmdbd to hold what slurmctld knows, and how often it looks:
@@ -196,17 +202,18 @@ def _sacct(runner: SlurmRunner, accounts: Sequence[str], jobs_only: bool, doing:
     return Export(text.encode(), max(len(lines) - 1, 0), "csv")
 
 
+def _doing(kind: str, accounts: Sequence[str]) -> str:
+    return f"exporting the Slurm {kind} of accounts {', '.join(accounts)}"
+
+
 def export(
-    transport: Transport,
-    kind: str,
-    accounts: Sequence[str],
-    log_files: Sequence[str] = (),
-    allow_empty: bool = False,
+    transport: Transport, kind: str, accounts: Sequence[str], allow_empty: bool = False
 ) -> Export:
-    """The tenant's records of `kind`; SlurmError when Slurm fails or a job export is empty."""
-    doing = f"exporting the Slurm {kind} of accounts {', '.join(accounts)}"
+    """The tenant's records of `kind` (jobs, steps or associations); SlurmError when Slurm fails
+    or a job export is empty."""
+    doing = _doing(kind, accounts)
     runner = SlurmRunner(transport)
-    if kind in ("jobs", "steps", "logs"):
+    if kind in ("jobs", "steps"):
         wait_for_accounting(transport, doing, accounts)
     if kind == "jobs":
         found = _sacct(runner, accounts, jobs_only=True, doing=doing)
@@ -226,8 +233,6 @@ def export(
         qos = runner.must(every_qos, doing).stdout
         text = f"# {_shown(tree)}\n{assoc}\n# {_shown(every_qos)}\n{qos}"
         return Export(text.encode(), max(len(assoc.splitlines()) - 1, 0), "txt")
-    if kind == "logs":
-        return _tenant_logs(runner, accounts, log_files, doing)
     raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
 
 
@@ -236,11 +241,17 @@ def _shown(argv: Sequence[str]) -> str:
     return " ".join(arg for arg in argv if not arg.startswith("-"))
 
 
-def _tenant_logs(
-    runner: SlurmRunner, accounts: Sequence[str], log_files: Sequence[str], doing: str
-) -> Export:
+def export_logs(settings: Settings, accounts: Sequence[str], nodes: Sequence[str]) -> Export:
+    """The tenant's lines of the controller's logs and of the slurmd logs of `nodes` (its
+    reservation's) and of the nodes its jobs ran on; SlurmError when Slurm or a controller log
+    fails. A node whose log cannot be read is in `unread`, with why."""
+    doing = _doing("logs", accounts)
+    log_files = settings.log_files
     if not log_files:
         raise SlurmError(doing, "SLURM_LOG_FILES is not set", "set it to the logs' paths")
+    transport = settings.make_transport()
+    wait_for_accounting(transport, doing, accounts)
+    runner = SlurmRunner(transport)
     argv = commands.sacct(
         accounts, _SINCE, _UNTIL, "JobID,JobIDRaw,User,UID,NodeList", header=False
     )
@@ -258,20 +269,29 @@ def _tenant_logs(
             users[user] = uid
         if nodelist and nodelist != "None assigned":
             nodelists.add(nodelist)
+    ran_on: set[str] = set()
     if nodelists:
         hostnames = commands.hostnames(sorted(nodelists))
-        names.update(runner.must(hostnames, doing, SLURMDBD_UNREACHABLE).stdout.split())
-    parts, kept = [], 0
+        ran_on.update(runner.must(hostnames, doing, SLURMDBD_UNREACHABLE).stdout.split())
+    names.update(ran_on)
+    logs: dict[str, str] = {}
     for path in log_files:
         result = runner.result(commands.cat(path))
         if not result.ok:
             raise SlurmCommandError(
                 doing, result, "correct SLURM_LOG_FILES to the logs' paths on the Slurm host"
             )
-        lines = tenant_lines(result.stdout.splitlines(), jobs, names, users)
+        logs[path] = result.stdout
+    node_logs = read_node_logs(settings, sorted(ran_on | set(nodes)))
+    logs.update((f"slurmd on {node}", text) for node, text in node_logs.read.items())
+    parts, kept = [], 0
+    for source, text in logs.items():
+        lines = tenant_lines(text.splitlines(), jobs, names, users)
         kept += len(lines)
-        parts.append("\n".join([f"==> {path} <==", *lines]))
-    return Export(("\n".join(parts) + "\n").encode(), kept, "log")
+        parts.append("\n".join([f"==> {source} <==", *lines]))
+    unread = node_logs.unread
+    parts += [f"==> slurmd on {node}: not read: {why} <==" for node, why in unread.items()]
+    return Export(("\n".join(parts) + "\n").encode(), kept, "log", unread)
 
 
 def tenant_lines(

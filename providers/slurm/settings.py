@@ -19,7 +19,14 @@ pickled into the state, so it keeps none of this):
     SLURM_PARTITIONS_POLL_SECONDS  how often to look at the controller's copy meanwhile (default
                              2: each look is a `cat` through the transport, a kubectl exec)
     SLURM_LOG_FILES          comma-separated paths, on the host the transport reaches, of the
-                             controller's and nodes' logs that offboarding archives (step 3c)
+                             controller's logs that offboarding archives (step 3c)
+    SLURMD_LOG_FILE          each node's slurmd log, which step 3c archives too (default
+                             /var/log/slurm/slurmd.log): in the node's slurmd pod with the kubectl
+                             transport; on this host with `local`, `{node}` standing for the
+                             node's name (`node_logs`)
+    SLURMD_POD_SELECTOR      kubectl transport: the label selector of the slurmd pods in the
+                             controller's namespace (default app=slurmd); a node's is the one
+                             whose spec.nodeName is the node
     SLURM_DRAIN_POLL_SECONDS  how often a drain's `up` looks at the tenant's queue while it waits
                              (default 5: one squeue a drain, which slurmctld answers from all its
                              jobs; the sandbox, whose queue is small, sets 1)
@@ -65,6 +72,8 @@ class Settings:
     sync_timeout: float = 180.0
     sync_poll: float = 2.0
     log_files: tuple[str, ...] = ()
+    node_log: str = "/var/log/slurm/slurmd.log"
+    slurmd_selector: str = "app=slurmd"
     drain_poll: float = 5.0
     stuck_completing: float = 300.0
     write_lease: tuple[str, str] | None = None  # (namespace, name)
@@ -95,6 +104,8 @@ class Settings:
             sync_timeout=sync_timeout,
             sync_poll=sync_poll,
             log_files=tuple(f for f in (env.get("SLURM_LOG_FILES") or "").split(",") if f),
+            node_log=env.get("SLURMD_LOG_FILE") or "/var/log/slurm/slurmd.log",
+            slurmd_selector=env.get("SLURMD_POD_SELECTOR") or "app=slurmd",
             drain_poll=drain_poll,
             stuck_completing=stuck,
             write_lease=write_lease,

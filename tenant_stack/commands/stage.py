@@ -33,8 +33,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "will do, in the offboarding runbook's words, for the pull request's text. Offboarding "
         f"goes one stage forward per pull request ({' -> '.join(STAGES)}) or back to any "
         "earlier stage (the runbook's rollback), never back from destroy; a stage that deletes "
-        f"({', '.join(SIGNED_OFF)}) needs --sign-off-by and --ticket, recorded as "
-        "lifecycle.sign_off with today's date, and is refused under a legal hold. The move is "
+        f"({', '.join(SIGNED_OFF)}) needs --sign-off-by, --ticket and who confirmed for the "
+        "customer (--confirmed-by-customer) or, with no customer counterparty, who gave the "
+        "internal escalation sign-off (--escalation-by), recorded as lifecycle.sign_off with "
+        "today's date (the `up` writes it into the tenant's retention ledger, and destroy "
+        "deletes nothing until it is there), and is refused under a legal hold. The move is "
         "checked against the spec's stage (the pull request's `pulumi preview` checks it "
         "against the stage the last `up` applied). The edited spec is written only if it "
         "loads, with every rule `pulumi preview` loads it with, and at once. Touches no "
@@ -56,6 +59,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command.add_argument(
         "--ticket", metavar="T", help="the change ticket holding the sign-off (OPS-1234)"
     )
+    confirmed = command.add_mutually_exclusive_group()
+    confirmed.add_argument(
+        "--confirmed-by-customer",
+        metavar="NAME",
+        help="the customer's counterparty who confirmed the offboarding (runbook step 0)",
+    )
+    confirmed.add_argument(
+        "--escalation-by",
+        metavar="NAME",
+        help="with no customer confirmation: who gave the internal escalation sign-off, a "
+        "second person, not --sign-off-by",
+    )
     add_output_format(command, "the change")
     add_tenants(command)
     add_project(command)
@@ -65,7 +80,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         (
             (
                 'gpu-tenants stage tenant-foo destroy --sign-off-by "Dana Ops" \\\n'
-                "    --ticket OPS-1234"
+                '    --ticket OPS-1234 --confirmed-by-customer "Lee Chen"'
             ),
             "the last one, signed off",
         ),
@@ -75,7 +90,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    signing = [o for o, v in (("--sign-off-by", args.sign_off_by), ("--ticket", args.ticket)) if v]
+    options = (
+        ("--sign-off-by", args.sign_off_by),
+        ("--ticket", args.ticket),
+        ("--confirmed-by-customer", args.confirmed_by_customer),
+        ("--escalation-by", args.escalation_by),
+    )
+    signing = [option for option, given in options if given]
     if signing and args.stage not in SIGNED_OFF:
         print(
             f"gpu-tenants stage: {' and '.join(signing)} only with stage "
@@ -88,6 +109,12 @@ def run(args: argparse.Namespace) -> int:
     from tenant_stack.platform import load_platform
     from tenant_stack.spec.stage_edit import edit_stage
 
+    confirmation = None  # checked with the rest of the spec once edited, naming the field
+    if args.confirmed_by_customer:
+        confirmation = {"kind": "customer", "by": args.confirmed_by_customer}
+    elif args.escalation_by:
+        confirmation = {"kind": "escalation", "by": args.escalation_by}
+
     edit = edit_stage(
         tenants(args),
         args.slug,
@@ -95,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         load_platform(PLATFORM),
         sign_off_by=args.sign_off_by,
         ticket=args.ticket,
+        confirmation=confirmation,
         today=date.today(),
     )
     print(json.dumps(edit.as_json()) if args.json else "\n".join(edit_lines(edit)))

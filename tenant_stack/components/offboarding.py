@@ -24,6 +24,7 @@ class OffboardingArgs:
     login_release: str  # the stack's own release, which stage drained leaves running
     stop_workloads: bool  # stage drained reached: the tenant's workloads are at zero
     lifecycle: Mapping[str, object]
+    sign_off: Mapping[str, str] | None  # stage destroy's: the gate records it in the ledger
     # Every other component of the tenant: the gate depends on all of them.
     after: list[pulumi.Resource]
 
@@ -52,6 +53,7 @@ class Offboarding(pulumi.ComponentResource):
             accounts=args.accounts,
             namespace=args.namespace,
             lifecycle=args.lifecycle,
+            sign_off=args.sign_off,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.after, *stopped]),
         )
         self.stage = gate.lifecycle.apply(lambda record: str(record["stage"]))

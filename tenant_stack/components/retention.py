@@ -37,6 +37,7 @@ class Copy:
 class RetentionArgs:
     tenant: str
     accounts: list[str]
+    nodes: list[str]  # the reservation's, whose slurmd logs the logs archive reads
     archives: list[Archive]  # empty before stage archived
     allow_empty: bool  # a rehearsal ran no job: an empty jobs export is no failure
     copies: list[Copy]  # empty before stage snapshotted
@@ -77,6 +78,7 @@ class Retention(pulumi.ComponentResource):
                 tenant=args.tenant,
                 kind=archive.kind,
                 accounts=args.accounts,
+                nodes=args.nodes if archive.kind == "logs" else [],
                 retention_days=archive.retention_days,
                 allow_empty=args.allow_empty,
                 opts=kept,

@@ -25,7 +25,9 @@ Rules decided here, beyond the runbooks' words:
   default requests <= default limits <= namespace quota.
 - `network.pkey` (an InfiniBand partition key) is required with `pkey` isolation, refused without.
 - Lifecycle: stage `destroy` requires a sign-off, and a sign-off is accepted only at stage `destroy`
-  (remove it when rolling back, so an old sign-off cannot authorise a later destroy). A legal hold
+  (remove it when rolling back, so an old sign-off cannot authorise a later destroy). The sign-off
+  names who confirmed for the customer, or, with no customer counterparty, who gave the internal
+  escalation sign-off: a second person, not the one signing off (runbook step 0). A legal hold
   forbids moving a live tenant to stage `destroy` (the program's preflight refuses it: only the
   live cluster tells a live tenant from an offboarded one), and makes the retention purge skip an
   offboarded tenant, its timers paused. A graceful drain waits at most 14

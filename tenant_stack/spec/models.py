@@ -195,10 +195,35 @@ class Login(StrictModel):
     replicas: Annotated[int, Field(ge=1, le=10)]
 
 
+class Confirmation(StrictModel):
+    """Offboarding step 0's paper trail: the customer's counterparty who confirmed the
+    offboarding, or, when there is none, whoever gave the internal escalation sign-off."""
+
+    kind: Literal["customer", "escalation"]
+    by: PersonName
+
+    @property
+    def described(self) -> str:
+        if self.kind == "customer":
+            return f"confirmed for the customer by {self.by}"
+        return f"no customer confirmation: {self.by} gave the internal escalation sign-off"
+
+
 class SignOff(StrictModel):
     by: PersonName
     date: Day
     ticket: Ticket
+    confirmation: Confirmation
+
+    def record(self) -> dict[str, str]:
+        """As the offboarding gate records it, in the stack and in the tenant's ledger."""
+        return {
+            "by": self.by,
+            "date": self.date.isoformat(),
+            "ticket": self.ticket,
+            "confirmation": self.confirmation.kind,
+            "confirmed_by": self.confirmation.by,
+        }
 
 
 class Lifecycle(StrictModel):
@@ -236,7 +261,7 @@ class Lifecycle(StrictModel):
             return "none: the stage is destroy; `pulumi destroy --exclude-protected` ends it"
         said = f"a reviewed pull request setting lifecycle.stage: {following}"
         if following in SIGNED_OFF and self.sign_off is None:
-            said += ", with lifecycle.sign_off (by, date, ticket)"
+            said += ", with lifecycle.sign_off (by, date, ticket, confirmation)"
         return said
 
 

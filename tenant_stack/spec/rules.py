@@ -455,8 +455,21 @@ def _lifecycle(spec: TenantSpec) -> Iterator[Problem]:
     if signed_off and lifecycle.sign_off is None:
         yield Problem(
             "lifecycle.sign_off",
-            f"stage {lifecycle.stage} needs a sign-off {{by, date, ticket}}: nothing is deleted "
-            "on a reviewer's approval alone",
+            f"stage {lifecycle.stage} needs a sign-off {{by, date, ticket, confirmation}}: "
+            "nothing is deleted on a reviewer's approval alone, nor without the customer's "
+            "confirmation or an internal escalation sign-off (confirmation: {kind: customer or "
+            "escalation, by})",
+        )
+    sign_off = lifecycle.sign_off
+    if (
+        sign_off is not None
+        and sign_off.confirmation.kind == "escalation"
+        and sign_off.confirmation.by.casefold() == sign_off.by.casefold()
+    ):
+        yield Problem(
+            "lifecycle.sign_off.confirmation.by",
+            "the escalation sign-off in place of the customer's confirmation is a second "
+            f"person's, not {sign_off.by}'s own (who signs off the stage): name who approved it",
         )
     if not signed_off and lifecycle.sign_off is not None:
         yield Problem(

@@ -30,7 +30,7 @@ from tenant_stack.errors import Problem, SpecError
 from tenant_stack.lifecycle import SIGNED_OFF, STAGES, Stage, hold_refusal, move_refusal
 from tenant_stack.platform import Platform
 from tenant_stack.spec.loading import load_spec
-from tenant_stack.spec.models import TenantSpec
+from tenant_stack.spec.models import SignOff, TenantSpec
 
 __all__ = ["StageEdit", "StageWork", "edit_stage"]
 
@@ -92,11 +92,13 @@ def edit_stage(
     *,
     sign_off_by: str | None,
     ticket: str | None,
+    confirmation: dict[str, str] | None,
     today: date,
 ) -> StageEdit:
     """Moves `<tenants_dir>/<slug>.yaml` to `stage`, with the sign-off (`sign_off_by`,
-    `ticket`, dated `today`) that a stage of `SIGNED_OFF` needs. Raises `SpecError` when the
-    spec does not load, or would not once edited, or the edit would touch other lines."""
+    `ticket`, `confirmation`, dated `today`) that a stage of `SIGNED_OFF` needs. Raises
+    `SpecError` when the spec does not load, or would not once edited, or the edit would touch
+    other lines."""
     path = tenants_dir / f"{slug}.yaml"
     spec = load_spec(tenants_dir, slug, platform)
     # Bytes, not read_text: its newline translation would hide a layout the edit must keep.
@@ -112,23 +114,29 @@ def edit_stage(
     edit = StageEdit(slug, path, before, stage, direction)
     if direction == "unchanged":
         return edit
-    edit.refusal = _refusal(spec, stage, sign_off_by, ticket)
+    edit.refusal = _refusal(spec, stage, sign_off_by, ticket, confirmation)
     if edit.refusal is not None:
         return edit
     sign_off: dict[str, object] | None = None
-    if stage in SIGNED_OFF:
-        sign_off = {"by": sign_off_by, "date": today, "ticket": ticket}
+    if stage in SIGNED_OFF and confirmation is not None:
+        confirmed = CommentedMap(confirmation)
+        confirmed.fa.set_block_style()
+        sign_off = {"by": sign_off_by, "date": today, "ticket": ticket, "confirmation": confirmed}
     edited = _edited(path, text, stage, sign_off)
-    _check_loads(path, slug, edited, stage, platform)
+    signed = _check_loads(path, slug, edited, stage, platform).lifecycle.sign_off
     _replace(path, text, edited)
     edit.written = True
-    edit.up = _up(spec, platform, stage, sign_off)
+    edit.up = _up(spec, platform, stage, signed)
     edit.next_steps = _next_steps(spec, path, stage)
     return edit
 
 
 def _refusal(
-    spec: TenantSpec, stage: Stage, sign_off_by: str | None, ticket: str | None
+    spec: TenantSpec,
+    stage: Stage,
+    sign_off_by: str | None,
+    ticket: str | None,
+    confirmation: dict[str, str] | None,
 ) -> str | None:
     lifecycle = spec.lifecycle
     reason = move_refusal(lifecycle.stage, stage) or hold_refusal(stage, lifecycle.legal_hold)
@@ -139,13 +147,18 @@ def _refusal(
         for what, given in (
             ("the name of who signed it off (--sign-off-by)", sign_off_by),
             ("the change ticket (--ticket)", ticket),
+            (
+                "who confirmed for the customer (--confirmed-by-customer) or, with no customer "
+                "counterparty, who gave the internal escalation sign-off (--escalation-by)",
+                confirmation,
+            ),
         )
         if not given
     ]
     if stage in SIGNED_OFF and missing:
         return (
             f"stage {stage} refused: it deletes, and needs a sign-off (lifecycle.sign_off: by, "
-            f"date, ticket); missing {' and '.join(missing)}"
+            f"date, ticket, confirmation); missing {' and '.join(missing)}"
         )
     return None
 
@@ -211,13 +224,15 @@ def _changed(old: list[str], new: list[str], line: int) -> int:
     return len(old) - same
 
 
-def _check_loads(path: Path, slug: str, edited: str, stage: Stage, platform: Platform) -> None:
-    """A `SpecError` at `path` unless `edited` loads as the spec (`load_spec` reads a directory,
+def _check_loads(
+    path: Path, slug: str, edited: str, stage: Stage, platform: Platform
+) -> TenantSpec:
+    """`edited` loaded as the spec, or a `SpecError` at `path` (`load_spec` reads a directory,
     so the text is tried as `<slug>.yaml` in one of its own)."""
     with tempfile.TemporaryDirectory(prefix="gpu-tenants-stage-") as directory:
         (Path(directory) / f"{slug}.yaml").write_text(edited, encoding="utf-8")
         try:
-            load_spec(Path(directory), slug, platform)
+            return load_spec(Path(directory), slug, platform)
         except SpecError as error:
             said = Problem("", f"with lifecycle.stage: {stage} it would not load; nothing written")
             raise SpecError(path, [said, *error.problems]) from None
@@ -244,7 +259,7 @@ def _replace(path: Path, text: str, edited: str) -> None:
 
 
 def _up(
-    spec: TenantSpec, platform: Platform, stage: Stage, sign_off: dict[str, object] | None
+    spec: TenantSpec, platform: Platform, stage: Stage, sign_off: SignOff | None
 ) -> list[StageWork]:
     """What the `up` of the edited spec will do: enter `stage`, or leave every stage after it,
     the latest first (the runbook's "Rollback / wait, they're staying")."""
@@ -258,7 +273,7 @@ def _up(
 
 
 def _entering(
-    spec: TenantSpec, platform: Platform, stage: Stage, sign_off: dict[str, object] | None
+    spec: TenantSpec, platform: Platform, stage: Stage, sign_off: SignOff | None
 ) -> list[str]:
     lifecycle, retention, slug = spec.lifecycle, platform.retention, spec.slug
     accounts = _accounts(spec)
@@ -330,7 +345,8 @@ def _entering(
     groups = ", ".join([slug, *([spec.admins_group] if spec.identity.admins else [])])
     users = ", ".join(user.username for user in spec.users)
     signed = (
-        f"sign-off recorded: {sign_off['by']}, {sign_off['date']}, ticket {sign_off['ticket']}"
+        f"sign-off recorded: {sign_off.by}, {sign_off.date}, ticket {sign_off.ticket}; "
+        f"{sign_off.confirmation.described}"
         if sign_off is not None
         else "no sign-off"
     )

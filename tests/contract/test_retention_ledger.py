@@ -21,8 +21,11 @@ from providers.retention.ledger import (
     LEDGER_PREFIX,
     LOCK_DAYS,
     RELEASE,
+    SIGN_OFF,
     Ledger,
+    record_sign_off,
     refuse_deletion,
+    refuse_unsigned,
     refuse_while_held,
 )
 from providers.retention.objects import TODAY_VARIABLE
@@ -119,6 +122,32 @@ def test_a_hold_stops_every_deletion_from_the_moment_it_is_written(tenant: str) 
     with Ledger.open() as ledger:
         ledger.append(tenant, RELEASE, datetime.now(UTC), {"source": "command", "by": "Lee"})
     refuse_deletion(OffboardingError, tenant, "the jobs archive", past)
+
+
+@pytest.mark.usefixtures("ledger_env")
+def test_a_destroy_goes_only_with_the_sign_off_its_up_wrote_into_the_ledger(tenant: str) -> None:
+    """Offboarding step 0's paper trail: the gate reads the sign-off from the ledger, where no
+    one rewrites it, not from the stack's state; an `up` run again writes it no second time."""
+    signed = {
+        "by": "Dana Ops",
+        "date": "2027-01-05",
+        "ticket": "OPS-1234",
+        "confirmation": "escalation",
+        "confirmed_by": "Sam Lead",
+    }
+    with pytest.raises(OffboardingError) as refused:
+        refuse_unsigned(OffboardingError, tenant, signed, f"tenant {tenant!r}")
+    assert f"the sign-off of ticket OPS-1234 is not in tenant {tenant}'s ledger" in str(
+        refused.value
+    )
+    record_sign_off(tenant, signed)
+    record_sign_off(tenant, signed)
+    refuse_unsigned(OffboardingError, tenant, signed, f"tenant {tenant!r}")
+    with pytest.raises(OffboardingError):  # a state edited to another sign-off
+        refuse_unsigned(OffboardingError, tenant, {**signed, "ticket": "OPS-9"}, "x")
+    with Ledger.open() as ledger:
+        [entry] = ledger.entries(tenant, (SIGN_OFF,))
+    assert entry.details == signed
 
 
 @pytest.mark.usefixtures("ledger_env")

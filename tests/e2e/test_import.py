@@ -55,7 +55,12 @@ USERS = {
 }
 GiB, GB = 1024**3, 1000**3
 TERM = "2026-02-01:2027-01-31"
-SIGN_OFF = {"by": "Ida Operator", "date": "2026-12-01", "ticket": "OPS-5150"}
+SIGN_OFF = {
+    "by": "Ida Operator",
+    "date": "2026-12-01",
+    "ticket": "OPS-5150",
+    "confirmation": {"kind": "escalation", "by": "Sam Lead"},
+}
 PARTITION_LINE = (
     f"PartitionName={SLUG} Nodes=gpu-[13,15] AllowAccounts={SLUG},research Default=NO State=UP "
     "MaxTime=24:00:00 DefaultTime=01:00:00 PreemptMode=OFF OverSubscribe=EXCLUSIVE\n"

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from providers.retention.client import RetentionStore, holds
+from providers.retention.ledger import SIGN_OFF as SIGNED_OFF
 from providers.retention.ledger import Ledger
 from sandbox.layout import SandboxLayout
 from sandbox.project import project_copy
@@ -72,7 +73,12 @@ USERS = {"dave": 2201, "erin": 2202}
 # event: a bound well past that costs nothing, and holds on a loaded machine.
 DRAIN_WAIT = 5
 HARD_DRAIN_WAIT = 60
-SIGN_OFF = {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4242"}
+SIGN_OFF = {
+    "by": "Erin Operator",
+    "date": "2026-11-30",
+    "ticket": "OPS-4242",
+    "confirmation": {"kind": "customer", "by": "Lee Chen"},
+}
 # A tenant's own pod, as the namespace's restricted pod security admits it.
 RUNNING_POD = Path(__file__).resolve().parent / "tenant_job_pod.yaml"
 # What the tenant keeps on the shared filesystems: /home/tenant-bar/dave/... and
@@ -471,6 +477,15 @@ def test_archived_puts_one_row_per_job_in_the_retention_store(bar: Tenant) -> No
     logged = {int(found) for found in re.findall(r"JobId=([0-9]+)", log)}
     assert set(bar.jobs) & logged
     assert logged <= {int(row["JobID"]) for row in rows}
+    # Step 3c: the slurmd log of each node of the reservation, read where it lives; the stand-in
+    # node, which runs no slurmd, is named with why, and the rest is archived all the same.
+    slurmd = log.split(f"==> slurmd on {SLURMD_NODE} <==\n")[1].split("==> ")[0]
+    assert set(bar.jobs) & {int(job) for job in re.findall(r"\] \[([0-9]+)\.batch\]", slurmd)}
+    [archive] = [r for r in bar.state() if r.get("outputs", {}).get("key") == logs.key]
+    unread = archive["outputs"]["unread_logs"]
+    assert list(unread) == [node for node in NODES if node != SLURMD_NODE]
+    assert "slurmd-gpu-13.log: cat: " in unread["gpu-13"]
+    assert "==> slurmd on gpu-13: not read: " in log
     # One row per run of a job (an id given again after slurmctld's state was lost is another
     # run); the sandbox's accounting keeps the jobs of earlier runs' tenant-bar too.
     runs = [(int(row["JobID"]), row["Submit"]) for row in rows]
@@ -547,6 +562,14 @@ def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
 
 def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant, tmp_path: Path) -> None:
     bar.walk_to("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
+    # Step 0's paper trail: the `up` at stage destroy wrote the sign-off into the ledger, once.
+    with Ledger.open() as ledger:
+        [signed] = ledger.entries(SLUG, (SIGNED_OFF,))
+    assert signed.details == {
+        **{key: SIGN_OFF[key] for key in ("by", "date", "ticket")},
+        "confirmation": "customer",
+        "confirmed_by": "Lee Chen",
+    }
     # Step 4d: nothing goes while a tenant pod runs (on the sandbox's node, cpu-01).
     before = bar.resources()
     run("kubectl", "-n", SLUG, "apply", "-f", str(RUNNING_POD))

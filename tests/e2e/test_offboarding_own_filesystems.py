@@ -58,7 +58,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.sandbox, pytest.mark.usefixtures("san
 
 SLUG = "tenant-foo"
 GROUP, GID = "tenant-foo", 4099
-SIGN_OFF = {"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-4243"}
+SIGN_OFF = {
+    "by": "Erin Operator",
+    "date": "2026-11-30",
+    "ticket": "OPS-4243",
+    "confirmation": {"kind": "customer", "by": "Lee Chen"},
+}
 FILES = {
     "home": ("alice/notes.txt", b"alice's notes\n"),
     "scratch": ("tenant-foo/w.bin", b"\0" * 4096),
@@ -292,7 +297,7 @@ def test_destroy_keeps_the_uploads_and_each_restores_the_tenants_files(foo: Foo)
         assert report["blockers"] == [
             f"filesystem-in-use: {found['evidence']} (diagnose says the fix)",
             "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
-            "(by, date, ticket)",
+            "(by, date, ticket, confirmation)",
         ]
     assert foo.operator("diagnose")["findings"] == []
     foo.edit(stage="destroy", sign_off=SIGN_OFF)

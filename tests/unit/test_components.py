@@ -961,7 +961,12 @@ def test_at_stage_destroy_users_become_protected_disabled_tombstones(
     def signed_off(data: dict[str, Any]) -> None:
         data["lifecycle"].update(
             stage="destroy",
-            sign_off={"by": "Erin Operator", "date": "2026-11-30", "ticket": "OPS-1"},
+            sign_off={
+                "by": "Erin Operator",
+                "date": "2026-11-30",
+                "ticket": "OPS-1",
+                "confirmation": {"kind": "customer", "by": "Lee Chen"},
+            },
         )
 
     destroyed = _deploy(mocks, _variant(tmp_path, "tenant-foo", signed_off))

@@ -90,7 +90,13 @@ def test_a_node_in_two_live_reservations_is_refused_and_a_released_one_is_free(
 
     def offboarded(spec: dict[str, Any]) -> None:
         spec["lifecycle"].update(
-            stage="destroy", sign_off={"by": "Ops", "date": "2027-01-05", "ticket": "OPS-1"}
+            stage="destroy",
+            sign_off={
+                "by": "Ops",
+                "date": "2027-01-05",
+                "ticket": "OPS-1",
+                "confirmation": {"kind": "customer", "by": "Lee Chen"},
+            },
         )
 
     edit(tenants, FOO, offboarded)

@@ -32,7 +32,7 @@ def record(
     [
         ("active", "frozen", "moves lifecycle.stage to 'frozen'"),
         ("archived", "snapshotted", "moves lifecycle.stage to 'snapshotted'"),
-        ("destroy", None, "adds lifecycle.sign_off {by, date, ticket}"),
+        ("destroy", None, "adds lifecycle.sign_off {by, date, ticket, confirmation}"),
     ],
 )
 def test_before_a_signed_off_destroy_deletion_is_refused_with_the_next_step(
@@ -58,3 +58,15 @@ def test_a_signed_off_destroy_a_rehearsal_and_an_unrecorded_object_may_go() -> N
 def test_a_rehearsal_gate_deletes_without_asking_any_backend() -> None:
     props = {"tenant": "tenant-foo", "accounts": ["tenant-foo"], "namespace": "tenant-foo"}
     GATE.delete("tenant-foo", {**props, **record("active", "frozen", rehearsal=True)})
+
+
+def test_a_destroy_whose_up_recorded_no_confirmation_is_refused_before_any_backend() -> None:
+    """A stack last applied by a release before sign-offs named who confirmed for the customer:
+    no backend is asked (none runs here), and the refusal says how to record it."""
+    props = {"tenant": "tenant-foo", "accounts": ["tenant-foo"], "namespace": "tenant-foo"}
+    with pytest.raises(OffboardingError) as refused:
+        GATE.delete("tenant-foo", {**props, **record("destroy", None, signed_off=True)})
+    message = str(refused.value)
+    assert "recorded no sign-off naming who confirmed for the customer" in message
+    assert "lifecycle.sign_off (by, date, ticket, confirmation)" in message
+    assert "nothing was deleted" in message

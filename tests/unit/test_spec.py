@@ -82,6 +82,12 @@ def _rsa(bits: int) -> str:
 ED25519 = _wire(b"ssh-ed25519", bytes(range(32)))
 P256 = _wire(b"ecdsa-sha2-nistp256", b"nistp256", b"\x04" + bytes(64))
 ALICE_KEY = FOO["users"][0]["ssh_keys"][0]
+SIGNED = {
+    "by": "Ops Lead",
+    "date": "2027-01-05",
+    "ticket": "OPS-1234",
+    "confirmation": {"kind": "customer", "by": "Lee Chen"},
+}
 
 
 def test_both_examples_load(platform: Platform) -> None:
@@ -275,10 +281,40 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
         "ticket",
         {
             "lifecycle.stage": "destroy",
-            "lifecycle.sign_off": {"by": "Ops Lead", "date": "2027-01-05", "ticket": "ticket 5"},
+            "lifecycle.sign_off": {**SIGNED, "ticket": "ticket 5"},
         },
         "lifecycle.sign_off.ticket",
         "change ticket",
+    ),
+    (
+        "unconfirmed",
+        {
+            "lifecycle.stage": "destroy",
+            "lifecycle.sign_off": {k: v for k, v in SIGNED.items() if k != "confirmation"},
+        },
+        "lifecycle.sign_off.confirmation",
+        "required field is missing",
+    ),
+    (
+        "self-escalated",
+        {
+            "lifecycle.stage": "destroy",
+            "lifecycle.sign_off": {
+                **SIGNED,
+                "confirmation": {"kind": "escalation", "by": "ops lead"},
+            },
+        },
+        "lifecycle.sign_off.confirmation.by",
+        "a second person's, not Ops Lead's own",
+    ),
+    (
+        "confirmed-how",
+        {
+            "lifecycle.stage": "destroy",
+            "lifecycle.sign_off": {**SIGNED, "confirmation": {"kind": "email", "by": "Lee Chen"}},
+        },
+        "lifecycle.sign_off.confirmation.kind",
+        "'customer' or 'escalation'",
     ),
     (
         "qos-flag",
@@ -476,7 +512,7 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
     ("destroy-unsigned", {"lifecycle.stage": "destroy"}, "lifecycle.sign_off", "needs a sign-off"),
     (
         "stale-sign-off",
-        {"lifecycle.sign_off": {"by": "Ops Lead", "date": "2027-01-05", "ticket": "OPS-1234"}},
+        {"lifecycle.sign_off": SIGNED},
         "lifecycle.sign_off",
         "authorises stage destroy only",
     ),

@@ -20,11 +20,15 @@ from tests.unit.test_cli import gpu_tenants
 
 ORIGINAL = (ROOT / "tenants" / "tenant-foo.yaml").read_text()
 STAGE_LINE = "  stage: active\n"
-SIGNER, TICKET = "Dana Ops", "OPS-1234"
+SIGNER, TICKET, CUSTOMER = "Dana Ops", "OPS-1234", "Lee Chen"
+SIGNED = ("--sign-off-by", SIGNER, "--ticket", TICKET, "--confirmed-by-customer", CUSTOMER)
 
 
 def signed_off(on: date) -> str:
-    return f"  sign_off:\n    by: {SIGNER}\n    date: {on.isoformat()}\n    ticket: {TICKET}\n"
+    return (
+        f"  sign_off:\n    by: {SIGNER}\n    date: {on.isoformat()}\n    ticket: {TICKET}\n"
+        f"    confirmation:\n      kind: customer\n      by: {CUSTOMER}\n"
+    )
 
 
 def expected_text(stage: Stage, sign_off: str = "") -> str:
@@ -92,9 +96,7 @@ def test_a_walk_from_active_to_destroy_with_a_rollback_keeps_every_other_line(
         assert spec_file(tenants) == expected_text(wanted)
         assert sorted(p.name for p in tenants.iterdir()) == ["tenant-foo.yaml"]
         before = wanted
-    status, out, err = stage(
-        tenants, capsys, "tenant-foo", "destroy", "--sign-off-by", SIGNER, "--ticket", TICKET
-    )
+    status, out, err = stage(tenants, capsys, "tenant-foo", "destroy", *SIGNED)
     assert (status, err) == (0, ""), out
     assert stage_of(tenants) == "destroy"
     assert spec_file(tenants) == expected_text("destroy", signed_off(date.today()))
@@ -103,6 +105,7 @@ def test_a_walk_from_active_to_destroy_with_a_rollback_keeps_every_other_line(
     assert (sign_off.lifecycle.sign_off.by, sign_off.lifecycle.sign_off.ticket) == (SIGNER, TICKET)
     assert "runbook step 5" in out
     assert f"sign-off recorded: {SIGNER}" in out
+    assert f"confirmed for the customer by {CUSTOMER}" in out
     assert "pulumi destroy --stack tenant-foo --exclude-protected" in out
 
 
@@ -188,9 +191,10 @@ def test_a_skip_is_refused_naming_the_next_stage(
 @pytest.mark.parametrize(
     ("given", "missing", "not_missing"),
     [
-        ((), ["--sign-off-by", "--ticket"], []),
-        (("--ticket", TICKET), ["--sign-off-by"], ["--ticket"]),
-        (("--sign-off-by", SIGNER), ["--ticket"], ["--sign-off-by"]),
+        ((), ["--sign-off-by", "--ticket", "--confirmed-by-customer"], []),
+        (SIGNED[2:], ["--sign-off-by"], ["--ticket", "--confirmed-by-customer"]),
+        (SIGNED[:2], ["--ticket", "--escalation-by"], ["--sign-off-by"]),
+        (SIGNED[:4], ["--confirmed-by-customer", "--escalation-by"], ["--ticket"]),
     ],
 )
 def test_destroy_without_a_sign_off_is_refused_naming_what_is_missing(
@@ -224,8 +228,7 @@ def test_destroy_under_legal_hold_is_refused(
 ) -> None:
     held = expected_text("snapshotted").replace("legal_hold: false", "legal_hold: true")
     at(tenants, held)
-    argv = ("tenant-foo", "destroy", "--sign-off-by", SIGNER, "--ticket", TICKET)
-    status, out, _ = stage(tenants, capsys, *argv)
+    status, out, _ = stage(tenants, capsys, "tenant-foo", "destroy", *SIGNED)
     assert status == 1
     assert "legal hold" in out
     assert spec_file(tenants) == held
@@ -260,7 +263,7 @@ def test_an_edit_that_would_not_load_is_not_written(
 ) -> None:
     at(tenants, expected_text("snapshotted"))
     # A full name with a colon would break the passwd line: the spec's own rule refuses it.
-    argv = ("tenant-foo", "destroy", "--sign-off-by", "Dana: Ops", "--ticket", TICKET)
+    argv = ("tenant-foo", "destroy", *SIGNED[2:], "--sign-off-by", "Dana: Ops")
     status, _, err = stage(tenants, capsys, *argv)
     assert status == 2
     assert "with lifecycle.stage: destroy it would not load; nothing written" in err
@@ -302,3 +305,40 @@ def test_a_layout_the_round_trip_would_change_is_not_written(
     if line is not None:
         assert f"would also change line {line}," in err
     assert (tenants / "tenant-foo.yaml").read_bytes() == text.encode()
+
+
+def test_an_escalation_signed_off_by_the_operator_who_signs_the_stage_is_not_written(
+    tenants: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runbook step 0: with no customer confirmation, a second person's escalation sign-off."""
+    at(tenants, expected_text("snapshotted"))
+    argv = ("tenant-foo", "destroy", *SIGNED[:4], "--escalation-by", SIGNER.upper())
+    status, _, err = stage(tenants, capsys, *argv)
+    assert status == 2
+    assert "lifecycle.sign_off.confirmation.by" in err
+    assert f"not {SIGNER}'s own" in err
+    assert spec_file(tenants) == expected_text("snapshotted")
+
+
+def test_an_escalation_is_written_as_such(
+    tenants: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at(tenants, expected_text("snapshotted"))
+    argv = ("tenant-foo", "destroy", *SIGNED[:4], "--escalation-by", "Sam Lead")
+    status, out, err = stage(tenants, capsys, *argv)
+    assert (status, err) == (0, ""), out
+    written = load_spec(tenants, "tenant-foo", load_platform(ROOT / "Pulumi.prod.yaml"))
+    assert written.lifecycle.sign_off is not None
+    confirmation = written.lifecycle.sign_off.confirmation
+    assert (confirmation.kind, confirmation.by) == ("escalation", "Sam Lead")
+    assert "no customer confirmation: Sam Lead gave the internal escalation sign-off" in out
+
+
+def test_a_customer_confirmation_and_an_escalation_together_cannot_run(
+    tenants: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        stage(tenants, capsys, "tenant-foo", "destroy", *SIGNED, "--escalation-by", "Sam Lead")
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert spec_file(tenants) == ORIGINAL

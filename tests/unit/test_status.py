@@ -122,7 +122,7 @@ def test_the_next_stage_and_what_it_waits_for(tmp_path: Path) -> None:
     assert (report.stage, report.next_stage) == ("snapshotted", "destroy")
     assert report.blockers == [
         "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
-        "(by, date, ticket)"
+        "(by, date, ticket, confirmation)"
     ]
 
 
@@ -135,7 +135,7 @@ def test_what_the_cluster_holds_up_comes_before_the_pull_request(tmp_path: Path)
     assert report.blockers == [
         *blockers,
         "a reviewed pull request setting lifecycle.stage: destroy, with lifecycle.sign_off "
-        "(by, date, ticket)",
+        "(by, date, ticket, confirmation)",
     ]
 
 
