@@ -3,6 +3,7 @@
     BackendError       a backend refused or failed a step
     ├── AuthentikError
     ├── KubernetesError
+    ├── NoticeError
     ├── OffboardingError
     ├── RetentionStoreError
     ├── SlurmError
@@ -19,6 +20,7 @@ __all__ = [
     "AuthentikError",
     "BackendError",
     "KubernetesError",
+    "NoticeError",
     "OffboardingError",
     "RetentionStoreError",
     "SlurmError",
@@ -51,6 +53,10 @@ class AuthentikError(BackendError):
 
 class KubernetesError(BackendError):
     """kubectl failed or gave no answer; `backend_says` is its own message."""
+
+
+class NoticeError(BackendError):
+    """A notice to a tenant's contact could not be sent (the mail relay)."""
 
 
 class OffboardingError(BackendError):

@@ -33,6 +33,7 @@ def sized_tenant(slug: str, users: int, *, short: str, uid_start: int, gid: int)
     spec: dict[str, Any] = yaml.safe_load((ROOT / "tenants" / "tenant-bar.yaml").read_text())
     spec.update(slug=slug, display_name=f"Generated {slug}")
     spec["contract"].update(partition_type="on-demand", gpus=1, gpu_minutes=1000 * users)
+    spec["contract"]["contact"] = {"name": "Pat Contact", "email": f"contact@{slug}.example"}
     spec["reservation"]["nodes"] = []
     spec["identity"] = {"gid": gid, "admins": [f"{short}u000"], "admins_gid": gid + 1}
     teams = [f"t{n}-{slug}" for n in range(TEAMS)]

@@ -49,6 +49,9 @@ from sandbox.retention_store import (
 from sandbox.service import Service
 from sandbox.slurm import SlurmSettings, client_env, slurm_services, slurmd_services
 from sandbox.slurm.prepare import PARTITIONS_PLACEHOLDER
+from sandbox.smtp.service import USERNAME as SMTP_USERNAME
+from sandbox.smtp.service import password_file as smtp_password_file
+from sandbox.smtp.service import smtp_service, smtp_url
 from sandbox.supervisor import SandboxError
 from sandbox.temporal import temporal_address, temporal_service
 from sandbox.versions import pinned
@@ -244,6 +247,8 @@ class SandboxLayout:
             *slurmd_services(self.root / "slurm", self.ports.offset, self.node_scratch),
             self.ldap_server.service(self.ldap_server_names),
             authentik_service(self.root / "authentik", self.ports.authentik, self.ldap_server),
+            # The customer notices' relay, delivering into a Maildir (sandbox/smtp).
+            smtp_service(self.root / "smtp", self.pki, self.ports.smtp),
             temporal_service(
                 self.root / "temporal",
                 self.ports.temporal,
@@ -349,6 +354,10 @@ class SandboxLayout:
             "AUTHENTIK_URL": authentik_url(self.ports.authentik),
             "AUTHENTIK_TOKEN_FILE": str(token_file(self.root / "authentik")),
             **self.retention_store_environment,
+            "GPU_TENANTS_SMTP_URL": smtp_url(self.ports.smtp),
+            "GPU_TENANTS_SMTP_USERNAME": SMTP_USERNAME,
+            "GPU_TENANTS_SMTP_PASSWORD_FILE": str(smtp_password_file(self.root / "smtp")),
+            "GPU_TENANTS_SMTP_CA_FILE": str(self.pki.ca_cert),
             **state_backend_environment(self.retention_store, self.ports.retention_store),
             # Where the fleet's workflows run (`python -m tenant_stack worker`, `fleet`).
             "TEMPORAL_ADDRESS": temporal_address(self.ports.temporal),

@@ -54,6 +54,10 @@ class Ports:
         return 29010 + self.offset
 
     @property
+    def smtp(self) -> int:
+        return 29025 + self.offset
+
+    @property
     def retention_store(self) -> int:
         return 29100 + self.offset
 

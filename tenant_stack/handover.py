@@ -1,7 +1,8 @@
 """Runbook steps 7 and 8: the smoke-test job scripts, and the connection sheet the tenant receives
 (login host, users, SSH snippet, partition, account, QoS, GPU pool, wall limits, filesystems with
 quotas, and the capacity contract so the customer knows what they bought). Its offboarding
-counterpart is the notice sent when the tenant is frozen: what stops, what is kept, how long.
+counterparts are the notice sent when the tenant is frozen (what stops, what is kept, how long),
+and the one sent once it is offboarded (what is kept until when, how to ask for it back).
 
 Both are rendered from the reviewed spec alone, so a pull request shows them before `up`; the
 tenant stack exports them, and `gpu-tenants handover <slug>` prints the sheet.
@@ -9,8 +10,15 @@ tenant stack exports them, and `gpu-tenants handover <slug>` prints the sheet.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import date
+from email.utils import formataddr
+from typing import Literal
+
+from providers.notices.delivery import Notice
 from tenant_stack.components.login_pod import ssh_config
 from tenant_stack.platform import Platform, Support
+from tenant_stack.retention_calendar import Retained
 from tenant_stack.spec import TenantSpec
 from tenant_stack.spec.quantities import readable_size
 
@@ -148,7 +156,7 @@ def offboarding_notice(spec: TenantSpec, platform: Platform) -> str:
     lines = [
         f"# {spec.display_name}: offboarding notice",
         "",
-        f"- Tenant: `{spec.slug}`, now at stage `{lifecycle.stage}`",
+        f"- Tenant: `{spec.slug}`: offboarding has begun.",
         f"- New jobs are refused on `{spec.partition}` and account `{spec.account}`; pending jobs"
         f" are cancelled; {drain}.",
         f"- The login host `{spec.login.hostname}` stays reachable for copying data out until the"
@@ -165,3 +173,66 @@ def offboarding_notice(spec: TenantSpec, platform: Platform) -> str:
     if lifecycle.legal_hold:
         lines.append("- A legal hold is in force: nothing is deleted until it is lifted.")
     return "\n".join([*lines, ""])
+
+
+def completion_notice(spec: TenantSpec, platform: Platform, retained: Sequence[Retained]) -> str:
+    """The Markdown notice the customer receives once offboarding is complete (runbook step 8,
+    "customer notified of completion"): what is kept and until when, and how to ask for a
+    restore or for erasure before then."""
+    kept: dict[str, list[date]] = {}
+    for item in retained:
+        kept.setdefault(_kept_as(item.item), []).append(item.until)
+    lines = [
+        f"# {spec.display_name}: offboarding complete",
+        "",
+        f"- Tenant `{spec.slug}` is offboarded: its nodes are returned, its Slurm accounts, "
+        f"logins ({spec.login.hostname}) and live filesystems are gone, and nothing of it runs.",
+        "",
+        "## What is kept, and until when",
+        "",
+        *(f"- {what}: until {max(days)}." for what, days in sorted(kept.items())),
+        *([] if kept else ["- Nothing: what was kept has been deleted after its retention."]),
+        "",
+        "Each is deleted after its date, unless a legal hold is in force.",
+        "",
+        "## Restores and erasure",
+        "",
+        f"- To have your data brought back before its date (a restore), or your users' "
+        f"personal data erased sooner, write to {platform.support.email} naming `{spec.slug}`.",
+    ]
+    if spec.lifecycle.legal_hold:
+        lines.append("- A legal hold is in force: nothing is deleted until it is lifted.")
+    return "\n".join([*lines, ""])
+
+
+def _kept_as(item: str) -> str:
+    """A retained item (retention_calendar's words) in the customer's."""
+    kind, _, name = item.partition(":")
+    if kind == "copy":
+        return f"A copy of your directories on the shared filesystem {name}"
+    if kind == "snapshot":
+        return f"A snapshot of your filesystem {name}"
+    if kind == "user":
+        return "Your user accounts, disabled (their names and numbers are not given to others)"
+    if kind == "logs":
+        return "Scheduler logs of your jobs"
+    return "Your job accounting records (jobs, steps, accounts)"
+
+
+def customer_notice(
+    spec: TenantSpec, platform: Platform, kind: Literal["start", "completion"], text: str
+) -> Notice | None:
+    """The notice of `kind` to the tenant's contact, with `text` (`offboarding_notice`,
+    `completion_notice`); None where the platform sends no notices or the spec names no one."""
+    notices, contact = platform.notices, spec.contract.contact
+    if notices is None or contact is None:
+        return None
+    about = "offboarding notice" if kind == "start" else "offboarding complete"
+    return Notice(
+        tenant=spec.slug,
+        kind=kind,
+        sender=formataddr((notices.from_name, notices.from_address)),
+        to=formataddr((contact.name, contact.email)),
+        subject=f"{spec.display_name}: {about}",
+        text=text,
+    )

@@ -37,6 +37,7 @@ from tenant_stack.components.weka_storage import (
     WekaStorageArgs,
     storage_class_name,
 )
+from tenant_stack.handover import customer_notice, offboarding_notice
 from tenant_stack.platform import Platform
 from tenant_stack.preflight import WantedClaim
 from tenant_stack.spec import Duration, TenantSpec
@@ -247,8 +248,9 @@ def retention_args(
 
 
 def offboarding_args(
-    spec: TenantSpec, namespace: TenantNamespace, after: list[pulumi.Resource]
+    spec: TenantSpec, platform: Platform, namespace: TenantNamespace, after: list[pulumi.Resource]
 ) -> OffboardingArgs:
+    started = spec.lifecycle.reached("frozen")
     return OffboardingArgs(
         tenant=spec.slug,
         accounts=spec.slurm_accounts,
@@ -257,6 +259,11 @@ def offboarding_args(
         stop_workloads=spec.lifecycle.reached("drained"),
         lifecycle=lifecycle_record(spec),
         sign_off=spec.lifecycle.sign_off.record() if spec.lifecycle.sign_off else None,
+        start_notice=(
+            customer_notice(spec, platform, "start", offboarding_notice(spec, platform))
+            if started
+            else None
+        ),
         after=after,
     )
 

@@ -15,6 +15,7 @@ from providers.authentik.client import AuthentikClient
 from providers.authentik.settings import Settings as AuthentikSettings
 from providers.errors import BackendError
 from providers.kubectl import kubectl_json
+from providers.notices.delivery import send_once, sent_notices
 from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
 from providers.retention.objects import (
@@ -30,10 +31,11 @@ from providers.weka.settings import Settings as WekaSettings
 from tenant_stack.components.tenant_namespace import isolation_policy_name
 from tenant_stack.components.weka_storage import storage_class_name
 from tenant_stack.errors import ClusterError
+from tenant_stack.handover import completion_notice, customer_notice
 from tenant_stack.live import TENANT_LABEL
 from tenant_stack.mapping import ARCHIVE_KINDS
 from tenant_stack.platform import Platform
-from tenant_stack.retention_calendar import Record
+from tenant_stack.retention_calendar import Record, retained_in
 from tenant_stack.spec import TenantSpec
 
 
@@ -242,9 +244,15 @@ def _read_back(spec: TenantSpec, state: Sequence[Mapping[str, Any]]) -> Check:
     )
 
 
-def verify(spec: TenantSpec, platform: Platform, state: Sequence[Mapping[str, Any]]) -> list[Check]:
+def verify(
+    spec: TenantSpec,
+    platform: Platform,
+    state: Sequence[Mapping[str, Any]],
+    notify: bool = False,
+) -> list[Check]:
     """Every item of the checklist, with the stack's last `state` (its resources); a backend
-    that cannot be read fails its own item."""
+    that cannot be read fails its own item. Where the platform sends notices, the last item is
+    the customer's completion notice: sent (once) when `notify` and every other item passes."""
     steps: list[tuple[str, Callable[[TenantSpec], Check]]] = [
         ("Kubernetes nodes", _capacity),
         ("Kubernetes objects", _kubernetes),
@@ -254,7 +262,35 @@ def verify(spec: TenantSpec, platform: Platform, state: Sequence[Mapping[str, An
         ("retention store", _archives),
         ("retained data", lambda s: _read_back(s, state)),
     ]
-    return list(_run(spec, steps))
+    checks = list(_run(spec, steps))
+    if platform.notices is not None:
+        passed = all(check.ok for check in checks)
+        steps = [("the ledger", lambda s: _notified(s, platform, state, notify and passed))]
+        checks += _run(spec, steps)
+    return checks
+
+
+def _notified(
+    spec: TenantSpec, platform: Platform, state: Sequence[Mapping[str, Any]], send: bool
+) -> Check:
+    item = "Customer notified of completion, with the retention end dates"
+    text = completion_notice(spec, platform, retained_in(spec.slug, state))
+    notice = customer_notice(spec, platform, "completion", text)
+    if notice is None:
+        return Check(item, False, "the spec names no one to notify: add contract.contact")
+    with Ledger.open() as ledger:
+        sent = [s for s in sent_notices(ledger, spec.slug) if s.kind == "completion"]
+    if sent:
+        return Check(item, True, f"sent {sent[-1].at:%Y-%m-%d %H:%M} UTC to {sent[-1].to}")
+    if not send:
+        return Check(
+            item,
+            False,
+            "not sent: once every other item passes, `gpu-tenants verify-offboarded "
+            f"{spec.slug} --notify-customer` sends it",
+        )
+    done, _ = send_once(notice)
+    return Check(item, True, f"sent {done.at:%Y-%m-%d %H:%M} UTC to {done.to}")
 
 
 def _run(

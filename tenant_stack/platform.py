@@ -183,6 +183,14 @@ class NodeHealth(StrictModel):
     condition: Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{0,62}$")]
 
 
+class Notices(StrictModel):
+    """Who the notices to a tenant's contact come from (offboarding's start and completion);
+    they go through the mail relay that GPU_TENANTS_SMTP_URL names."""
+
+    from_name: SingleLine
+    from_address: Email
+
+
 class Fleet(StrictModel):
     """The fleet's scheduled work on Temporal (`gpu-tenants fleet schedule`)."""
 
@@ -232,6 +240,8 @@ class Platform(StrictModel):
     infiniband: InfiniBand | None = None
     # None where no health checker reports on the nodes: released nodes go back unchecked.
     node_health: NodeHealth | None = None
+    # None where the platform sends tenants no notices by mail (the operator sends them).
+    notices: Notices | None = None
 
     def gpu_inventory(self) -> dict[str, int]:
         """GPUs in the fleet per SKU, counted from the node pools."""

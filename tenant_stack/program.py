@@ -226,7 +226,7 @@ def declare_tenant(
     layers: list[pulumi.Resource] = [namespace, slurm, identity, login, storage]
     if reservation is not None:
         layers.append(reservation)
-    offboarding = Offboarding(spec.slug, offboarding_args(spec, namespace, after=layers))
+    offboarding = Offboarding(spec.slug, offboarding_args(spec, platform, namespace, after=layers))
     return Tenant(reservation, namespace, slurm, identity, login, storage, offboarding, retention)
 
 

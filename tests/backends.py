@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mailbox
 import os
 import shutil
 import signal
@@ -30,6 +31,7 @@ from sandbox.kubernetes.client import tls_context
 from sandbox.layout import SandboxLayout
 from sandbox.retention_store import seed_bucket
 from sandbox.slurm.settings import ACCOUNTING_DB
+from sandbox.smtp.service import maildir
 from sandbox.supervisor import Supervisor
 from tenant_stack.annotations import REHEARSAL_ANNOTATION
 from tenant_stack.fleet.live_numbers import handed_out
@@ -461,3 +463,16 @@ def unhealthy(node: str, reason: str, message: str) -> Iterator[None]:
         ):  # fmt: skip
             # Each undoes what may not have been done (a test that failed before the release).
             subprocess.run(argv, capture_output=True, check=False, timeout=60)
+
+
+def delivered(layout: SandboxLayout, message_id: str) -> list[mailbox.MaildirMessage]:
+    """The messages the sandbox's mail relay delivered with `message_id`, as the customer's
+    mailbox got them (the envelope's recipient in X-RcptTo)."""
+    box = mailbox.Maildir(maildir(layout.root / "smtp"), create=False)
+    return [message for message in box if message["Message-ID"] == message_id]
+
+
+def text_of(message: mailbox.MaildirMessage) -> str:
+    body = message.get_payload(decode=True)
+    assert isinstance(body, bytes), "a notice is one text/plain part"
+    return body.decode()

@@ -107,6 +107,10 @@ def status_text(reports: Sequence[Status], colour: bool) -> str:
                 f"{report.tenant}: the contract term ended {report.term_end.isoformat()}: "
                 f"`gpu-tenants stage {report.tenant} frozen`, or renew it"
             )
+        lines += [
+            f"{report.tenant}: {n.kind} notice sent {n.at:%Y-%m-%d %H:%M} UTC to {n.to}"
+            for n in report.notices
+        ]
         following = report.next_stage or "none"
         lines.append(f"{report.tenant}: stage {report.stage}; next {following}, waits for:")
         lines += [f"  - {blocker}" for blocker in report.blockers]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import pulumi
 
 from providers.kubernetes.resources import WorkloadsStopped
+from providers.notices.delivery import Notice
+from providers.notices.resources import TenantNotice
 from providers.offboarding.resources import OffboardingGate
 
 TYPE = "gpu-tenants:offboarding:Offboarding"
@@ -25,6 +27,7 @@ class OffboardingArgs:
     stop_workloads: bool  # stage drained reached: the tenant's workloads are at zero
     lifecycle: Mapping[str, object]
     sign_off: Mapping[str, str] | None  # stage destroy's: the gate records it in the ledger
+    start_notice: Notice | None  # from stage frozen on: sent to the tenant's contact, once
     # Every other component of the tenant: the gate depends on all of them.
     after: list[pulumi.Resource]
 
@@ -56,5 +59,19 @@ class Offboarding(pulumi.ComponentResource):
             sign_off=args.sign_off,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.after, *stopped]),
         )
+        if args.start_notice is not None:
+            notice = args.start_notice
+            TenantNotice(
+                f"{name}-start-notice",
+                tenant=notice.tenant,
+                kind=notice.kind,
+                sender=notice.sender,
+                to=notice.to,
+                subject=notice.subject,
+                text=notice.text,
+                # What was sent stays what was sent: a later edit of the spec (the drain's
+                # mode at stage drained) sends no second notice. A new contact gets one.
+                opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subject", "text"]),
+            )
         self.stage = gate.lifecycle.apply(lambda record: str(record["stage"]))
         self.register_outputs({"stage": self.stage})

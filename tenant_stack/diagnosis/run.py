@@ -8,10 +8,12 @@ first, and the layers that read it are Unknown rather than Ready.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 from providers.errors import AuthentikError, BackendError, KubernetesError, SlurmError, WekaError
+from providers.notices.delivery import Sent, sent_notices
+from providers.retention.ledger import Ledger
 from tenant_stack.diagnosis.checks import (
     CHECKS,
     OVERSUBSCRIBED,
@@ -127,6 +129,8 @@ class Status:
     usage: Usage | None  # None when Slurm or Kubernetes could not be read
     term_end: date
     days_left: int  # to the contract term's last day; below 0 once it has passed
+    # The notices sent to the tenant's contact, from its ledger (read once offboarding began).
+    notices: Sequence[Sent] = ()
 
     @property
     def ready(self) -> bool:
@@ -144,6 +148,7 @@ class Status:
             "gpu_usage": self.usage.as_json() if self.usage else None,
             "term_end": self.term_end.isoformat(),
             "days_left": self.days_left,
+            "notices": [notice.as_json() for notice in self.notices],
         }
 
 
@@ -258,4 +263,14 @@ def read_status(spec: TenantSpec, platform: Platform, applied: str | None) -> St
         checks = [gpus if check.name == gpus.name else check for check in CHECKS]
     findings = diagnose(spec, platform, checks)
     blockers = stage_blockers(spec, applied, findings)
-    return status(spec, platform, findings, usage, blockers)
+    report = status(spec, platform, findings, usage, blockers)
+    if spec.lifecycle.stage == "active":
+        return report
+    try:
+        with Ledger.open() as ledger:
+            notices = sent_notices(ledger, spec.slug)
+    except BackendError as error:
+        # The store's own finding belongs to the stages' checks; the report goes on without.
+        report.blockers.append(f"the notices sent could not be read: {error}")
+        return report
+    return replace(report, notices=notices)

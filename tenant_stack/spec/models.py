@@ -64,6 +64,13 @@ class Term(StrictModel):
     end: Day
 
 
+class Contact(StrictModel):
+    """Who at the customer receives the offboarding notices."""
+
+    name: PersonName
+    email: Email
+
+
 class Contract(StrictModel):
     """What the tenant bought."""
 
@@ -74,6 +81,8 @@ class Contract(StrictModel):
     wall_limit: WallTime
     interactive_wall_limit: WallTime
     gpu_minutes: Count  # the whole tenant's budget, split evenly between its users
+    # Required once offboarding starts where the platform sends notices (Platform.notices).
+    contact: Contact | None = None
 
 
 class Reservation(StrictModel):

@@ -41,6 +41,7 @@ def check_spec(spec: TenantSpec, platform: Platform) -> list[Problem]:
         *_storage_and_quota(spec),
         *_network_and_login(spec, platform),
         *_lifecycle(spec),
+        *_contact(spec, platform),
     ]
 
 
@@ -439,6 +440,15 @@ def _network_and_login(spec: TenantSpec, platform: Platform) -> Iterator[Problem
             "login.hostname",
             f"{hostname!r} must be under the platform's domain {domain} and name the tenant, "
             f"such as 'login.{spec.slug}.{domain}'",
+        )
+
+
+def _contact(spec: TenantSpec, platform: Platform) -> Iterator[Problem]:
+    if platform.notices and spec.lifecycle.reached("frozen") and spec.contract.contact is None:
+        yield Problem(
+            "contract.contact",
+            f"stage {spec.lifecycle.stage} sends the customer the offboarding notice (runbook "
+            "step 0): name who receives it, contract.contact {name, email}",
         )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from providers.notices.delivery import sent_notices
 from providers.retention.client import RetentionStore, holds
 from providers.retention.ledger import SIGN_OFF as SIGNED_OFF
 from providers.retention.ledger import Ledger
@@ -33,6 +34,7 @@ from tests.backends import (
     CHECKPOINTING_JOB,
     allow_rehearsal,
     authentik_user,
+    delivered,
     file_backend,
     fresh_ledger,
     killed_on_leaving,
@@ -51,6 +53,7 @@ from tests.backends import (
     scratch_directory,
     show_partition,
     squeue_job,
+    text_of,
     unhealthy,
     wait_for,
     weka,
@@ -280,7 +283,7 @@ def test_the_tenants_jobs_run_on_the_slurmd_node(bar: Tenant) -> None:
 # --- frozen, and back -----------------------------------------------------------------------------
 
 
-def test_frozen_blocks_jobs_and_downs_the_partition(bar: Tenant) -> None:
+def test_frozen_blocks_jobs_and_downs_the_partition(bar: Tenant, sandbox: SandboxLayout) -> None:
     bar.at_stage("frozen")
     preview = bar.pulumi("preview", "--diff")
     assert "grp_jobs" in preview
@@ -288,6 +291,13 @@ def test_frozen_blocks_jobs_and_downs_the_partition(bar: Tenant) -> None:
     bar.up()
     outputs = json.loads(bar.pulumi("stack", "output", "--json"))
     assert "New jobs are refused" in outputs["offboarding_notice"]
+    # Step 0: the notice went to the tenant's contact, once, as the ledger and status say.
+    [notice] = [r for r in bar.state() if r["type"].endswith("notices:TenantNotice")]
+    [mail] = delivered(sandbox, notice["outputs"]["message_id"])
+    assert mail["X-RcptTo"] == "kim.park@tenant-bar.example"
+    assert text_of(mail) == outputs["offboarding_notice"]
+    bar.up()
+    assert len(delivered(sandbox, notice["outputs"]["message_id"])) == 1
     assert association_limits(SLUG) == ("0", "0")
     assert partition_state(SLUG) == "DOWN"
     refused = sbatch_refusal("dave")
@@ -295,6 +305,8 @@ def test_frozen_blocks_jobs_and_downs_the_partition(bar: Tenant) -> None:
     report = bar.status()
     assert (report["stage"], report["next_stage"]) == ("frozen", "drained")
     assert report["blockers"] == ["a reviewed pull request setting lifecycle.stage: drained"]
+    [sent] = report["notices"]
+    assert (sent["kind"], sent["message_id"]) == ("start", notice["outputs"]["message_id"])
     # The stack exports the part the spec decides, for readers without backend access.
     assert outputs["offboarding"] == {
         "stage": "frozen",
@@ -560,7 +572,9 @@ def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
     bar.pulumi("preview", "--expect-no-changes")
 
 
-def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant, tmp_path: Path) -> None:
+def test_destroy_at_stage_destroy_leaves_only_what_is_retained(
+    bar: Tenant, tmp_path: Path, sandbox: SandboxLayout
+) -> None:
     bar.walk_to("destroy", sign_off=SIGN_OFF, drain_mode="hard", drain_timeout="1m")
     # Step 0's paper trail: the `up` at stage destroy wrote the sign-off into the ledger, once.
     with Ledger.open() as ledger:
@@ -633,8 +647,23 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(bar: Tenant, tmp_
         assert found["groups"] == []
         # What tells the preflight, once the namespace is gone, that this was no rehearsal.
         assert found["attributes"]["gpu_tenants_kept_until"] == kept_until[user]
+    # Step 8: every item passes but the customer's completion notice, which the flag sends.
     code, report = verify_offboarded(bar)
+    assert code == 1
+    assert [c["item"] for c in report["checks"] if not c["ok"]] == [NOTIFIED]
+    code, report = verify_offboarded(bar, "--notify-customer")
     assert (code, report["ok"]) == (0, True), report
+    with Ledger.open() as ledger:
+        [completion] = [n for n in sent_notices(ledger, SLUG) if n.kind == "completion"]
+    [mail] = delivered(sandbox, completion.message_id)
+    assert mail["X-RcptTo"] == "kim.park@tenant-bar.example"
+    told = text_of(mail)
+    tombstones = max(kept_until.values())
+    assert f"are not given to others): until {tombstones}." in told
+    assert "Your job accounting records (jobs, steps, accounts): until 20" in told
+    assert "write to gpu-support@example.internal naming `tenant-bar`" in told
+    code, report = verify_offboarded(bar, "--notify-customer")  # sent once
+    assert len(delivered(sandbox, completion.message_id)) == 1
     # What a hand leaves cluster-wide: a binding of the tenant's admins, a volume its claim kept.
     leftovers = [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -750,11 +779,15 @@ def test_erasing_a_user_rewrites_each_directory_copy_without_their_files(
     bar.pulumi("preview", "--expect-no-changes")
 
 
-def verify_offboarded(bar: Tenant) -> tuple[int, dict[str, Any]]:
+NOTIFIED = "Customer notified of completion, with the retention end dates"
+
+
+def verify_offboarded(bar: Tenant, *options: str) -> tuple[int, dict[str, Any]]:
     """`python -m tenant_stack verify-offboarded --json` as the operator runs it."""
     done = operator_command(
-        "verify-offboarded", SLUG, "--json", "--project", bar.project, env=bar.env, timeout=120
-    )
+        "verify-offboarded", SLUG, "--json", *options, "--project", bar.project, env=bar.env,
+        timeout=120,
+    )  # fmt: skip
     report: dict[str, Any] = json.loads(done.stdout)
     return done.returncode, report
 

@@ -603,7 +603,14 @@ def test_a_purge_killed_midway_converges_on_rerun_tombstones_last(foo: Foo) -> N
     foo.pulumi("preview", "--expect-no-changes")
     # Step 8's checklist still passes: what the purge deleted is no longer expected.
     verified = operator_command(
-        "verify-offboarded", SLUG, "--json", "--project", foo.project, env=foo.env, timeout=120
+        "verify-offboarded",
+        SLUG,
+        "--json",
+        "--notify-customer",
+        "--project",
+        foo.project,
+        env=foo.env,
+        timeout=120,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "purged after its retention" in verified.stdout

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from tenant_stack.commands import main
-from tenant_stack.handover import connection_sheet, offboarding_notice, smoke_tests
+from tenant_stack.handover import (
+    completion_notice,
+    connection_sheet,
+    customer_notice,
+    offboarding_notice,
+    smoke_tests,
+)
 from tenant_stack.platform import load_platform
+from tenant_stack.retention_calendar import Retained
 from tenant_stack.spec import load_spec
 from tests.conftest import ROOT
 
@@ -92,9 +100,44 @@ def test_the_offboarding_notice_gives_the_retention_timeline() -> None:
         update={"lifecycle": foo.lifecycle.model_copy(update={"stage": "frozen"})}
     )
     notice = offboarding_notice(spec, PLATFORM)
-    assert "now at stage `frozen`" in notice
+    assert "`tenant-foo`: offboarding has begun" in notice
+    assert "frozen" not in notice  # the notice sent at stage frozen reads the same later
     assert "New jobs are refused on `tenant-foo`" in notice
     assert "30 days after they are taken" in notice  # lifecycle.retention_days
     assert "2555 days" in notice
     assert "90 days" in notice
     assert "legal hold" not in notice
+
+
+def test_the_completion_notice_says_what_is_kept_until_when_and_how_to_ask() -> None:
+    """Runbook step 8: "customer notified of completion with snapshot retention end-date"."""
+    foo = load_spec(ROOT / "tenants", "tenant-foo", PLATFORM)
+    retained = [
+        Retained("tenant-foo", "jobs", "accounting", "urn:jobs", date(2033, 12, 1)),
+        Retained("tenant-foo", "steps", "accounting", "urn:steps", date(2033, 12, 2)),
+        Retained("tenant-foo", "logs", "logs", "urn:logs", date(2027, 3, 1)),
+        Retained("tenant-foo", "snapshot:tenant-foo-home", "copies", "urn:s", date(2027, 1, 5)),
+        Retained("tenant-foo", "user:alice", "identity", "urn:a", date(2033, 12, 1)),
+    ]
+    notice = completion_notice(foo, PLATFORM, retained)
+    assert notice.startswith("# Tenant Foo: offboarding complete\n")
+    for line in (
+        "- Your job accounting records (jobs, steps, accounts): until 2033-12-02.",
+        "- Scheduler logs of your jobs: until 2027-03-01.",
+        "- A snapshot of your filesystem tenant-foo-home: until 2027-01-05.",
+        "- Your user accounts, disabled (their names and numbers are not given to others): "
+        "until 2033-12-01.",
+        "- To have your data brought back before its date (a restore), or your users' personal "
+        "data erased sooner, write to gpu-support@example.internal naming `tenant-foo`.",
+    ):
+        assert line in notice.splitlines(), line
+    assert "Nothing" in completion_notice(foo, PLATFORM, [])
+    sent = customer_notice(foo, PLATFORM, "completion", notice)
+    assert sent is not None
+    assert (sent.to, sent.subject) == (
+        "Lee Chen <lee.chen@tenant-foo.example>",
+        "Tenant Foo: offboarding complete",
+    )
+    assert sent.sender == "GPU platform <gpu-support@example.internal>"
+    nobody = foo.model_copy(update={"contract": foo.contract.model_copy(update={"contact": None})})
+    assert customer_notice(nobody, PLATFORM, "completion", notice) is None

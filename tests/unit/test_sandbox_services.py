@@ -42,5 +42,6 @@ def test_the_python_services_are_the_same_whichever_python_defines_them() -> Non
         "partitions-configmap-volume",
         "reservation-operator",
         "retention-store",
+        "smtp-relay",
         "weka-emulator",
     ], defined[0]

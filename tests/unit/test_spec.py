@@ -511,6 +511,18 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("destroy-unsigned", {"lifecycle.stage": "destroy"}, "lifecycle.sign_off", "needs a sign-off"),
     (
+        "no-contact",
+        {"lifecycle.stage": "frozen", "contract.contact": DELETE},
+        "contract.contact",
+        "stage frozen sends the customer the offboarding notice",
+    ),
+    (
+        "contact-email",
+        {"contract.contact.email": "lee at tenant-foo"},
+        "contract.contact.email",
+        "email",
+    ),
+    (
         "stale-sign-off",
         {"lifecycle.sign_off": SIGNED},
         "lifecycle.sign_off",

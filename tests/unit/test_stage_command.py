@@ -286,7 +286,7 @@ def test_a_spec_that_does_not_load_cannot_run(
 @pytest.mark.parametrize(
     ("layout", "line"),
     [
-        (lambda text: text.replace("nodes: [gpu-01,", "nodes: [ gpu-01,"), 18),
+        (lambda text: text.replace("nodes: [gpu-01,", "nodes: [ gpu-01,"), 21),
         (lambda text: text.replace("\n", "\r\n"), None),
     ],
     ids=["flow-spacing", "crlf"],

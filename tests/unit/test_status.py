@@ -5,13 +5,15 @@ offboarding stage waits for. Needs nothing running."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
+from dataclasses import replace
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from providers.errors import AuthentikError, KubernetesError
+from providers.notices.delivery import Sent
 from tenant_stack.commands.status import status_text
 from tenant_stack.diagnosis.checks import Check
 from tenant_stack.diagnosis.findings import Finding
@@ -161,3 +163,26 @@ def test_days_left_in_the_term_and_what_to_do_once_it_has_ended(tmp_path: Path) 
     assert "the contract term ended 2028-01-04: `gpu-tenants stage tenant-foo frozen`" in (
         status_text([ended], colour=False)
     )
+
+
+def test_the_notices_sent_are_listed_with_when_and_to_whom(tmp_path: Path) -> None:
+    sent = Sent(
+        "start",
+        "Lee Chen <lee.chen@tenant-foo.example>",
+        datetime(2026, 12, 7, 18, 30, tzinfo=UTC),
+        "<1@relay>",
+        "d1",
+    )
+    report = replace(status(spec_at(tmp_path, stage="frozen"), PLATFORM, []), notices=[sent])
+    assert (
+        "tenant-foo: start notice sent 2026-12-07 18:30 UTC to Lee Chen "
+        "<lee.chen@tenant-foo.example>"
+    ) in status_text([report], colour=False).splitlines()
+    assert report.as_json()["notices"] == [
+        {
+            "kind": "start",
+            "to": "Lee Chen <lee.chen@tenant-foo.example>",
+            "sent_at": "2026-12-07T18:30:00+00:00",
+            "message_id": "<1@relay>",
+        }
+    ]
