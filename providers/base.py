@@ -196,6 +196,7 @@ def _lifecycle(value: Any) -> dict[str, Any] | None:
         "next_stage": value.get("next_stage"),
         "signed_off": bool(value.get("signed_off")),
         "rehearsal": bool(value.get("rehearsal")),
+        "abandoned": bool(value.get("abandoned")),
     }
 
 
@@ -265,10 +266,13 @@ class SchemaProvider(ResourceProvider):
 
     def refuse_before_offboarding(self, what: str, recorded: Mapping[str, Any], doing: str) -> None:
         """Refuses to delete a tenant-level object unless the last `up` recorded stage destroy
-        with a sign-off (or a rehearsal): whatever drives the engine, a tenant's data and access
-        go only in the runbook's order."""
+        with a sign-off (or a rehearsal, or an abandoned onboarding, which the offboarding gate
+        checks live first): whatever drives the engine, a tenant's data and access go only in
+        the runbook's order."""
         gate = _lifecycle(recorded.get(LIFECYCLE.key))
-        if gate is None or gate["rehearsal"] or (gate["stage"] == "destroy" and gate["signed_off"]):
+        if gate is None or gate["rehearsal"] or gate["abandoned"]:
+            return
+        if gate["stage"] == "destroy" and gate["signed_off"]:
             return
         step = (
             f"the next pull request moves lifecycle.stage to '{gate['next_stage']}'"

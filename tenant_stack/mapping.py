@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from providers.weka.settings import ROOT_ORG
 from tenant_stack.components import (
     CapacityReservation,
     CapacityReservationArgs,
@@ -183,6 +184,7 @@ def lifecycle_record(spec: TenantSpec) -> dict[str, object]:
         "next_stage": lifecycle.next_stage,
         "signed_off": lifecycle.sign_off is not None,
         "rehearsal": lifecycle.rehearsal,
+        "abandoned": lifecycle.abandoned,
     }
 
 
@@ -259,6 +261,7 @@ def offboarding_args(
         stop_workloads=spec.lifecycle.reached("drained"),
         lifecycle=lifecycle_record(spec),
         sign_off=spec.lifecycle.sign_off.record() if spec.lifecycle.sign_off else None,
+        abandoned=abandoned_record(spec, platform),
         start_notice=(
             customer_notice(spec, platform, "start", offboarding_notice(spec, platform))
             if started
@@ -301,6 +304,7 @@ def identity_args(
         ],
         lifecycle=lifecycle_record(spec),
         revoked=spec.lifecycle.reached("destroy") and not spec.lifecycle.rehearsal,
+        abandoned=spec.lifecycle.abandoned,
         tombstone_days=platform.retention.accounting_days,
         offboarded=offboarded,
         after=after,
@@ -360,7 +364,8 @@ def storage_args(
         api_endpoints=[platform.weka.api_endpoint],
         ca_certificate=ca_certificate,
         claims=[Claim(pvc.name, kubernetes_quantity(pvc.size)) for pvc in storage.pvcs],
-        delete_without_snapshot=spec.lifecycle.rehearsal,
+        # An abandoned onboarding's gate read that the tenant wrote no file, before any delete.
+        delete_without_snapshot=spec.lifecycle.rehearsal or spec.lifecycle.abandoned,
         retained_copies=retention.copies,
         retained_locators=retention.locators,
         object_store=platform.weka.object_store,
@@ -391,6 +396,25 @@ def filesystems(spec: TenantSpec, platform: Platform) -> tuple[str, str]:
         return f"{spec.slug}-home", f"{spec.slug}-scratch"
     weka = platform.weka
     return f"{weka.shared_home_filesystem}/{spec.slug}", weka.shared_scratch_filesystem
+
+
+def storage_places(spec: TenantSpec, platform: Platform) -> list[list[str]]:
+    """The tenant's directories as the mount host reaches them: (organization, filesystem,
+    path) of its own filesystems, or of its directories on the shared ones."""
+    if spec.storage.isolation == "org":
+        return [[spec.slug, f"{spec.slug}-{kind}", "/"] for kind in ("home", "scratch")]
+    weka = platform.weka
+    shared = (weka.shared_home_filesystem, weka.shared_scratch_filesystem)
+    return [[ROOT_ORG, fs, f"/{spec.slug}"] for fs in shared]
+
+
+def abandoned_record(spec: TenantSpec, platform: Platform) -> dict[str, object] | None:
+    """What the offboarding gate of an abandoned onboarding reads before it opens: the tenant's
+    directories, and the stack's login release, whose pod may still run; None for any other
+    tenant."""
+    if not spec.lifecycle.abandoned:
+        return None
+    return {"places": storage_places(spec, platform), "login_release": release_name(spec.slug)}
 
 
 def login_replicas(spec: TenantSpec) -> int:

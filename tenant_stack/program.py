@@ -9,6 +9,7 @@ from pathlib import Path
 import pulumi
 
 from providers.authentik.settings import Settings as AuthentikSettings
+from providers.offboarding.never_used import signs_of_use
 from providers.retention.client import RetentionStore
 from providers.retention.ledger import Ledger
 from providers.retention.objects import kept_under, tenant_prefix
@@ -47,6 +48,7 @@ from tenant_stack.mapping import (
     retention_args,
     slurm_args,
     storage_args,
+    storage_places,
     wanted_claims,
 )
 from tenant_stack.platform import Platform
@@ -100,6 +102,7 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
     with AuthentikClient.from_settings(AuthentikSettings.from_environment()) as directory:
         users, groups = directory.users(), directory.groups()
     refusals += check_rehearsal(spec.lifecycle.rehearsal, live, spec.slug, users)
+    refusals += abandonment_refusals(spec, platform, live)
     refusals += check_directory(spec, spec_path, platform.ldap, users, groups, adopted)
     refusals += check_claims(spec.slug, wanted_claims(spec), live.claims)
     if spec.own_filesystem_bytes and not live.namespace_exists:
@@ -114,6 +117,23 @@ def preflight(spec: TenantSpec, platform: Platform, spec_path: Path, live: LiveC
         refusals = findings.refusals + refusals
     if refusals:
         raise PreflightError(spec_path, refusals)
+
+
+def abandonment_refusals(spec: TenantSpec, platform: Platform, live: LiveCluster) -> list[Problem]:
+    """An abandoned onboarding is refused, naming the jobs and files, once the tenant has run a
+    job or written a file: it would be deleted whole, keeping nothing. A tenant with no
+    namespace yet has nothing of its stack live to read."""
+    if not spec.lifecycle.abandoned or not live.namespace_exists:
+        return []
+    return [
+        Problem(
+            "lifecycle.abandoned",
+            f"refused: the tenant has been used ({why}); an abandoned onboarding deletes it "
+            "whole, keeping nothing: offboard it by its stages instead (remove "
+            "lifecycle.abandoned, then lifecycle.stage: frozen)",
+        )
+        for why in signs_of_use(spec.slurm_accounts, storage_places(spec, platform))
+    ]
 
 
 def capacity_refusals(

@@ -201,6 +201,9 @@ USER = Schema(
         # A right to erasure: name and email redacted (the inputs), and so are the addresses
         # its audit events and sessions kept of its logins.
         Field("erased", _true_or_false, False),
+        # An abandoned onboarding (the offboarding gate checked it never ran a job or wrote a
+        # file): destroy deletes the user, no tombstone kept, its uid given back.
+        Field("abandoned", _true_or_false, False),
     ),
     identity=("username",),
     implied=lambda p: {"marked": True, "is_active": _true_or_false(p.get("active", True))},

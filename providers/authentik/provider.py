@@ -409,7 +409,8 @@ class TenantUserProvider(SchemaProvider):
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """Offboarding step 5: disable (never delete) and remove from the tenant's groups; for a
-        tombstone past its retention, the purge: delete it."""
+        tombstone past its retention, the purge, and for an abandoned onboarding's user: delete
+        it."""
         until = props.get("retention_until")
         if until and not props.get("active", True):
             what = f"the tombstone of Authentik user {props.get('username')!r}"
@@ -418,7 +419,7 @@ class TenantUserProvider(SchemaProvider):
             user = client.get_user(int(id_))
             if user is None:
                 return
-            if until and not props.get("active", True):
+            if props.get("abandoned") or (until and not props.get("active", True)):
                 client.delete_user(user)
                 return
             groups = _user_groups(client, user)

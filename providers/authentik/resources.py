@@ -90,6 +90,7 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
         active: bool = True,
         retention_days: int | None = None,
         erased: bool = False,
+        abandoned: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
@@ -107,6 +108,8 @@ class TenantUser(Resource, module="authentik", name="TenantUser"):
         if erased:
             # Absent unless erased, so that no other user shows a change for it.
             props["erased"] = True
+        if abandoned:
+            props["abandoned"] = True  # absent otherwise, for the same reason
         if retention_days is not None:
             # Absent until offboarding, so that no live tenant's user shows a change for it.
             props.update(retention_days=retention_days, retention_until=None)

@@ -7,6 +7,10 @@ only once nothing of the tenant runs (runbook step 4d): no job of its accounts p
 no pod of its namespace running. The `up` that applies stage destroy writes the sign-off, with who
 confirmed for the customer or gave the escalation sign-off, into the tenant's retention ledger
 (where no one can rewrite it), and the gate opens only when the ledger holds it (step 0).
+
+An abandoned onboarding (the rollback of one that went wrong) needs no stage or sign-off: the
+gate opens at stage active once it has read, live, that the tenant never ran a job nor wrote a
+file (`never_used`), and only the stack's login release may still run a pod.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from providers.base import LIFECYCLE, Field, Schema, SchemaProvider, nonempty_text
 from providers.errors import OffboardingError
 from providers.kubernetes.workloads import Workloads
+from providers.offboarding.never_used import refuse_if_used
 from providers.retention.ledger import record_sign_off, refuse_unsigned, refuse_while_held
 from providers.slurm import values
 from providers.slurm.queue import SlurmQueue
@@ -37,6 +42,19 @@ def _sign_off(value: Any) -> dict[str, str] | None:
     return {key: nonempty_text(value[key]) for key in _SIGN_OFF_KEYS}
 
 
+def _abandoned(value: Any) -> dict[str, Any] | None:
+    """What an abandoned onboarding's gate reads: the tenant's directories (organization,
+    filesystem, path) and the stack's login release, whose pod may still run."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"places", "login_release"}:
+        raise ValueError("is not {places, login_release}")
+    places = [[nonempty_text(part) for part in place] for place in value["places"]]
+    if any(len(place) != 3 for place in places):
+        raise ValueError("a place is [organization, filesystem, path]")
+    return {"places": places, "login_release": nonempty_text(value["login_release"])}
+
+
 GATE = Schema(
     kind="offboarding gate",
     fields=(
@@ -45,6 +63,7 @@ GATE = Schema(
         Field("namespace", nonempty_text),
         LIFECYCLE,
         Field("sign_off", _sign_off, default=None),
+        Field("abandoned", _abandoned, default=None),
     ),
 )
 
@@ -70,12 +89,29 @@ class OffboardingGateProvider(SchemaProvider):
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         doing = f"destroying tenant {id_!r}"
         self.refuse_before_offboarding(f"tenant {id_!r}", props, doing)
-        if (props.get(LIFECYCLE.key) or {}).get("rehearsal"):
+        lifecycle = props.get(LIFECYCLE.key) or {}
+        if lifecycle.get("rehearsal"):
             return
+        abandoned = props.get("abandoned")
+        if lifecycle.get("abandoned"):
+            if not abandoned:
+                raise OffboardingError(
+                    doing,
+                    "refused: the last `up` recorded an abandoned onboarding without the "
+                    "tenant's directories, which the gate reads first",
+                    "run `pulumi up` again, then the destroy; nothing was deleted",
+                )
+            refuse_if_used(OffboardingError, props["accounts"], abandoned["places"], doing)
+        else:
+            refuse_unsigned(OffboardingError, id_, props.get("sign_off"), f"tenant {id_!r}")
         # The spec's hold stops the stage's `up`; a hold set since (`retention hold`) stops this.
-        refuse_unsigned(OffboardingError, id_, props.get("sign_off"), f"tenant {id_!r}")
         refuse_while_held(OffboardingError, id_, f"tenant {id_!r}")
-        running = [p.name for p in Workloads(props["namespace"]).pods() if p.phase == "Running"]
+        login = abandoned["login_release"] if abandoned else None
+        running = [
+            p.name
+            for p in Workloads(props["namespace"]).pods()
+            if p.phase == "Running" and (login is None or p.instance != login)
+        ]
         if running:
             raise OffboardingError(
                 doing,

@@ -31,6 +31,7 @@ class OffboardingGate(Resource, module="offboarding", name="Gate"):
         namespace: pulumi.Input[str],
         lifecycle: Mapping[str, object],
         sign_off: Mapping[str, str] | None,
+        abandoned: Mapping[str, object] | None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         inputs = {
@@ -39,6 +40,7 @@ class OffboardingGate(Resource, module="offboarding", name="Gate"):
             "namespace": namespace,
             "lifecycle": dict(lifecycle),
             "sign_off": dict(sign_off) if sign_off is not None else None,
+            "abandoned": dict(abandoned) if abandoned is not None else None,
         }
         super().__init__(OffboardingGateProvider(), resource_name, inputs, opts)
 

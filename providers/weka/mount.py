@@ -187,6 +187,27 @@ class MountClient:
             return False
         raise _error(doing, result)
 
+    def files(self, org: str, filesystem: str, path: str, doing: str) -> list[tuple[int, str]]:
+        """Every entry under the directory that is not a directory (size in bytes, path below
+        it), on its filesystem only; none when the directory does not exist. A filesystem's
+        snapshots (`.snapshots` at its root) are not its files."""
+        self._require_mount(org, filesystem, doing)
+        target = self.mount_path(org, filesystem, path)
+        result = self._run(
+            ["find", target, "-xdev", "-path", f"{target.rstrip('/')}/.snapshots", "-prune",
+             "-o", "!", "-type", "d", "-printf", "%s\\t%P\\0"],
+            doing,
+        )  # fmt: skip
+        if not result.ok:
+            if "No such file or directory" in result.words:
+                return []
+            raise _error(doing, result)
+        found = []
+        for entry in result.stdout.split("\0")[:-1]:  # NUL-ended: a name may hold a newline
+            size, _, name = entry.partition("\t")
+            found.append((int(size), name))
+        return found
+
     def remove_with_data(self, org: str, filesystem: str, path: str, doing: str) -> None:
         target = self.mount_path(org, filesystem, path)
         self._must(["rm", "-r", "-f", "--one-file-system", target], doing)

@@ -41,6 +41,7 @@ class IdentityGroupArgs:
     users: list[IdentityUser]
     lifecycle: Mapping[str, object]  # recorded on the groups (providers.base.LIFECYCLE)
     revoked: bool  # stage destroy of a live tenant: users become disabled tombstones
+    abandoned: bool  # an onboarding rolled back: destroy deletes the users, keeping none
     tombstone_days: int  # how long a tombstone is kept (the tenant's accounting horizon)
     # The destroy is done: the groups are gone, and the tombstones are all there is to declare.
     offboarded: bool
@@ -126,5 +127,6 @@ def _user(
         active=not args.revoked,
         retention_days=args.tombstone_days if args.revoked else None,
         erased=user.erased,
+        abandoned=args.abandoned,
         opts=opts,
     )

@@ -28,6 +28,8 @@ class OffboardingArgs:
     lifecycle: Mapping[str, object]
     sign_off: Mapping[str, str] | None  # stage destroy's: the gate records it in the ledger
     start_notice: Notice | None  # from stage frozen on: sent to the tenant's contact, once
+    # An abandoned onboarding: what its gate checks live before it opens (mapping).
+    abandoned: Mapping[str, object] | None
     # Every other component of the tenant: the gate depends on all of them.
     after: list[pulumi.Resource]
 
@@ -57,6 +59,7 @@ class Offboarding(pulumi.ComponentResource):
             namespace=args.namespace,
             lifecycle=args.lifecycle,
             sign_off=args.sign_off,
+            abandoned=args.abandoned,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.after, *stopped]),
         )
         if args.start_notice is not None:

@@ -27,7 +27,9 @@ Rules decided here, beyond the runbooks' words:
 - Lifecycle: stage `destroy` requires a sign-off, and a sign-off is accepted only at stage `destroy`
   (remove it when rolling back, so an old sign-off cannot authorise a later destroy). The sign-off
   names who confirmed for the customer, or, with no customer counterparty, who gave the internal
-  escalation sign-off: a second person, not the one signing off (runbook step 0). A legal hold
+  escalation sign-off: a second person, not the one signing off (runbook step 0).
+  `lifecycle.abandoned` (the rollback of an onboarding) only at stage active, under no legal
+  hold, and not for an imported tenant. A legal hold
   forbids moving a live tenant to stage `destroy` (the program's preflight refuses it: only the
   live cluster tells a live tenant from an offboarded one), and makes the retention purge skip an
   offboarded tenant, its timers paused. A graceful drain waits at most 14

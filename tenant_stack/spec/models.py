@@ -244,9 +244,15 @@ class Lifecycle(StrictModel):
     retention_days: Annotated[int, Field(ge=1, le=3650)]
     legal_hold: bool
     sign_off: SignOff | None = None
-    # A rehearsal, or the rollback of an onboarding that never held data: `pulumi destroy` may
-    # delete it at any stage, with no archive, snapshot or sign-off.
+    # A rehearsal: `pulumi destroy` may delete it at any stage, with no archive, snapshot or
+    # sign-off. Declared from the tenant's first `up` on (the preflight refuses it later).
     rehearsal: bool = False
+    # The rollback of an onboarding that went wrong before the tenant ran a job or wrote a file:
+    # `pulumi destroy` deletes it whole at stage active, keeping nothing (no archive, no
+    # tombstone: its users are deleted and their uids given back). Checked live when it is set
+    # (the preflight) and again by the delete gate: no job of its accounts in sacct, and nothing
+    # but the directories onboarding made on its filesystems.
+    abandoned: bool = False
     # The rollback past step 4 (the filesystems deleted): the tenant is brought back from what
     # offboarding kept, each filesystem made from its uploaded snapshot.
     restore: bool = False

@@ -487,6 +487,18 @@ def _lifecycle(spec: TenantSpec) -> Iterator[Problem]:
             f"a sign-off authorises stage {' or '.join(SIGNED_OFF)} only; at stage "
             f"{lifecycle.stage} remove it, so an old sign-off cannot authorise a later destroy",
         )
+    if lifecycle.abandoned and (lifecycle.stage != "active" or lifecycle.legal_hold):
+        yield Problem(
+            "lifecycle.abandoned",
+            "rolls back an onboarding, at stage active and under no legal hold: a tenant whose "
+            "offboarding began is taken down by its stages",
+        )
+    if lifecycle.abandoned and imported is not None:
+        yield Problem(
+            "lifecycle.abandoned",
+            "an imported tenant was not onboarded by its stack, and abandoning it would delete "
+            "what existed before (its users): offboard it by its stages",
+        )
     if lifecycle.restore and lifecycle.stage == "destroy":
         yield Problem(
             "lifecycle.restore",

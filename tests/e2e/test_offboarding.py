@@ -280,6 +280,25 @@ def test_the_tenants_jobs_run_on_the_slurmd_node(bar: Tenant) -> None:
     assert (bar.scratch / f"started-{job}").read_text().endswith("as dave\n")
 
 
+def test_a_tenant_that_ran_jobs_cannot_be_abandoned_and_the_refusal_names_them(bar: Tenant) -> None:
+    """Issue 46, item 1: an abandoned onboarding keeps nothing, so a tenant with a job in
+    Slurm's accounting is offboarded by its stages instead."""
+    spec = bar.spec()
+    spec["lifecycle"]["abandoned"] = True
+    bar.write(spec)
+    try:
+        code, said = bar.try_pulumi("preview")
+    finally:
+        spec["lifecycle"].pop("abandoned")
+        bar.write(spec)
+    assert code != 0
+    assert "lifecycle.abandoned" in said
+    # The sandbox's accounting also keeps earlier runs' tenant-bar jobs: at least this run's.
+    found = re.search(r"Slurm's accounting holds ([0-9]+) jobs of tenant-bar", said)
+    assert found is not None, said
+    assert int(found.group(1)) >= len(set(bar.jobs))
+
+
 # --- frozen, and back -----------------------------------------------------------------------------
 
 

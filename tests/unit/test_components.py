@@ -895,6 +895,7 @@ def test_the_offboarding_gate_depends_on_every_other_resource(foo: Deployment) -
         "next_stage": "frozen",
         "signed_off": False,
         "rehearsal": False,
+        "abandoned": False,
     }
 
 

@@ -14,7 +14,11 @@ GATE = OffboardingGateProvider()
 
 
 def record(
-    stage: str, next_stage: str | None, signed_off: bool = False, rehearsal: bool = False
+    stage: str,
+    next_stage: str | None,
+    signed_off: bool = False,
+    rehearsal: bool = False,
+    abandoned: bool = False,
 ) -> dict[str, Any]:
     """The outputs of an object whose last `up` recorded this stage."""
     return {
@@ -23,6 +27,7 @@ def record(
             "next_stage": next_stage,
             "signed_off": signed_off,
             "rehearsal": rehearsal,
+            "abandoned": abandoned,
         }
     }
 
@@ -70,3 +75,15 @@ def test_a_destroy_whose_up_recorded_no_confirmation_is_refused_before_any_backe
     assert "recorded no sign-off naming who confirmed for the customer" in message
     assert "lifecycle.sign_off (by, date, ticket, confirmation)" in message
     assert "nothing was deleted" in message
+
+
+def test_an_abandoned_onboarding_opens_the_objects_gates_and_its_own_reads_first() -> None:
+    """The tenant-level objects go at stage active once the onboarding is abandoned: the
+    offboarding gate, deleted first, is what reads that the tenant was never used. A gate whose
+    `up` recorded no directories to read refuses before asking any backend (none runs here)."""
+    GATE.refuse_before_offboarding("x", record("active", "frozen", abandoned=True), "deleting")
+    props = {"tenant": "tenant-foo", "accounts": ["tenant-foo"], "namespace": "tenant-foo"}
+    with pytest.raises(OffboardingError) as refused:
+        GATE.delete("tenant-foo", {**props, **record("active", "frozen", abandoned=True)})
+    assert "without the tenant's directories" in str(refused.value)
+    assert "nothing was deleted" in str(refused.value)

@@ -511,6 +511,12 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("destroy-unsigned", {"lifecycle.stage": "destroy"}, "lifecycle.sign_off", "needs a sign-off"),
     (
+        "abandoned-offboarding",
+        {"lifecycle.stage": "frozen", "lifecycle.abandoned": True},
+        "lifecycle.abandoned",
+        "rolls back an onboarding, at stage active",
+    ),
+    (
         "no-contact",
         {"lifecycle.stage": "frozen", "contract.contact": DELETE},
         "contract.contact",
