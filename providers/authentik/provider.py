@@ -338,6 +338,12 @@ def _tombstone(news: Mapping[str, Any], olds: Mapping[str, Any]) -> dict[str, An
     return {"retention_days": int(days), "retention_until": kept_until(olds, int(days))}
 
 
+def _abandoned(props: Mapping[str, Any]) -> dict[str, Any]:
+    """The abandoned onboarding's flag, kept in the outputs for the delete that reads it, and
+    absent otherwise, as in the inputs."""
+    return {"abandoned": True} if props.get("abandoned") else {}
+
+
 def _forget_logins(
     client: AuthentikClient, user: User, inputs: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -383,7 +389,8 @@ class TenantUserProvider(SchemaProvider):
                 )
             outputs = _user_outputs(client, user, tenant, props["groups"])
             erased = _forget_logins(client, user, props)
-            return CreateResult(str(user.pk), {**outputs, **tombstone, **erased})
+            flags = {**tombstone, **erased, **_abandoned(props)}
+            return CreateResult(str(user.pk), {**outputs, **flags})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         with _client() as client:
@@ -392,7 +399,7 @@ class TenantUserProvider(SchemaProvider):
                 return gone()
             outputs = _user_outputs(client, user, props["tenant"], props.get("groups") or ())
             kept = {k: props.get(k) for k in ("retention_days", "retention_until", "erased")}
-            return ReadResult(id_, {**outputs, **kept})
+            return ReadResult(id_, {**outputs, **kept, **_abandoned(props)})
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         doing = f"updating Authentik user {news['username']!r} of tenant {news['tenant']!r}"
@@ -405,7 +412,7 @@ class TenantUserProvider(SchemaProvider):
             user = _apply_user(client, user, news, wanted, olds, tombstone["retention_until"])
             outputs = _user_outputs(client, user, news["tenant"], news["groups"])
             erased = _forget_logins(client, user, news)
-            return UpdateResult({**outputs, **tombstone, **erased})
+            return UpdateResult({**outputs, **tombstone, **erased, **_abandoned(news)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """Offboarding step 5: disable (never delete) and remove from the tenant's groups; for a

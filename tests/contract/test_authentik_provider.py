@@ -389,6 +389,25 @@ def test_user_delete_disables_and_leaves_only_the_tenants_groups(
     USERS.delete(created.id, created.outs)  # a user already gone is fine
 
 
+def test_an_abandoned_onboardings_user_is_deleted_and_the_flag_survives_update_and_read(
+    client: AuthentikClient, made: Made
+) -> None:
+    """Issue 46, item 1: the delete reads the flag from the outputs the `up` and a refresh
+    recorded, so both must keep it."""
+    tenant, _, _ = tenant_with_group(made)
+    inputs = user_inputs(made, tenant, [tenant])
+    created = USERS.create(inputs)
+    assert created.outs is not None
+    updated = USERS.update(created.id, created.outs, {**inputs, "abandoned": True})
+    assert updated.outs is not None
+    assert updated.outs["abandoned"] is True
+    read = USERS.read(created.id, updated.outs)
+    assert read.outs is not None
+    assert read.outs["abandoned"] is True
+    USERS.delete(created.id, read.outs)
+    assert client.get_user(int(created.id)) is None  # deleted: its uid is free again
+
+
 def test_read_of_a_vanished_object_gives_an_empty_id() -> None:
     tenant = unique("t")
     assert GROUPS.read(str(uuid.uuid4()), {"tenant": tenant}).id == ""
