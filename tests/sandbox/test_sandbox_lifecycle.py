@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from providers.processes import start_time
 from sandbox.__main__ import down, up
 from sandbox.layout import SandboxLayout
 from sandbox.supervisor import Supervisor, port_in_use
@@ -104,6 +105,9 @@ def test_a_killed_process_is_restored_with_its_state(sandbox: SandboxLayout, nam
     before = state_marks()
     pid = supervisor.pid(name)
     assert pid is not None, f"{name} is not running"
+    # A pid alone does not name a process: the kernel may give the new one the killed one's pid
+    # (it did in a CI run), so the process is told apart by its start time too.
+    killed = (pid, start_time(pid))
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while supervisor.pid(name) == pid and time.monotonic() < deadline:
@@ -113,7 +117,8 @@ def test_a_killed_process_is_restored_with_its_state(sandbox: SandboxLayout, nam
     service = next(s for s in sandbox.services() if s.name == name)
     status = supervisor.status(service)
     assert status.ready
-    assert status.pid not in (None, pid)
+    assert status.pid is not None
+    assert (status.pid, start_time(status.pid)) != killed
     assert state_marks() == before
 
 
