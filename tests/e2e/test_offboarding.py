@@ -570,22 +570,30 @@ def test_an_up_killed_while_it_copies_leaves_no_copy_and_the_next_up_completes(
     up = ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", SLUG]
     with RetentionStore.from_environment() as store:
 
-        def parts_sent() -> int:
+        def in_flight() -> list[str]:
+            """The multipart uploads begun at the scratch copy's key and neither completed nor
+            aborted: one exists from the copy's first byte to its last."""
             listed = store._s3.list_multipart_uploads(Bucket=store.bucket, Prefix=scratch)
-            return sum(
-                len(store._s3.list_parts(Bucket=store.bucket, Key=scratch, UploadId=u["UploadId"])
-                    .get("Parts") or [])
-                for u in listed.get("Uploads") or []
-            )  # fmt: skip
+            return [u["UploadId"] for u in listed.get("Uploads") or [] if u["Key"] == scratch]
+
+        def copying() -> bool:
+            # Looked for often and cheaply: a copy can take less than a second, and one that
+            # ended unseen fails here at once rather than after the whole timeout. The key is
+            # read after the uploads: the digest's mark is a copy in parts of the finished
+            # object, so an upload seen while no object is there is the copy's own.
+            going = bool(in_flight())
+            assert store.head(scratch) is None, "the copy ended before the test saw it going"
+            return going
 
         # The engine killed, with its provider host and the archive on the mount host.
         with killed_on_leaving(up, bar.project, bar.env, bar.project):
-            wait_for("a part of the scratch copy to be sent", lambda: parts_sent() > 0, 300)
+            wait_for("the scratch copy to begin", copying, 300, every=0.02)
         assert store.head(scratch) is None, "a killed copy must leave no object at its key"
+        assert in_flight(), "the killed copy's upload is left, neither completed nor aborted"
         bar.pulumi("cancel", "--yes")
         bar.pulumi("refresh", "--yes", "--clear-pending-creates")
         bar.up()
-        assert parts_sent() == 0, "the next copy aborts what the killed one left"
+        assert in_flight() == [], "the next copy aborts what the killed one left"
         for filesystem in DATA:
             assert holds(f"{SLUG}/storage/{filesystem}.tar.gz") is None
     bar.pulumi("preview", "--expect-no-changes")
