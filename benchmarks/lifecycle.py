@@ -2,8 +2,8 @@
 two reserved nodes onboarded (`up`), one job of a user's run, walked through every offboarding stage
 (one `up` per stage, as the merged pull requests would go: frozen, drained with a hard drain,
 archived, snapshotted, destroy with its sign-off), taken down by `destroy --exclude-protected`,
-checked by `verify-offboarded`, and purged by `retention run --now` past every retention date,
-until its stack holds nothing.
+checked by `verify-offboarded` (which then sends the completion notice), and purged by
+`retention run --now` past every retention date, until its stack holds nothing.
 
 Printed: the wall time of each step and of the whole, against the goal of 3 minutes. The
 ledger is a bucket of this run's own (with Object Lock, like the sandbox's), so that the purge's
@@ -61,8 +61,8 @@ PURGE_AS_OF = "2100-01-01"
 
 def run_a_job(user: dict[str, Any]) -> None:
     """A short job of `user`'s on the tenant's partition, submitted as root for them (sbatch
-    --uid), waited for until accounting records it done."""
-    ensure_user(user["username"], user["uid"], GID, SLUG)
+    --uid), waited for until accounting records it done. The user is known to this host's NSS
+    since before the onboarding (`main`)."""
     submitted = subprocess.run(
         ["sbatch", "--parsable", "--export=NONE", f"--uid={user['username']}", f"--gid={SLUG}",
          f"--account={user['team']}", f"--partition={SLUG}", f"--nodelist={SLURMD_NODE}",
@@ -156,6 +156,11 @@ def main(argv: list[str]) -> int:
         steps.append((name, time.monotonic() - started))
         print(f"[bench] {name}: {steps[-1][1]:.1f} s", file=sys.stderr)
 
+    # Known to this host's NSS before Slurm's accounting names it, as a directory user is:
+    # slurmctld takes a user's uid when the association arrives, and one it could not resolve
+    # then is refused ("Invalid account") until slurmctld next reads its associations.
+    first = spec["users"][0]
+    ensure_user(first["username"], first["uid"], GID, SLUG)
     pulumi(project, env, SLUG, "stack", "init")
     pulumi(project, env, SLUG, "config", "set", "drain_wait_seconds", "15")
     try:
@@ -169,8 +174,8 @@ def main(argv: list[str]) -> int:
             step(f"up at stage {stage}", "up", "--yes", "--skip-preview")
         step("destroy --exclude-protected", "destroy", "--yes", "--skip-preview",
              "--exclude-protected")  # fmt: skip
-        step("verify-offboarded", "verify-offboarded", SLUG, "--tenants", tenants,
-             "--project", str(project), command=True)  # fmt: skip
+        step("verify-offboarded", "verify-offboarded", SLUG, "--notify-customer",
+             "--tenants", tenants, "--project", str(project), command=True)  # fmt: skip
         step("retention run", "retention", "run", "--now", PURGE_AS_OF, "--confirm-ahead",
              SLUG, "--project", str(project), command=True)  # fmt: skip
         # The components hold nothing of their own: what counts is what is left under them.
