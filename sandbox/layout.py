@@ -29,6 +29,7 @@ from sandbox.kubernetes.client import KubeClient
 from sandbox.kubernetes.configmap_volume import NAME as PARTITIONS_CONFIGMAP
 from sandbox.kubernetes.configmap_volume import NAMESPACE as PARTITIONS_NAMESPACE
 from sandbox.kubernetes.configmap_volume import configmap_volume_service
+from sandbox.kubernetes.external_dns import external_dns_services
 from sandbox.kubernetes.load_balancer import load_balancer_service
 from sandbox.kubernetes.login_release import Cluster as LoginCluster
 from sandbox.kubernetes.login_release import login_release_service
@@ -226,6 +227,14 @@ class SandboxLayout:
                 self.node.load_balancer_pool,
                 self.kubernetes.apiserver_ready,
             ),
+            *external_dns_services(
+                self.root / "external-dns",
+                self.kubernetes.server,
+                self.pki,
+                _platform().dns_domain,
+                self.ports.dns,
+                self.kubernetes.apiserver_ready,
+            ),
             *slurm_services(self.root / "slurm", self.ports.offset),
             configmap_volume_service(
                 self.kubernetes.server,
@@ -358,6 +367,9 @@ class SandboxLayout:
             "GPU_TENANTS_SMTP_USERNAME": SMTP_USERNAME,
             "GPU_TENANTS_SMTP_PASSWORD_FILE": str(smtp_password_file(self.root / "smtp")),
             "GPU_TENANTS_SMTP_CA_FILE": str(self.pki.ca_cert),
+            # The DNS server of the zone external-dns writes the login hosts' names to:
+            # `busybox nslookup login.<slug>.<domain> $GPU_TENANTS_SANDBOX_DNS`.
+            "GPU_TENANTS_SANDBOX_DNS": f"127.0.0.1:{self.ports.dns}",
             **state_backend_environment(self.retention_store, self.ports.retention_store),
             # Where the fleet's workflows run (`python -m tenant_stack worker`, `fleet`).
             "TEMPORAL_ADDRESS": temporal_address(self.ports.temporal),

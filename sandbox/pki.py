@@ -26,6 +26,7 @@ CLIENTS = (
     ClientIdentity("scheduler", "system:kube-scheduler"),
     ClientIdentity("reservation-operator", "system:serviceaccount:reservation-operator:operator"),
     ClientIdentity("load-balancer", "system:serviceaccount:metallb-system:controller"),
+    ClientIdentity("external-dns", "system:serviceaccount:external-dns:external-dns"),
     # The platform's Helm controller (for the login chart): cluster-admin, as such controllers are.
     ClientIdentity("helm-controller", "system:serviceaccount:helm-system:helm-controller"),
     # The real node's kubelet: the Node authorizer and NodeRestriction know it by these names.

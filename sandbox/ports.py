@@ -58,6 +58,11 @@ class Ports:
         return 29025 + self.offset
 
     @property
+    def dns(self) -> int:
+        """The zone external-dns writes to (TCP and UDP)."""
+        return 29053 + self.offset
+
+    @property
     def retention_store(self) -> int:
         return 29100 + self.offset
 

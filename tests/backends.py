@@ -8,6 +8,7 @@ import contextlib
 import json
 import mailbox
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -305,6 +306,23 @@ def scratch_directory(gid: int) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def nslookup(name: str, server: str) -> str:
+    """What `busybox nslookup` says of `name`'s A records, asking `server` (host:port)."""
+    done = subprocess.run(
+        ["busybox", "nslookup", "-type=a", name, server],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    return done.stdout + done.stderr
+
+
+def resolved(name: str, server: str) -> list[str]:
+    """`name`'s addresses as `server` answers (its own address is printed with a port)."""
+    return re.findall(r"^Address:\s+([0-9.]+)$", nslookup(name, server), re.MULTILINE)
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 30, every: float = 0.2) -> None:

@@ -30,7 +30,9 @@ from tests.backends import (
     kubectl_json,
     labelled,
     mounted,
+    nslookup,
     owner_and_mode,
+    resolved,
     revealed,
     run,
     run_pulumi,
@@ -622,27 +624,30 @@ def test_step_5b_each_user_and_the_group_resolve_in_the_login_pod_through_ldap(
 def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
     foo: Onboarded, sandbox: SandboxLayout, tmp_path: Path
 ) -> None:
-    """From this machine, to the address the load balancer gave the login Service, as a user
-    does: from an address outside the cluster (the sandbox's users' address, which no
-    namespace's rule lets in, only the stack's login-ssh policy), checking the release's host
-    key as a user's known_hosts would."""
+    """From this machine, to the login host's name, as a user does: the name resolves (the
+    zone external-dns writes) to the address the load balancer gave the login Service, reached
+    from an address outside the cluster (the sandbox's users' address, which no namespace's
+    rule lets in, only the stack's login-ssh policy), checking the release's host key under
+    that name as a user's known_hosts would."""
+    hostname = "login.tenant-foo.example.internal"
+    dns = f"127.0.0.1:{sandbox.ports.dns}"
     deadline = time.monotonic() + 30
-    while not (ingress := _login_ingress()) and time.monotonic() < deadline:
+    while not (addresses := resolved(hostname, dns)) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert ingress, "the login Service got no address from the load balancer"
-    address = ingress[0]["ip"]
+    assert addresses == [ingress["ip"] for ingress in _login_ingress()], nslookup(hostname, dns)
+    [address] = addresses
     host_key = base64.b64decode(
         secret_data("login-tenant-foo-host-keys")["ssh_host_ed25519_key.pub"]
     )
     known_hosts = tmp_path / "known_hosts"
-    known_hosts.write_text(f"{address} {' '.join(host_key.decode().split()[:2])}\n")
+    known_hosts.write_text(f"{hostname} {' '.join(host_key.decode().split()[:2])}\n")
 
     def ssh(user: str, *command: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["ssh", "-i", str(foo.alice_key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
              "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known_hosts}",
-             "-o", "ConnectTimeout=20", "-o", f"BindAddress={sandbox.node.users_address}",
-             f"{user}@{address}", *command],
+             "-o", f"HostKeyAlias={hostname}", "-o", "ConnectTimeout=20",
+             "-o", f"BindAddress={sandbox.node.users_address}", f"{user}@{address}", *command],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
 
@@ -668,14 +673,14 @@ def test_step_5c_a_user_logs_in_over_ssh_with_their_key_as_their_ldap_uid(
             deadline = time.monotonic() + 10
             while (disabled := ssh("alice", "id")).returncode == 0 and time.monotonic() < deadline:
                 time.sleep(0.2)
-            resolved = kubectl(
+            looked_up = kubectl(
                 "-n", "tenant-foo", "exec", LOGIN_POD, "--", "getent", "passwd", "alice"
             )
         finally:
             api.patch(f"/core/users/{pk}/", json={"is_active": True}).raise_for_status()
     assert disabled.returncode == 255
     assert "LDAP authorisation check failed" in disabled.stderr
-    assert resolved.stdout.split(":")[2] == "2147"
+    assert looked_up.stdout.split(":")[2] == "2147"
 
 
 def _login_ingress() -> list[dict[str, str]]:

@@ -37,6 +37,7 @@ def test_the_python_services_are_the_same_whichever_python_defines_them() -> Non
     runs_python = [name for name, argv in defined[0].items() if "python" in argv[0]]
     assert sorted(runs_python) == [
         "authentik-emulator",
+        "external-dns",
         "load-balancer",
         "login-release-controller",
         "partitions-configmap-volume",
