@@ -67,6 +67,7 @@ class Terms:
     gpu_minutes: int | None = None
     admins: tuple[str, ...] = ()
     display_name: str | None = None
+    contact: tuple[str, str] | None = None  # name, email
     rehearsal: bool = False
 
 
@@ -319,6 +320,7 @@ def _resolved(
         scratch=sizes["--scratch"],
         storage_isolation=terms.storage_isolation,
         admins=terms.admins,
+        contact=terms.contact,
         rehearsal=terms.rehearsal,
     ), []
 
@@ -391,6 +393,7 @@ _OPTIONS = (
     ("slug", "SLUG"),
     ("login.hostname", "SLUG"),
     ("display_name", "--display-name"),
+    ("contract.contact", "--contact"),
     ("contract.gpu_sku", "--gpu-sku"),
     ("contract.gpus", "--gpus"),
     ("contract.partition_type", "--partition-type"),

@@ -67,6 +67,7 @@ class Resolved:
     scratch: int
     storage_isolation: str
     admins: tuple[str, ...]
+    contact: tuple[str, str] | None  # name, email
     rehearsal: bool
 
 
@@ -192,7 +193,7 @@ class SpecDraft:
             str(min(parse_duration("4h"), parse_duration(self.terms.wall_limit))),
             "runbook 4c's interactive MaxWall (4h), at most the wall limit",
         )
-        return {
+        contract: dict[str, Any] = {
             "gpu_sku": terms.gpu_sku,
             "gpus": terms.gpus,
             "partition_type": terms.partition_type,
@@ -201,6 +202,9 @@ class SpecDraft:
             "interactive_wall_limit": interactive,
             "gpu_minutes": minutes,
         }
+        if terms.contact is not None:
+            contract["contact"] = dict(zip(("name", "email"), terms.contact, strict=True))
+        return contract
 
     def _user(self, index: int, user: UserEntry) -> dict[str, Any]:
         entry: dict[str, Any] = {

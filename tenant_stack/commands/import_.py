@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
+    add_contact,
     add_output_format,
     add_project,
     add_tenants,
@@ -52,6 +53,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         choices=NODELESS_PARTITION_TYPES,
         help="the contract's partition type, for a tenant without nodes",
     )
+    add_contact(command)
     command.add_argument(
         "--weka-org-admin", help="the tenant's Weka organization admin (org isolation)"
     )
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         args.slug,
         tenants(args),
         platform,
-        Contract(start, end, args.partition_type, args.gpu_sku),
+        Contract(start, end, args.partition_type, args.gpu_sku, args.contact),
         org_admin=org_admin,
     )
     print(json.dumps(report.as_json()) if args.json else "\n".join(report_lines(report)))

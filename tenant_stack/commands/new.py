@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tenant_stack.commands.options import (
     PLATFORM,
+    add_contact,
     add_output_format,
     add_project,
     add_tenants,
@@ -103,6 +104,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="a user of the file who administers the namespace (runbook 3e; repeat for more)",
     )
     command.add_argument("--display-name", help="the customer's name (default: from the slug)")
+    add_contact(command)
     command.add_argument(
         "--rehearsal",
         action="store_true",
@@ -118,7 +120,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 "gpu-tenants new tenant-baz --users examples/tenant-baz-users.csv \\\n"
                 "    --gpu-sku h100-8x --gpus 16 --partition-type reserved \\\n"
                 "    --term 2027-01-04:2028-01-03 --wall-limit 24h --home 5TB \\\n"
-                "    --scratch 50TB --storage-isolation org"
+                "    --scratch 50TB --storage-isolation org \\\n"
+                '    --contact "Ines Baz <ines.baz@tenant-baz.example>"'
             ),
             "a reserved tenant of 16 GPUs with an organization of its own, on free nodes",
         ),
@@ -155,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         hardware_pool=args.hardware_pool,
         admins=tuple(args.admin),
         display_name=args.display_name,
+        contact=args.contact,
         rehearsal=args.rehearsal,
     )
     project: Path = args.project

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from datetime import date
+from email.utils import parseaddr
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -167,6 +168,27 @@ def positive(text: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
     return number
+
+
+def add_contact(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--contact",
+        type=contact,
+        metavar='"NAME <EMAIL>"',
+        help="who at the customer receives the offboarding notices (contract.contact; needed "
+        "from stage frozen when the platform sends notices)",
+    )
+
+
+def contact(text: str) -> tuple[str, str]:
+    """A person to write to, NAME <EMAIL>, as (name, email); or argparse's error naming the
+    option. The spec's models check the address itself."""
+    name, email = parseaddr(text)
+    if not (name and email):
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is not NAME <EMAIL>, such as "Lee Chen <lee.chen@customer.example>"'
+        )
+    return name, email
 
 
 def term(text: str) -> tuple[date, date]:

@@ -38,6 +38,7 @@ class Contract:
     term_end: date
     partition_type: NodelessPartitionType | None = None  # for a tenant with no nodes
     gpu_sku: str | None = None  # for a tenant with no nodes
+    contact: tuple[str, str] | None = None  # name, email: who receives the notices
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,12 @@ def _contract(b: _Builder, live: LiveTenant, platform: Platform, given: Contract
         {"start": given.term_start, "end": given.term_end},
         "given to import (--term): the change ticket's contract; no backend holds it",
     )
+    if given.contact is not None:
+        contract["contact"] = b.todo(
+            "contract.contact",
+            dict(zip(("name", "email"), given.contact, strict=True)),
+            "given to import (--contact): the change ticket's; no backend holds it",
+        )
     normal, interactive = slurm.normal, slurm.interactive
     contract["wall_limit"] = b.found(
         "contract.wall_limit",

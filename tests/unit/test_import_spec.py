@@ -154,6 +154,23 @@ def test_a_consistent_hand_built_tenant_becomes_a_valid_spec_with_its_numbers_pi
     assert "made: the CSI driver's Weka user 'tenant-kit-csi'" in changes
 
 
+def test_the_contact_given_to_import_is_written_with_its_todo() -> None:
+    platform = load_platform(ROOT / "Pulumi.prod.yaml")
+    contract = replace(CONTRACT, contact=("Lee Chen", f"lee.chen@{SLUG}.example"))
+    inferred = infer_spec(_tenant(), platform, contract, date(2026, 12, 2))
+    text = render(inferred.document, inferred.notes, ["header"])
+    spec = TenantSpec.model_validate(yaml.safe_load(text))
+    assert spec.contract.contact is not None
+    assert spec.contract.contact.email == f"lee.chen@{SLUG}.example"
+    lines = text.splitlines()
+    assert lines[lines.index("  contact:") - 1].startswith("  # TODO: given to import (--contact)")
+    # Not given, there is none: no backend holds it.
+    assert (
+        "contact"
+        not in infer_spec(_tenant(), platform, CONTRACT, date(2026, 12, 2)).document["contract"]
+    )
+
+
 def test_contradictions_are_refused_in_the_runbooks_words() -> None:
     live = _tenant()
     slurm = replace(live.slurm, partition=_partition("gpu-[05-06]"))

@@ -242,6 +242,7 @@ TERMS_AS: dict[str, tuple[dict[str, typing.Any], str, str]] = {
     "size": (dict(scratch="lots"), "--scratch", "is not a size"),
     "term": (dict(term=(date(2026, 5, 1), date(2026, 4, 1))), "--term", "ends (2026-04-01)"),
     "partition type": (dict(partition_type="burst"), "--partition-type", "Input should be"),
+    "contact's email": (dict(contact=("Lee Chen", "lee@")), "--contact", "lee@"),
 }  # fmt: skip
 
 
@@ -435,6 +436,19 @@ def test_the_spec_written_loads_and_passes_the_fleets_rules(tmp_path: Path, tena
     assert not [p for p in tenants.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
+def test_the_contact_given_is_the_contracts_with_no_comment(tmp_path: Path, tenants: Path) -> None:
+    contact = ("Lee Chen", "lee.chen@new.example")
+    report = draft(tenants, users_file(tmp_path), replace(TERMS, contact=contact))
+    assert report.written, report.refusals
+    spec = load_spec(tenants, SLUG, PLATFORM)
+    assert spec.contract.contact is not None
+    assert (spec.contract.contact.name, spec.contract.contact.email) == (
+        "Lee Chen",
+        "lee.chen@new.example",
+    )
+    assert "contract.contact" not in [choice.location for choice in report.choices]
+
+
 def test_a_spec_that_appears_meanwhile_is_never_overwritten(tmp_path: Path) -> None:
     path = tmp_path / f"{SLUG}.yaml"
     path.write_text("someone else's\n")
@@ -474,9 +488,19 @@ def test_the_command_exits_0_written_1_refused_2_could_not_run(
         main(command(tenants, users, "--term", "2026-01-01"))
     assert bad.value.code == 2
     capsys.readouterr()
-    assert main(command(tenants, users, "--json")) == 0
+    with pytest.raises(SystemExit) as bad:
+        main(command(tenants, users, "--contact", "lee.chen@new.example"))
+    assert bad.value.code == 2
+    assert "argument --contact: 'lee.chen@new.example' is not NAME <EMAIL>" in (
+        capsys.readouterr().err
+    )
+    contact = "Lee Chen <lee.chen@new.example>"
+    assert main(command(tenants, users, "--json", "--contact", contact)) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["written"]
+    assert "contact:\n    name: Lee Chen\n    email: lee.chen@new.example\n" in (
+        (tenants / f"{SLUG}.yaml").read_text()
+    )
     assert {c["field"] for c in report["chosen"]} >= {"reservation.nodes", "users.0.uid"}
     assert main(command(tenants, users)) == 1
     assert "is a tenant already" in capsys.readouterr().out
