@@ -303,7 +303,7 @@ def identity_args(
             if f"user:{user.username}" not in purged
         ],
         lifecycle=lifecycle_record(spec),
-        revoked=spec.lifecycle.reached("destroy") and not spec.lifecycle.rehearsal,
+        revoked=access_revoked(spec),
         abandoned=spec.lifecycle.abandoned,
         tombstone_days=platform.retention.accounting_days,
         offboarded=offboarded,
@@ -417,6 +417,12 @@ def abandoned_record(spec: TenantSpec, platform: Platform) -> dict[str, object] 
     return {"places": storage_places(spec, platform), "login_release": release_name(spec.slug)}
 
 
+def access_revoked(spec: TenantSpec) -> bool:
+    """Offboarding step 5, from stage destroy of a live tenant: its users disabled (5a), out of
+    its groups (5b), and their keys taken off the login pods (5c)."""
+    return spec.lifecycle.reached("destroy") and not spec.lifecycle.rehearsal
+
+
 def login_replicas(spec: TenantSpec) -> int:
     """How many login pods the release runs: from stage snapshotted nothing may write after the
     snapshot, so none."""
@@ -442,7 +448,9 @@ def login_args(
         slurm_controller_host=platform.slurm.controller_host,
         home_filesystem=home,
         scratch_filesystem=scratch,
-        authorized_keys={user.username: list(user.ssh_keys) for user in spec.users},
+        authorized_keys={}
+        if access_revoked(spec)
+        else {user.username: list(user.ssh_keys) for user in spec.users},
         ssh_host_alias=f"login-{spec.short_name}",
         after=[namespace, identity],
     )

@@ -21,6 +21,7 @@ login.<slug>.<domain> $GPU_TENANTS_SANDBOX_DNS` asks it.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -57,8 +58,17 @@ class Record:
     owner: str  # the Service's namespace/name
 
 
+# A host name as DNS takes it: labels of letters, digits and inner hyphens.
+_HOST_NAME = re.compile(
+    r"(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
+)
+
+
 def _in_domain(name: str, domain: str) -> bool:
-    return name == domain or name.endswith(f".{domain}")
+    # What is no host name never reaches the zone file, which would not load.
+    return _HOST_NAME.fullmatch(name) is not None and (
+        name == domain or name.endswith(f".{domain}")
+    )
 
 
 def _claim_order(service: JSON) -> tuple[str, str, str]:

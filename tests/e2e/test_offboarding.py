@@ -44,6 +44,7 @@ from tests.backends import (
     operator_command,
     owner_and_mode,
     pulumi,
+    resolved,
     retention_command,
     run,
     run_pulumi,
@@ -611,6 +612,22 @@ def test_destroy_at_stage_destroy_leaves_only_what_is_retained(
         "confirmation": "customer",
         "confirmed_by": "Lee Chen",
     }
+    # Step 5c: the keys are off the login pods (which stopped at snapshotted); 5d: SSH to the
+    # login host, by the name external-dns published, is dead whatever key a user holds.
+    keys = kubectl_json("-n", SLUG, "get", "secret", f"{SLUG}-authorized-keys")
+    assert keys.get("data") in (None, {})
+    [address] = resolved(f"login.{SLUG}.example.internal", f"127.0.0.1:{sandbox.ports.dns}")
+    key = tmp_path / "id_ed25519"
+    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
+    dead = subprocess.run(
+        ["ssh", "-i", str(key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+         "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=/dev/null",
+         "-o", "ConnectTimeout=10", "-o", f"BindAddress={sandbox.node.users_address}",
+         f"dave@{address}", "id"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert dead.returncode == 255
+    assert "Connection refused" in dead.stderr, dead.stderr
     # Step 4d: nothing goes while a tenant pod runs (on the sandbox's node, cpu-01).
     before = bar.resources()
     run("kubectl", "-n", SLUG, "apply", "-f", str(RUNNING_POD))

@@ -978,6 +978,10 @@ def test_at_stage_destroy_users_become_protected_disabled_tombstones(
         assert user.dependencies == frozenset(), user.name
     gate = destroyed.one(GATE, "tenant-foo-gate").inputs["lifecycle"]
     assert (gate["stage"], gate["signed_off"], gate.get("next_stage")) == ("destroy", True, None)
+    # Runbook 5c: even with the users disabled, their keys are taken off the login pods.
+    keys = destroyed.one(K8S_SECRET, "tenant-foo-authorized-keys")
+    assert reveal(keys.inputs["stringData"]) == {}
+    assert destroyed.outputs["ssh_config"] == {}
 
 
 UPLOADED = "pulumi-python:dynamic/weka:UploadedSnapshot"

@@ -69,6 +69,8 @@ def test_a_balanced_service_gets_a_record_per_name_of_its_annotation_in_the_doma
         _service("cluster-ip", "login.tenant-foo.example.internal", "10.43.0.7", kind="ClusterIP"),
         _service("no-annotation", None, "10.233.1.11"),
         _service("outside", "login.tenant-foo.example.internal.evil.com", "10.233.1.12"),
+        _service("no-host-name", "login tenant-foo.example.internal", "10.233.1.13"),
+        _service("zone-file-syntax", 'x.example.internal" IN A 1.2.3.4', "10.233.1.14"),
     ],
 )
 def test_nothing_is_published_without_an_address_a_balancer_a_name_or_the_domain(
