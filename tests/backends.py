@@ -375,17 +375,28 @@ def earlier_run(layout: SandboxLayout, job_id: int, seconds: int) -> None:
         for column in ("time_submit", "time_eligible", "time_start", "time_end")
     )
     # The newest run of the id only: slurmctld may have given it before (a sandbox test kills
-    # slurmctld, which then starts again from the job id it last saved).
+    # slurmctld, which then starts again from the job id it last saved). The copy's own row
+    # number comes from the table's AUTO_INCREMENT as it is inserted (a NULL), never from a
+    # MAX read before: slurmdbd inserts its own records meanwhile.
     newest = f"SELECT MAX(job_db_inx) FROM {table} WHERE id_job = {job_id}"
     statements = (
         f"CREATE TEMPORARY TABLE run SELECT * FROM {table} WHERE job_db_inx = ({newest});",
-        f"UPDATE run SET job_db_inx = (SELECT MAX(job_db_inx) + 1 FROM {table}), {times};",
+        "ALTER TABLE run MODIFY job_db_inx BIGINT UNSIGNED NULL;",
+        f"UPDATE run SET job_db_inx = NULL, {times};",
         f"INSERT INTO {table} SELECT * FROM run;",
     )
-    run(
+    command = [
         "mariadb", f"--defaults-file={layout.slurm.mariadb_cnf}", "--user=root", ACCOUNTING_DB,
         "--execute", " ".join(statements),
-    )  # fmt: skip
+    ]  # fmt: skip
+    # InnoDB may pick this session as a deadlock's victim while slurmdbd writes: the session
+    # and its temporary table end with the failure, so trying again redoes it all once.
+    for attempt in range(3):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        if done.returncode == 0:
+            return
+        time.sleep(0.5 * (attempt + 1))
+    raise AssertionError(f"copying job {job_id}'s run in slurmdbd's database: {done.stderr}")
 
 
 @contextmanager
