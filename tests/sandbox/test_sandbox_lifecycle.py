@@ -14,6 +14,7 @@ from providers.processes import start_time
 from sandbox.__main__ import down, up
 from sandbox.layout import SandboxLayout
 from sandbox.supervisor import Supervisor, port_in_use
+from tests.backends import wait_for
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("sandbox")]
 
@@ -33,7 +34,12 @@ def state_marks() -> tuple[str, str]:
 
 def test_second_up_does_nothing(sandbox: SandboxLayout, capsys: pytest.CaptureFixture[str]) -> None:
     supervisor = Supervisor(sandbox.root)
-    pids = {s.name: supervisor.pid(s.name) for s in sandbox.services()}
+    # Settled first: a test before may have restarted slurmctld, whose nodes then read not
+    # responding until their slurmd registers again (a few seconds), and an up meanwhile
+    # rightly replaces a slurmd that is not ready (ci40).
+    services = sandbox.services()
+    wait_for("every service ready", lambda: all(supervisor.status(s).ready for s in services), 60)
+    pids = {s.name: supervisor.pid(s.name) for s in services}
     up(sandbox)
     assert "already up; nothing to do" in capsys.readouterr().out
     assert {s.name: supervisor.pid(s.name) for s in sandbox.services()} == pids

@@ -438,7 +438,9 @@ def test_scancel_full_term_makes_the_job_checkpoint_to_scratch(
 @pytest.mark.usefixtures("partitions_to_ourselves")
 def test_full_restart_keeps_state(slurm: Sandbox) -> None:
     s = slurm.settings
-    # Starting what runs and answers is a no-op.
+    # Starting what runs and answers is a no-op, once it answers: a test before may have
+    # restarted slurmctld, whose nodes read not responding until their slurmd registers again.
+    wait_for("every Slurm service ready", lambda: all(svc.ready() for svc in slurm.services), 60)
     assert [slurm.supervisor.start(svc) for svc in slurm.services] == [False] * 6
     slurm.run("sacctmgr", "-i", "add", "account", "sbx-keep", "GrpTRES=gres/gpu=32")
     before = s.partitions_conf.read_text()
