@@ -20,7 +20,6 @@ login.<slug>.<domain> $GPU_TENANTS_SANDBOX_DNS` asks it.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from providers.files import write_atomic
 from sandbox.kubernetes.client import (
     JSON,
     Changes,
@@ -148,9 +148,7 @@ class ExternalDns:
             return
         text = zone_text(self.domain, published, serial_in(before) + 1)
         # Whole or not at all: CoreDNS may read the file at any moment.
-        written = self.zone_file.with_suffix(".new")
-        written.write_text(text)
-        os.replace(written, self.zone_file)
+        write_atomic(self.zone_file, text)
         log(f"zone {self.domain}: {len(published)} A records")
 
 
